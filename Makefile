@@ -1,0 +1,49 @@
+# Flotilla — common developer tasks. `make help` lists them.
+
+GO        ?= go
+BIN       := bin/flotilla
+# Flags for `make up`, e.g. make up UP_FLAGS="--members 2 --nodes 5".
+UP_FLAGS  ?=
+# Timeout for the whole test suite (unit, integration and e2e).
+TEST_TIMEOUT ?= 25m
+
+.PHONY: help build components up down status test test-unit verify generate bench clean
+
+help: ## List the targets.
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+build: ## Build bin/flotilla.
+	$(GO) build -o $(BIN) ./cmd/flotilla
+
+components: build ## Build the pinned Kubernetes components into the cache (once; ~6 min cold).
+	@./$(BIN) components >/dev/null
+
+up: build ## Start the local environment (host + 3 members) in ~/.flotilla.
+	./$(BIN) up $(UP_FLAGS)
+
+down: build ## Stop every process of the local environment.
+	./$(BIN) down
+
+status: build ## Show the local environment's components and health.
+	./$(BIN) status
+
+test: components ## Run unit, integration and e2e tests.
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+test-unit: ## Run only the unit tests (no environments started).
+	$(GO) test -count=1 -short ./...
+
+verify: ## Check formatting, vet, and that generated code is up to date.
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(MAKE) generate
+	@git diff --exit-code -- . || (echo "generated files are out of date: run make generate and commit"; exit 1)
+
+generate: ## Regenerate generated code (deepcopy, CRDs).
+	$(GO) generate ./...
+
+bench: components ## Run the benchmarks.
+	$(GO) test -count=1 -run '^$$' -bench . -benchmem ./...
+
+clean: ## Remove build output (not the component cache).
+	rm -rf bin

@@ -1,0 +1,47 @@
+package app
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flotilla-io/flotilla/internal/localenv"
+)
+
+// NewKubeconfigCmd returns `flotilla kubeconfig`.
+func NewKubeconfigCmd(streams Streams) *cobra.Command {
+	var stateDir string
+	cmd := &cobra.Command{
+		Use:   "kubeconfig [host|member-N|all]",
+		Short: "Print the path of a cluster's kubeconfig in the local environment",
+		Long: `Print the path of the admin kubeconfig of one cluster (default: host). "all"
+prints a kubeconfig holding every cluster, one context per cluster name.`,
+		Example: `  kubectl --kubeconfig "$(flotilla kubeconfig)" get namespaces
+  kubectl --kubeconfig "$(flotilla kubeconfig all)" --context member-2 get nodes`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := localenv.HostName
+			if len(args) == 1 {
+				name = args[0]
+			}
+			st, err := localenv.LoadState(stateDir)
+			if err != nil {
+				return err
+			}
+			if name == "all" {
+				fmt.Fprintln(streams.Out, filepath.Join(st.Dir, "kubeconfig"))
+				return nil
+			}
+			c, ok := st.Cluster(name)
+			if !ok {
+				return fmt.Errorf("no cluster %q in the environment in %s (clusters: %s)", name, st.Dir, strings.Join(st.ClusterNames(), ", "))
+			}
+			fmt.Fprintln(streams.Out, c.Kubeconfig)
+			return nil
+		},
+	}
+	addStateDirFlag(cmd.Flags(), &stateDir)
+	return cmd
+}

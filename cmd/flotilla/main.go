@@ -1,0 +1,26 @@
+// Command flotilla is the single binary of the Flotilla multi-cluster
+// federation control plane: the local environment (up, down, status,
+// kubeconfig) today, the server processes and cluster operations as they land.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/flotilla-io/flotilla/cmd/flotilla/app"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cmd := app.NewRootCmd(app.Streams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
+	if err := cmd.ExecuteContext(ctx); err != nil {
+		// One line per error, so that scripts and people see the cause at once.
+		fmt.Fprintln(os.Stderr, "error: "+strings.ReplaceAll(err.Error(), "\n", "; "))
+		os.Exit(1)
+	}
+}
