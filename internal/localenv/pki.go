@@ -56,24 +56,6 @@ func newAuthority(commonName string) (*authority, error) {
 	return &authority{cert: cert, key: key, certPEM: encodeCert(der), keyPEM: keyPEM}, nil
 }
 
-// loadAuthority parses a CA written by newAuthority.
-func loadAuthority(certPEM, keyPEM []byte) (*authority, error) {
-	cb, _ := pem.Decode(certPEM)
-	kb, _ := pem.Decode(keyPEM)
-	if cb == nil || kb == nil {
-		return nil, fmt.Errorf("CA files are not PEM")
-	}
-	cert, err := x509.ParseCertificate(cb.Bytes)
-	if err != nil {
-		return nil, fmt.Errorf("parse CA certificate: %w", err)
-	}
-	key, err := x509.ParseECPrivateKey(kb.Bytes)
-	if err != nil {
-		return nil, fmt.Errorf("parse CA key: %w", err)
-	}
-	return &authority{cert: cert, key: key, certPEM: certPEM, keyPEM: keyPEM}, nil
-}
-
 // issueServing signs a serving certificate for loopback under the given name.
 func (a *authority) issueServing(commonName string) (certPEM, keyPEM []byte, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
