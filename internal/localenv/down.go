@@ -31,7 +31,7 @@ func Down(ctx context.Context, dir string, purge bool, out io.Writer) error {
 	case errors.Is(err, ErrNoEnvironment):
 		fmt.Fprintf(out, "No environment in %s\n", dir)
 		if purge {
-			return removeState(dir)
+			return purgeState(dir)
 		}
 		return nil
 	case err != nil:
@@ -48,7 +48,8 @@ func Down(ctx context.Context, dir string, purge bool, out io.Writer) error {
 		return err
 	}
 	if purge {
-		if err := removeState(dir); err != nil {
+		unlock() // the lock file goes too
+		if err := purgeState(dir); err != nil {
 			return err
 		}
 		fmt.Fprintf(out, "Removed the environment's state from %s\n", dir)
@@ -112,15 +113,29 @@ func countAlive(st *State) (running, total int) {
 }
 
 // stateEntries are the files and directories an environment creates in its
-// state directory; purging removes only these, never anything else a user
-// may keep there.
-var stateEntries = []string{"clusters", "pki", "kubeconfig", stateFile, stateFile + ".tmp", ".lock"}
+// state directory (besides the .lock file); clearing removes only these,
+// never anything else a user may keep there.
+var stateEntries = []string{"clusters", "pki", "kubeconfig", stateFile, stateFile + ".tmp"}
 
-func removeState(dir string) error {
+// clearState removes an environment's files but keeps the directory and its
+// lock, so that a new environment can start in it.
+func clearState(dir string) error {
 	for _, e := range stateEntries {
 		if err := os.RemoveAll(filepath.Join(dir, e)); err != nil {
 			return fmt.Errorf("remove %s: %w", filepath.Join(dir, e), err)
 		}
+	}
+	return nil
+}
+
+// purgeState removes an environment's files, its lock, and the directory
+// itself when nothing else is left in it.
+func purgeState(dir string) error {
+	if err := clearState(dir); err != nil {
+		return err
+	}
+	if err := os.Remove(filepath.Join(dir, ".lock")); err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("remove lock: %w", err)
 	}
 	_ = os.Remove(dir) // only succeeds when empty
 	return nil
@@ -137,7 +152,7 @@ func lockStateDir(dir string) (func(), error) {
 		f.Close()
 		return nil, fmt.Errorf("another flotilla command is using %s", dir)
 	}
-	return func() { f.Close() }, nil
+	return sync.OnceFunc(func() { f.Close() }), nil
 }
 
 // ComponentStatus is one row of Status.

@@ -58,7 +58,7 @@ func fakeNodes(s nodeSpec) []*corev1.Node {
 				NodeInfo: corev1.NodeSystemInfo{
 					Architecture:    "amd64",
 					OperatingSystem: "linux",
-					KubeletVersion:  "fake",
+					KubeletVersion:  "kwok",
 				},
 			},
 		})

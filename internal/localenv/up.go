@@ -62,7 +62,7 @@ func Up(ctx context.Context, set components.Set, opts Options) (*Environment, er
 			return nil, fmt.Errorf("environment in %s is partly running (%d of %d processes): run `flotilla down --state-dir %s` first", dir, running, total, dir)
 		}
 		fmt.Fprintf(opts.Out, "Replacing the stopped environment in %s\n", dir)
-		if err := removeState(dir); err != nil {
+		if err := clearState(dir); err != nil {
 			return nil, err
 		}
 	} else if !errors.Is(err, ErrNoEnvironment) {

@@ -139,6 +139,23 @@ func TestUpStatusDown(t *testing.T) {
 			t.Errorf("status after down succeeded, want it to report stopped components")
 		}
 	})
+
+	t.Run("up after down starts afresh in the same directory", func(t *testing.T) {
+		r := flotilla(t, "up", "--state-dir", dir, "--members", "1", "--member-mode", "apiserver-only")
+		if r.err != nil || !strings.Contains(r.stdout, "Replacing the stopped environment") {
+			t.Fatalf("up after down: err=%v stdout=%q", r.err, r.stdout)
+		}
+		if r := flotilla(t, "status", "--state-dir", dir); r.err != nil {
+			t.Errorf("status of the new environment: %v", r.err)
+		}
+		r = flotilla(t, "down", "--purge", "--state-dir", dir)
+		if r.err != nil {
+			t.Fatalf("down --purge: %v", r.err)
+		}
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("state directory remains after down --purge (stat err %v)", err)
+		}
+	})
 }
 
 // TestBadInputFailsWithOneLine checks that invalid input is refused with one
