@@ -57,16 +57,6 @@ func Down(ctx context.Context, dir string, purge bool, out io.Writer) error {
 	return nil
 }
 
-// Stop stops a started environment's processes; see Down for the files.
-func (e *Environment) Stop() error {
-	e.stop()
-	if e.State == nil {
-		return nil
-	}
-	_, err := stopAll(e.State) // processes of a reused environment
-	return err
-}
-
 // stopAll stops every live process of the state, all clusters at once and
 // within a cluster in reverse start order, and reports how many were alive.
 func stopAll(st *State) (int, error) {

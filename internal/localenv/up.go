@@ -72,7 +72,7 @@ func Up(ctx context.Context, set components.Set, opts Options) (*Environment, er
 	start := time.Now()
 	err = env.start(ctx, set, dir, opts)
 	if err != nil {
-		env.stop()
+		_ = env.Stop()
 		return nil, fmt.Errorf("%w (logs in %s)", err, filepath.Join(dir, "clusters"))
 	}
 	fmt.Fprintf(opts.Out, "Environment ready in %s: host + %d member(s)\n", time.Since(start).Round(100*time.Millisecond), opts.Members)
@@ -308,19 +308,18 @@ func (s *starter) printf(format string, args ...any) {
 	fmt.Fprintf(s.opts.Out, format, args...)
 }
 
-// stop stops every process the environment started, all at once.
-func (e *Environment) stop() {
-	var wg sync.WaitGroup
-	for i := len(e.procs) - 1; i >= 0; i-- {
-		pr := e.procs[i]
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_ = stopPID(pr.state.PID, pr.state.Binary, 10*time.Second)
-			<-pr.done
-		}()
+// Stop stops every process of the environment, cluster by cluster in
+// reverse start order (an apiserver exits before its etcd, which would
+// otherwise wait for the apiserver's watches to close), and reaps them.
+func (e *Environment) Stop() error {
+	if e.State == nil {
+		return nil
 	}
-	wg.Wait()
+	_, err := stopAll(e.State)
+	for _, pr := range e.procs {
+		<-pr.done
+	}
+	return err
 }
 
 func writeFiles(files map[string][]byte) error {
