@@ -3,6 +3,8 @@ package app
 import (
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -117,6 +119,12 @@ func printAccess(streams Streams, st *localenv.State) {
 	if len(st.Clusters) > 1 {
 		example = st.Clusters[1].Name
 	}
-	fmt.Fprintf(streams.Out, "\nTry:\n  kubectl --kubeconfig \"$(flotilla kubeconfig %s%s)\" get nodes\n  flotilla status%s\n  flotilla down%s\n",
-		example, stateFlag, stateFlag, stateFlag)
+	// Hints use the path the binary was invoked by (./bin/flotilla after
+	// make up), so that they work when copied.
+	self := "flotilla"
+	if len(os.Args) > 0 && strings.Contains(os.Args[0], "/") {
+		self = os.Args[0]
+	}
+	fmt.Fprintf(streams.Out, "\nTry:\n  kubectl --kubeconfig \"$(%[1]s kubeconfig %[2]s%[3]s)\" get nodes\n  %[1]s status%[3]s\n  %[1]s down%[3]s\n",
+		self, example, stateFlag)
 }
