@@ -157,11 +157,11 @@ func (e *Environment) Cluster(name string) *Cluster {
 }
 
 // Main is the body of a test package's TestMain: it starts the environment
-// (unless -short), runs the tests and stops the environment, returning the
+// (unless -short, or -run '^$' for benchmarks), runs the tests and stops the environment, returning the
 // exit code for os.Exit.
 func Main(m *testing.M, opts Options, env **Environment) int {
 	flag.Parse()
-	if testing.Short() {
+	if testing.Short() || noTestsSelected() {
 		return m.Run()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
@@ -180,6 +180,13 @@ func Main(m *testing.M, opts Options, env **Environment) int {
 		}
 	}
 	return code
+}
+
+// noTestsSelected reports whether -run selects nothing (benchmark runs use
+// -run '^$'), in which case no environment is needed.
+func noTestsSelected() bool {
+	f := flag.Lookup("test.run")
+	return f != nil && f.Value.String() == "^$"
 }
 
 // Need skips the test when no environment runs (-short mode).
