@@ -136,16 +136,6 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-// portOpen reports whether something listens on the loopback port.
-func portOpen(port int) bool {
-	conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 200*time.Millisecond)
-	if err != nil {
-		return false
-	}
-	conn.Close()
-	return true
-}
-
 // tail returns the last n lines of a file, indented.
 func tail(path string, n int) string {
 	b, err := os.ReadFile(path)
