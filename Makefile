@@ -36,8 +36,9 @@ test-unit: ## Run only the unit tests (no environments started).
 verify: ## Check formatting, vet, and that generated code is up to date.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	$(MAKE) generate
-	@git diff --exit-code -- . || (echo "generated files are out of date: run make generate and commit"; exit 1)
+	@before=$$(git status --porcelain; git diff); $(MAKE) --no-print-directory generate; \
+	after=$$(git status --porcelain; git diff); \
+	if [ "$$before" != "$$after" ]; then echo "make generate changed files: commit its output"; git status --short; exit 1; fi
 
 generate: ## Regenerate generated code (deepcopy, CRDs).
 	$(GO) generate ./...

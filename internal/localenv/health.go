@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/flotilla-io/flotilla/internal/poll"
 )
 
 // prober checks component health endpoints on loopback. The endpoints are
@@ -48,32 +50,24 @@ func (p *prober) probe(ctx context.Context, url string) error {
 	return nil
 }
 
-// waitFor polls check every interval until it returns nil, the deadline
-// passes, or stop reports a reason to give up early (a crashed process). On
-// timeout the last observation is part of the error.
+// waitFor polls check until it returns nil or the timeout passes, giving up
+// early when stop reports a reason (a crashed process). On timeout the last
+// observation is part of the error.
 func waitFor(ctx context.Context, what string, timeout time.Duration, stop func() error, check func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	interval := 100 * time.Millisecond
-	var last error
-	for {
-		if stop != nil {
-			if err := stop(); err != nil {
-				return fmt.Errorf("waiting for %s: %w", what, err)
-			}
-		}
-		if last = check(ctx); last == nil {
+	var stopped error
+	err := poll.Until(ctx, timeout, func(ctx context.Context) error {
+		if stopped = stop(); stopped != nil {
 			return nil
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s not ready after %s: last seen: %v", what, timeout, last)
-		case <-time.After(interval):
-		}
-		if interval < time.Second {
-			interval += interval / 2
-		}
+		return check(ctx)
+	})
+	switch {
+	case stopped != nil:
+		return fmt.Errorf("waiting for %s: %w", what, stopped)
+	case err != nil:
+		return fmt.Errorf("%s not ready after %s: last seen: %v", what, timeout, err)
 	}
+	return nil
 }
 
 func lastLines(s string, n int) string {

@@ -102,8 +102,6 @@ type starter struct {
 	set    components.Set
 	opts   Options
 	st     *State
-	token  string
-	caPEM  []byte
 	mu     sync.Mutex // guards st, procs and output
 	procs  *[]*process
 	prober *prober
@@ -144,7 +142,7 @@ func (e *Environment) start(ctx context.Context, set components.Set, dir string,
 	for _, p := range plans {
 		p.assignPorts(free[:p.portsNeeded()])
 		free = free[p.portsNeeded():]
-		cs, err := p.prepare(ca, token, opts)
+		cs, err := p.prepare(ca, token)
 		if err != nil {
 			return err
 		}
@@ -159,7 +157,7 @@ func (e *Environment) start(ctx context.Context, set components.Set, dir string,
 	if err := st.save(); err != nil {
 		return err
 	}
-	s := &starter{set: set, opts: opts, st: st, token: token, caPEM: ca.certPEM, procs: &e.procs, prober: newProber(token)}
+	s := &starter{set: set, opts: opts, st: st, procs: &e.procs, prober: newProber(token)}
 	fmt.Fprintf(opts.Out, "Starting host and %d %s member(s) in %s\n", opts.Members, opts.MemberMode, dir)
 	g, gctx := errgroup.WithContext(ctx)
 	for i, p := range plans {
@@ -170,7 +168,7 @@ func (e *Environment) start(ctx context.Context, set components.Set, dir string,
 
 // prepare writes the cluster's certificates, tokens and kubeconfig and
 // returns its initial state.
-func (p *clusterPlan) prepare(ca *authority, token string, opts Options) (ClusterState, error) {
+func (p *clusterPlan) prepare(ca *authority, token string) (ClusterState, error) {
 	cert, key, err := ca.issueServing(p.name)
 	if err != nil {
 		return ClusterState{}, err

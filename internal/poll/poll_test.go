@@ -1,0 +1,53 @@
+package poll
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+)
+
+func TestUntil(t *testing.T) {
+	tests := []struct {
+		name      string
+		succeedAt int // call number that returns nil; 0 never
+		timeout   time.Duration
+		wantErr   string
+		wantCalls int // minimum calls
+	}{
+		{name: "true at once", succeedAt: 1, timeout: time.Second, wantCalls: 1},
+		{name: "true on the third call", succeedAt: 3, timeout: 5 * time.Second, wantCalls: 3},
+		{name: "never true reports the last error", succeedAt: 0, timeout: 300 * time.Millisecond, wantErr: "call ", wantCalls: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			calls := 0
+			err := Until(context.Background(), tt.timeout, func(context.Context) error {
+				calls++
+				if calls == tt.succeedAt {
+					return nil
+				}
+				return fmt.Errorf("call %d", calls)
+			})
+			if tt.wantErr == "" && err != nil {
+				t.Fatalf("Until() = %v, want nil", err)
+			}
+			if tt.wantErr != "" && (err == nil || err.Error() != fmt.Sprintf("call %d", calls)) {
+				t.Fatalf("Until() = %v, want the last error (call %d)", err, calls)
+			}
+			if calls < tt.wantCalls {
+				t.Errorf("%d calls, want at least %d", calls, tt.wantCalls)
+			}
+		})
+	}
+}
+
+func TestUntilStopsWithTheContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := Until(ctx, time.Hour, func(context.Context) error { return errors.New("not yet") })
+	if err == nil || err.Error() != "not yet" {
+		t.Fatalf("Until() = %v, want the condition's error once the context ends", err)
+	}
+}
