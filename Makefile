@@ -40,8 +40,17 @@ verify: ## Check formatting, vet, and that generated code is up to date.
 	after=$$(git status --porcelain; git diff); \
 	if [ "$$before" != "$$after" ]; then echo "make generate changed files: commit its output"; git status --short; exit 1; fi
 
-generate: ## Regenerate generated code (deepcopy, CRDs).
+CONTROLLER_GEN := bin/controller-gen
+
+generate: $(CONTROLLER_GEN) ## Regenerate generated code (deepcopy, CRDs, RBAC).
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
+	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=flotilla-controller-manager paths=./internal/... output:rbac:artifacts:config=config/rbac
 	$(GO) generate ./...
+
+# controller-gen is built from the version pinned in hack/codegen.
+$(CONTROLLER_GEN): hack/codegen/go.mod hack/codegen/go.sum
+	cd hack/codegen && $(GO) build -o ../../$(CONTROLLER_GEN) sigs.k8s.io/controller-tools/cmd/controller-gen
 
 bench: components ## Run the benchmarks.
 	$(GO) test -count=1 -run '^$$' -bench . -benchmem ./...

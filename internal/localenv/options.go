@@ -57,6 +57,11 @@ type Options struct {
 	// the caller (flotilla up). Otherwise they are killed when the caller
 	// dies (tests).
 	Detach bool
+	// Flotilla is the path of the flotilla binary. When set, Up also runs
+	// `flotilla controller-manager` against the host and joins every member
+	// to it; when empty (tests that run controllers in-process) it does
+	// neither.
+	Flotilla string
 }
 
 // DefaultOptions returns the options `flotilla up` starts with.

@@ -68,6 +68,8 @@ type ComponentState struct {
 	HealthURL string `json:"healthURL"`
 	// Log is the path of the process's log file.
 	Log string `json:"log"`
+	// Args are the process's arguments, so that `up` can restart it.
+	Args []string `json:"args,omitempty"`
 }
 
 // Cluster returns the named cluster of the state.

@@ -36,7 +36,8 @@ type Environment struct {
 // is ready. On failure everything it started is stopped again and the logs
 // stay in the state directory. When the state directory already holds a
 // running environment, Up changes nothing and returns it with
-// ErrAlreadyRunning.
+// ErrAlreadyRunning; when some of its processes died, Up restarts them with
+// their recorded arguments.
 func Up(ctx context.Context, set components.Set, opts Options) (*Environment, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
@@ -59,7 +60,11 @@ func Up(ctx context.Context, set components.Set, opts Options) (*Environment, er
 		case running == total:
 			return &Environment{State: st}, ErrAlreadyRunning
 		case running > 0:
-			return nil, fmt.Errorf("environment in %s is partly running (%d of %d processes): run `flotilla down --state-dir %s` first", dir, running, total, dir)
+			fmt.Fprintf(opts.Out, "Environment in %s is partly running (%d of %d processes); restarting the stopped ones\n", dir, running, total)
+			if err := repair(ctx, st, opts); err != nil {
+				return nil, fmt.Errorf("%w (run `flotilla down --state-dir %s` and up again to start afresh)", err, dir)
+			}
+			return &Environment{State: st}, nil
 		}
 		fmt.Fprintf(opts.Out, "Replacing the stopped environment in %s\n", dir)
 		if err := clearState(dir); err != nil {
@@ -163,7 +168,13 @@ func (e *Environment) start(ctx context.Context, set components.Set, dir string,
 	for i, p := range plans {
 		g.Go(func() error { return s.startCluster(gctx, p, i) })
 	}
-	return g.Wait()
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	if opts.Flotilla == "" {
+		return nil
+	}
+	return s.startControlPlane(ctx, plans)
 }
 
 // prepare writes the cluster's certificates, tokens and kubeconfig and
@@ -212,6 +223,7 @@ func (s *starter) startCluster(ctx context.Context, p *clusterPlan, idx int) err
 	}
 	launch := func(name string) (*process, error) {
 		c, args := p.component(s.set, name)
+		c.Args = args
 		pr, err := startProcess(c, args, s.opts.Detach)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", p.name, err)

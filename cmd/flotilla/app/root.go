@@ -40,6 +40,9 @@ pinned Kubernetes sources) is managed with up, down, status and kubeconfig.`,
 		NewStatusCmd(streams),
 		NewKubeconfigCmd(streams),
 		NewComponentsCmd(streams),
+		NewControllerManagerCmd(streams),
+		NewJoinCmd(streams),
+		NewUnjoinCmd(streams),
 	)
 	return cmd
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -30,12 +31,15 @@ func NewUpCmd(streams Streams) *cobra.Command {
 		Long: `Start, in the background, a host control plane (etcd, kube-apiserver and a
 kube-controller-manager running only the namespace and garbage-collector
 controllers) and N member clusters (etcd, kube-apiserver,
-kube-controller-manager, kube-scheduler and kwok with fake nodes), then wait
-until all are ready.
+kube-controller-manager, kube-scheduler and kwok with fake nodes), then run
+"flotilla controller-manager" against the host (it installs the flotilla.io
+CRDs), join every member to it as "flotilla join" does, and wait until all
+MemberClusters are Ready.
 
 The Kubernetes components are built from the sources pinned in hack/tools on
 first use (about 6 minutes on 2 cores) and cached. Running up again on a
-running environment changes nothing.`,
+running environment changes nothing; if some of its processes died (a killed
+apiserver, say), up restarts them with their data.`,
 		Example: `  flotilla up
   flotilla up --members 2 --nodes 5 --node-cpu 4 --node-labels tier=gold
   flotilla up --state-dir /tmp/bench --members 10 --member-mode apiserver-only
@@ -69,6 +73,13 @@ func (o *UpOptions) Complete() error {
 	o.Env.MemberMode = localenv.MemberMode(o.mode)
 	o.Env.Out = o.streams.Out
 	o.Env.Detach = true
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("locate the flotilla binary: %w", err)
+	}
+	if o.Env.Flotilla, err = filepath.EvalSymlinks(self); err != nil {
+		return fmt.Errorf("locate the flotilla binary: %w", err)
+	}
 	return nil
 }
 

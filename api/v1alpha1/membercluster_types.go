@@ -1,0 +1,198 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// SyncMode says how Flotilla reaches a member cluster.
+// +kubebuilder:validation:Enum=Push;Pull
+type SyncMode string
+
+const (
+	// SyncModePush: the control plane holds credentials for the member and
+	// talks to its apiserver directly.
+	SyncModePush SyncMode = "Push"
+	// SyncModePull: an agent inside the member connects out to the control
+	// plane; no member credentials leave the member.
+	SyncModePull SyncMode = "Pull"
+)
+
+// MemberClusterSpec describes how to reach a member cluster and how the
+// scheduler may use it. Properties such as region, zone or provider are
+// labels on the MemberCluster.
+//
+// +kubebuilder:validation:XValidation:rule="(has(self.syncMode) && self.syncMode == 'Pull') || has(self.apiEndpoint)",message="apiEndpoint is required for syncMode Push"
+// +kubebuilder:validation:XValidation:rule="(has(self.syncMode) && self.syncMode == 'Pull') || has(self.secretRef)",message="secretRef is required for syncMode Push: name the Secret holding the member's credentials"
+type MemberClusterSpec struct {
+	// APIEndpoint is the URL of the member's kube-apiserver, for example
+	// https://10.0.0.1:6443.
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() in ['https', 'http'] && url(self).getHostname() != ''",message="apiEndpoint must be an absolute http(s) URL such as https://10.0.0.1:6443"
+	// +optional
+	APIEndpoint string `json:"apiEndpoint,omitempty"`
+
+	// SecretRef names the Secret, in the flotilla-system namespace of the
+	// host, holding the credentials for the member: key "token" (a bearer
+	// token) or keys "tls.crt" and "tls.key" (a client certificate), and
+	// optionally "ca.crt" (the CA bundle that signs the member's serving
+	// certificate).
+	// +optional
+	SecretRef *SecretReference `json:"secretRef,omitempty"`
+
+	// TLS tunes how the member's serving certificate is verified.
+	// +optional
+	TLS *TLSOptions `json:"tls,omitempty"`
+
+	// Taints keep workloads that do not tolerate them off the member.
+	// Flotilla manages the taints with keys flotilla.io/unreachable and
+	// flotilla.io/not-ready itself; other taints are the operator's.
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:XValidation:rule="self.all(t, t.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute'])",message="taint effect must be NoSchedule, PreferNoSchedule or NoExecute"
+	// +listType=atomic
+	// +optional
+	Taints []corev1.Taint `json:"taints,omitempty"`
+
+	// SyncMode is how Flotilla reaches the member: Push (the control plane
+	// talks to the member's apiserver) or Pull (an agent in the member
+	// connects out; not available in this version).
+	// +kubebuilder:default=Push
+	// +optional
+	SyncMode SyncMode `json:"syncMode,omitempty"`
+}
+
+// SecretReference names a Secret in the control plane's credentials
+// namespace (flotilla-system unless the controller-manager is configured
+// otherwise). Keeping member credentials in one namespace lets the
+// controller-manager read Secrets there and nowhere else.
+type SecretReference struct {
+	// Name of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// TLSOptions tune the verification of a member's serving certificate.
+type TLSOptions struct {
+	// InsecureSkipVerify disables verification of the member's serving
+	// certificate. For tests only.
+	// +optional
+	InsecureSkipVerify bool `json:"insecureSkipVerify,omitempty"`
+	// ServerName overrides the name the serving certificate is checked
+	// against (when the endpoint is an address the certificate does not name).
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	ServerName string `json:"serverName,omitempty"`
+}
+
+// ResourceScope says whether a resource is namespaced.
+// +kubebuilder:validation:Enum=Namespaced;Cluster
+type ResourceScope string
+
+// Resource scopes.
+const (
+	ScopeNamespaced ResourceScope = "Namespaced"
+	ScopeCluster    ResourceScope = "Cluster"
+)
+
+// APIResource is a resource a member serves.
+type APIResource struct {
+	// Group is the API group ("" for the core group).
+	Group string `json:"group,omitempty"`
+	// Version is the API version.
+	Version string `json:"version"`
+	// Kind is the kind of the resource's objects.
+	Kind string `json:"kind"`
+	// Resource is the plural resource name.
+	Resource string `json:"resource"`
+	// Scope says whether objects are namespaced.
+	Scope ResourceScope `json:"scope"`
+}
+
+// ResourceSummary sums resources over a member's schedulable nodes.
+type ResourceSummary struct {
+	// Allocatable is the sum of the schedulable nodes' allocatable resources.
+	// +optional
+	Allocatable corev1.ResourceList `json:"allocatable,omitempty"`
+	// Available is Allocatable minus the requests of non-terminated pods
+	// bound to those nodes ("pods" counts pods), never below zero.
+	// +optional
+	Available corev1.ResourceList `json:"available,omitempty"`
+}
+
+// MemberClusterStatus is what the control plane observes of a member.
+type MemberClusterStatus struct {
+	// Conditions: Ready (the member answers, is healthy and accepts the
+	// credentials) and Offline (the member cannot be contacted).
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// KubernetesVersion is the version the member's apiserver reports.
+	// +optional
+	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
+
+	// APIResources lists the resources the member serves, sorted by group,
+	// version and resource; subresources are left out.
+	// +listType=atomic
+	// +optional
+	APIResources []APIResource `json:"apiResources,omitempty"`
+
+	// NodeCount is the number of nodes in the member.
+	// +optional
+	NodeCount int32 `json:"nodeCount"`
+
+	// SchedulableNodeCount is the number of nodes that are Ready, not
+	// cordoned and carry no NoSchedule or NoExecute taint.
+	// +optional
+	SchedulableNodeCount int32 `json:"schedulableNodeCount"`
+
+	// Resources sums allocatable and available resources over the
+	// schedulable nodes.
+	// +optional
+	Resources ResourceSummary `json:"resources,omitempty"`
+
+	// ObservedGeneration is the generation of the spec the status reflects.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// MemberCluster is a Kubernetes cluster that Flotilla places workloads on.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=mc;mcs,categories=flotilla
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.kubernetesVersion`
+// +kubebuilder:printcolumn:name="Nodes",type=integer,JSONPath=`.status.nodeCount`
+// +kubebuilder:printcolumn:name="CPU-Available",type=string,JSONPath=`.status.resources.available.cpu`
+// +kubebuilder:printcolumn:name="Memory-Available",type=string,JSONPath=`.status.resources.available.memory`
+// +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.syncMode`,priority=1
+// +kubebuilder:printcolumn:name="Endpoint",type=string,JSONPath=`.spec.apiEndpoint`,priority=1
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type MemberCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec says how to reach the member.
+	Spec MemberClusterSpec `json:"spec"`
+	// Status is what the control plane observes.
+	// +optional
+	Status MemberClusterStatus `json:"status,omitempty"`
+}
+
+// MemberClusterList is a list of MemberClusters.
+//
+// +kubebuilder:object:root=true
+type MemberClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the MemberClusters.
+	Items []MemberCluster `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&MemberCluster{}, &MemberClusterList{})
+}

@@ -1,0 +1,40 @@
+package v1alpha1
+
+// Condition types of a MemberCluster.
+const (
+	// ConditionReady is True when the member answers, reports itself ready
+	// and accepts the control plane's credentials.
+	ConditionReady = "Ready"
+	// ConditionOffline is True when the member's apiserver cannot be
+	// contacted at all.
+	ConditionOffline = "Offline"
+)
+
+// Taints Flotilla manages on MemberClusters. Later stages (scheduler,
+// failover) read them.
+const (
+	// TaintUnreachable is added while the member cannot be contacted.
+	TaintUnreachable = "flotilla.io/unreachable"
+	// TaintNotReady is added while the member answers but is not ready (its
+	// apiserver is unhealthy or refuses the credentials).
+	TaintNotReady = "flotilla.io/not-ready"
+)
+
+// Labels and annotations.
+const (
+	// AnnotationControlPlaneID, on the member's flotilla-system namespace,
+	// records which control plane (the UID of the host's kube-system
+	// namespace) a member is joined to.
+	AnnotationControlPlaneID = "flotilla.io/control-plane-id"
+	// AnnotationClusterName, next to AnnotationControlPlaneID, records the
+	// member's name in that control plane.
+	AnnotationClusterName = "flotilla.io/cluster-name"
+	// LabelManaged marks objects Flotilla created and manages.
+	LabelManaged = "flotilla.io/managed"
+	// LabelMemberCluster names the MemberCluster an object belongs to.
+	LabelMemberCluster = "flotilla.io/member-cluster"
+)
+
+// SystemNamespace is the namespace Flotilla uses in the host (credentials
+// Secrets, leader election) and in members (its ServiceAccount).
+const SystemNamespace = "flotilla-system"

@@ -1,0 +1,117 @@
+package app
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/textlogger"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/flotilla-io/flotilla/internal/manager"
+)
+
+// ControllerManagerOptions are the inputs of `flotilla controller-manager`.
+type ControllerManagerOptions struct {
+	Manager    manager.Options
+	Kubeconfig string
+	Context    string
+	Verbosity  int
+}
+
+// NewControllerManagerCmd returns `flotilla controller-manager`.
+func NewControllerManagerCmd(streams Streams) *cobra.Command {
+	o := &ControllerManagerOptions{Manager: manager.DefaultOptions()}
+	cmd := &cobra.Command{
+		Use:   "controller-manager",
+		Short: "Run the Flotilla controllers against the host control plane",
+		Long: `Run the Flotilla controllers against the host control plane's apiserver.
+
+On start it installs or updates the flotilla.io CRDs (--install-crds) and
+creates the flotilla-system namespace. With leader election (default) several
+replicas may run; one works at a time. /healthz and /readyz are served on
+--health-probe-bind-address, Prometheus metrics on --metrics-bind-address.
+SIGINT or SIGTERM stops it gracefully and releases the leader lease.
+
+Controllers: ` + strings.Join(manager.ControllerNames(), ", ") + `.`,
+		Example: `  flotilla controller-manager --kubeconfig host.kubeconfig
+  flotilla controller-manager --kubeconfig host.kubeconfig --controllers '*,-cluster' --leader-elect=false`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd)
+		},
+	}
+	fs := cmd.Flags()
+	m := &o.Manager
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of the host control plane (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
+	fs.StringVar(&o.Context, "context", "", "kubeconfig context to use")
+	fs.StringSliceVar(&m.Controllers, "controllers", m.Controllers, "controllers to run: '*' for all, 'name' to enable, '-name' to disable (known: "+strings.Join(manager.ControllerNames(), ", ")+")")
+	fs.BoolVar(&m.InstallCRDs, "install-crds", m.InstallCRDs, "install or update the flotilla.io CRDs on start")
+	fs.BoolVar(&m.LeaderElect, "leader-elect", m.LeaderElect, "elect a leader so that only one replica runs the controllers")
+	fs.StringVar(&m.LeaderElectionNamespace, "leader-election-namespace", m.LeaderElectionNamespace, "namespace of the leader election Lease")
+	fs.StringVar(&m.LeaderElectionID, "leader-election-id", m.LeaderElectionID, "name of the leader election Lease")
+	fs.DurationVar(&m.LeaseDuration, "leader-elect-lease-duration", m.LeaseDuration, "how long a leader's lease lasts without renewal")
+	fs.DurationVar(&m.RenewDeadline, "leader-elect-renew-deadline", m.RenewDeadline, "how long the leader retries renewing before giving up")
+	fs.DurationVar(&m.RetryPeriod, "leader-elect-retry-period", m.RetryPeriod, "time between leader election attempts")
+	fs.StringVar(&m.MetricsAddr, "metrics-bind-address", m.MetricsAddr, "address serving Prometheus /metrics ('0' disables)")
+	fs.StringVar(&m.ProbeAddr, "health-probe-bind-address", m.ProbeAddr, "address serving /healthz and /readyz ('0' disables)")
+	fs.StringVar(&m.CredentialsNamespace, "credentials-namespace", m.CredentialsNamespace, "namespace of the member credentials Secrets")
+	fs.IntVar(&m.ConcurrentClusterSyncs, "concurrent-cluster-syncs", m.ConcurrentClusterSyncs, "MemberClusters reconciled in parallel")
+	fs.DurationVar(&m.Cluster.ProbeInterval, "cluster-probe-interval", m.Cluster.ProbeInterval, "time between health probes of each member")
+	fs.DurationVar(&m.Cluster.ProbeTimeout, "cluster-probe-timeout", m.Cluster.ProbeTimeout, "time a member has to answer a health probe")
+	fs.DurationVar(&m.Cluster.FailureThreshold, "cluster-failure-threshold", m.Cluster.FailureThreshold, "how long a member must keep failing probes before it is marked not Ready")
+	fs.DurationVar(&m.Cluster.SuccessThreshold, "cluster-success-threshold", m.Cluster.SuccessThreshold, "how long a member must keep passing probes before it is marked Ready again")
+	fs.DurationVar(&m.Cluster.DiscoveryInterval, "cluster-discovery-interval", m.Cluster.DiscoveryInterval, "time between API discoveries of each member")
+	fs.DurationVar(&m.GracefulShutdown, "graceful-shutdown-timeout", m.GracefulShutdown, "how long to wait for controllers to stop")
+	fs.IntVarP(&o.Verbosity, "v", "v", 0, "log verbosity")
+	return cmd
+}
+
+// Validate refuses bad flag values before anything starts.
+func (o *ControllerManagerOptions) Validate() error {
+	if _, err := manager.Enabled(o.Manager.Controllers, manager.ControllerNames()); err != nil {
+		return err
+	}
+	c := o.Manager.Cluster
+	for name, d := range map[string]int64{
+		"--cluster-probe-interval": int64(c.ProbeInterval), "--cluster-probe-timeout": int64(c.ProbeTimeout),
+		"--cluster-discovery-interval": int64(c.DiscoveryInterval), "--leader-elect-lease-duration": int64(o.Manager.LeaseDuration),
+	} {
+		if d <= 0 {
+			return fmt.Errorf("%s must be positive", name)
+		}
+	}
+	if c.FailureThreshold < 0 || c.SuccessThreshold < 0 {
+		return fmt.Errorf("--cluster-failure-threshold and --cluster-success-threshold must not be negative")
+	}
+	if o.Manager.ConcurrentClusterSyncs < 1 {
+		return fmt.Errorf("--concurrent-cluster-syncs must be at least 1")
+	}
+	if o.Manager.LeaderElect && o.Manager.RenewDeadline >= o.Manager.LeaseDuration {
+		return fmt.Errorf("--leader-elect-renew-deadline (%s) must be shorter than --leader-elect-lease-duration (%s)", o.Manager.RenewDeadline, o.Manager.LeaseDuration)
+	}
+	return nil
+}
+
+// Run sets up logging, loads the host kubeconfig and runs the manager until
+// the command's context ends.
+func (o *ControllerManagerOptions) Run(cmd *cobra.Command) error {
+	logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(o.Verbosity)))
+	klog.SetLogger(logger)
+	ctrl.SetLogger(logger)
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = o.Kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.Context}).ClientConfig()
+	if err != nil {
+		return fmt.Errorf("load host kubeconfig: %w", err)
+	}
+	cfg.QPS, cfg.Burst = 100, 200
+	cfg.UserAgent = "flotilla-controller-manager"
+	ctx := klog.NewContext(cmd.Context(), logger)
+	return manager.Run(ctx, cfg, o.Manager)
+}

@@ -1,0 +1,179 @@
+package app
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/flotilla-io/flotilla/internal/join"
+)
+
+// hostFlags locate the host control plane's kubeconfig.
+type hostFlags struct {
+	kubeconfig, context string
+}
+
+func (h *hostFlags) add(fs *pflag.FlagSet) {
+	fs.StringVar(&h.kubeconfig, "host-kubeconfig", "", "kubeconfig of the host control plane (default: $KUBECONFIG or ~/.kube/config)")
+	fs.StringVar(&h.context, "host-context", "", "context in the host kubeconfig")
+}
+
+func (h *hostFlags) config() (*rest.Config, error) {
+	cfg, err := loadConfig(h.kubeconfig, h.context)
+	if err != nil {
+		return nil, fmt.Errorf("host kubeconfig: %w", err)
+	}
+	return cfg, nil
+}
+
+// loadConfig loads a kubeconfig with the usual precedence: the explicit
+// path, then $KUBECONFIG, then ~/.kube/config.
+func loadConfig(path, context string) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = path
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: context}).ClientConfig()
+}
+
+// JoinOptions are the inputs of `flotilla join`.
+type JoinOptions struct {
+	join.Options
+	host             hostFlags
+	memberKubeconfig string
+	memberContext    string
+	wait             time.Duration
+	streams          Streams
+}
+
+// NewJoinCmd returns `flotilla join`.
+func NewJoinCmd(streams Streams) *cobra.Command {
+	o := &JoinOptions{streams: streams}
+	cmd := &cobra.Command{
+		Use:   "join NAME --kubeconfig FILE",
+		Short: "Join a member cluster to the Flotilla control plane",
+		Long: `Join a Kubernetes cluster to the control plane as MemberCluster NAME.
+
+In the member, join creates namespace flotilla-system (annotated with the
+control plane's id and NAME, so that no other control plane can take the
+member), ServiceAccount flotilla-controller, ClusterRole and
+ClusterRoleBinding flotilla:controller, and a token for the ServiceAccount.
+In the host it stores the token and the member's CA in Secret
+flotilla-system/NAME and creates MemberCluster NAME. Joining again with the
+same name refreshes the credentials. A member joined to another control
+plane, or to this one under another name, is refused.
+
+--kubeconfig must grant cluster-admin in the member; the host kubeconfig
+must allow creating MemberClusters and Secrets.`,
+		Example: `  flotilla join prod-east-1 --kubeconfig ~/.kube/prod-east-1 --labels topology.kubernetes.io/region=us-east
+  flotilla join edge-7 --kubeconfig all.kubeconfig --context edge-7 --host-kubeconfig host.kubeconfig --wait 2m`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Name = args[0]
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.memberKubeconfig, "kubeconfig", "", "kubeconfig with cluster-admin in the member (required)")
+	fs.StringVar(&o.memberContext, "context", "", "context in the member kubeconfig")
+	o.host.add(fs)
+	fs.StringVar(&o.APIEndpoint, "api-endpoint", "", "member apiserver URL as the control plane reaches it (default: the server in --kubeconfig)")
+	fs.StringToStringVar(&o.Labels, "labels", nil, "labels for the MemberCluster, such as region and zone (k=v,...)")
+	fs.StringVar(&o.CredentialsNamespace, "credentials-namespace", "flotilla-system", "host namespace of the credentials Secret")
+	fs.DurationVar(&o.Timeout, "timeout", time.Minute, "how long to wait for the member's token")
+	fs.DurationVar(&o.wait, "wait", 0, "wait up to this long for the MemberCluster to become Ready (0: do not wait)")
+	_ = cmd.MarkFlagRequired("kubeconfig")
+	return cmd
+}
+
+// Validate refuses bad input before anything is changed.
+func (o *JoinOptions) Validate() error {
+	if errs := validation.IsDNS1123Subdomain(o.Name); len(errs) > 0 {
+		return fmt.Errorf("invalid member name %q: %s", o.Name, errs[0])
+	}
+	for k, v := range o.Labels {
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			return fmt.Errorf("invalid label key %q: %s", k, errs[0])
+		}
+		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+			return fmt.Errorf("invalid value for label %s: %s", k, errs[0])
+		}
+	}
+	return nil
+}
+
+// Run joins the member.
+func (o *JoinOptions) Run(cmd *cobra.Command) error {
+	member, err := loadConfig(o.memberKubeconfig, o.memberContext)
+	if err != nil {
+		return fmt.Errorf("member kubeconfig: %w", err)
+	}
+	host, err := o.host.config()
+	if err != nil {
+		return err
+	}
+	o.Host, o.Member, o.Out = host, member, o.streams.Out
+	if err := join.Join(cmd.Context(), o.Options); err != nil {
+		return fmt.Errorf("join %s: %w", o.Name, err)
+	}
+	if o.wait > 0 {
+		fmt.Fprintf(o.streams.Out, "Waiting up to %s for %s to become Ready\n", o.wait, o.Name)
+		if err := join.WaitReady(cmd.Context(), host, o.Name, o.wait); err != nil {
+			return err
+		}
+		fmt.Fprintf(o.streams.Out, "%s is Ready\n", o.Name)
+	}
+	return nil
+}
+
+// NewUnjoinCmd returns `flotilla unjoin`.
+func NewUnjoinCmd(streams Streams) *cobra.Command {
+	o := join.UnjoinOptions{}
+	var host hostFlags
+	var memberKubeconfig, memberContext string
+	cmd := &cobra.Command{
+		Use:   "unjoin NAME",
+		Short: "Remove a member cluster from the Flotilla control plane",
+		Long: `Remove MemberCluster NAME: delete namespace flotilla-system (with the
+ServiceAccount and token) and the flotilla:controller ClusterRole and binding
+from the member, then the MemberCluster and its Secret from the host.
+
+The member is reached with the credentials stored in the host unless
+--kubeconfig is given. Nothing is deleted in a member owned by another
+control plane. When the member cannot be reached, --force removes it from
+the host anyway.`,
+		Example: `  flotilla unjoin prod-east-1
+  flotilla unjoin lost-cluster --force`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Name = args[0]
+			cfg, err := host.config()
+			if err != nil {
+				return err
+			}
+			o.Host, o.Out = cfg, streams.Out
+			if memberKubeconfig != "" {
+				if o.Member, err = loadConfig(memberKubeconfig, memberContext); err != nil {
+					return fmt.Errorf("member kubeconfig: %w", err)
+				}
+			}
+			if err := join.Unjoin(cmd.Context(), o); err != nil {
+				return fmt.Errorf("unjoin %s: %w", o.Name, err)
+			}
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	host.add(fs)
+	fs.StringVar(&memberKubeconfig, "kubeconfig", "", "kubeconfig for the member (default: the credentials stored in the host)")
+	fs.StringVar(&memberContext, "context", "", "context in the member kubeconfig")
+	fs.StringVar(&o.CredentialsNamespace, "credentials-namespace", "flotilla-system", "host namespace of the credentials Secret")
+	fs.BoolVar(&o.Force, "force", false, "remove the MemberCluster from the host even if the member cannot be cleaned up")
+	return cmd
+}

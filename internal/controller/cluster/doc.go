@@ -1,0 +1,15 @@
+// Package cluster is the cluster controller: for each MemberCluster it keeps
+// a live session to the member (internal/member), and from what the session
+// observes writes the MemberCluster's status (conditions, version, API
+// resources, node count, allocatable and available resources) and the taints
+// flotilla.io/unreachable and flotilla.io/not-ready. It writes only when
+// something changed.
+package cluster
+
+// Permissions the controller needs in the host (config/rbac is generated
+// from these).
+//
+// +kubebuilder:rbac:groups=flotilla.io,resources=memberclusters,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=flotilla.io,resources=memberclusters/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",namespace=flotilla-system,resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch

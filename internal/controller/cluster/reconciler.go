@@ -1,0 +1,221 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/member"
+)
+
+// Name is the controller's name for --controllers.
+const Name = "cluster"
+
+// Reconciler keeps MemberClusters' status and managed taints true to their
+// members.
+type Reconciler struct {
+	// Client reads and writes the host.
+	Client client.Client
+	// Recorder records events on MemberClusters.
+	Recorder events.EventRecorder
+	// CredentialsNamespace holds the credentials Secrets.
+	CredentialsNamespace string
+	// Session tunes the member sessions.
+	Session member.Options
+	// MaxConcurrentReconciles bounds parallel reconciles (default 4).
+	MaxConcurrentReconciles int
+
+	sessions *sessions
+	events   chan event.GenericEvent
+}
+
+// SetupWithManager registers the controller and the shutdown of all member
+// sessions with mgr.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.CredentialsNamespace == "" {
+		r.CredentialsNamespace = v1alpha1.SystemNamespace
+	}
+	r.sessions = newSessions()
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.MemberCluster{}, secretRefIndex, func(o client.Object) []string {
+		if ref := o.(*v1alpha1.MemberCluster).Spec.SecretRef; ref != nil {
+			return []string{ref.Name}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("index MemberClusters by Secret: %w", err)
+	}
+	r.events = make(chan event.GenericEvent, 256)
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		r.sessions.stopAll()
+		return nil
+	})); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(Name).
+		For(&v1alpha1.MemberCluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clustersForSecret)).
+		WatchesRawSource(source.Channel(r.events, &handler.EnqueueRequestForObject{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 4)}).
+		Complete(r)
+}
+
+// Sessions returns the names of the members with a live session.
+func (r *Reconciler) Sessions() []string { return r.sessions.names() }
+
+// Reconcile brings one MemberCluster's status and taints up to date.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	mc := &v1alpha1.MemberCluster{}
+	if err := r.Client.Get(ctx, req.NamespacedName, mc); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.sessions.stop(req.Name)
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	if !mc.DeletionTimestamp.IsZero() {
+		r.sessions.stop(mc.Name)
+		return reconcile.Result{}, nil
+	}
+	snap, err := r.observe(ctx, mc)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	now := time.Now()
+	status := renderStatus(mc, snap, now)
+	if taints := renderTaints(mc.Spec.Taints, snap, now); !equality.Semantic.DeepEqual(taints, mc.Spec.Taints) {
+		mc.Spec.Taints = taints
+		if err := r.Client.Update(ctx, mc); err != nil {
+			if apierrors.IsConflict(err) {
+				return reconcile.Result{RequeueAfter: conflictRetry}, nil // changed meanwhile: start over
+			}
+			return reconcile.Result{}, fmt.Errorf("update taints of %s: %w", mc.Name, err)
+		}
+		ctrl.LoggerFrom(ctx).Info("Updated managed taints", "taints", taints)
+	}
+	if equality.Semantic.DeepEqual(status, mc.Status) {
+		return reconcile.Result{}, nil
+	}
+	before := meta.FindStatusCondition(mc.Status.Conditions, v1alpha1.ConditionReady)
+	mc.Status = status
+	if err := r.Client.Status().Update(ctx, mc); err != nil {
+		if apierrors.IsConflict(err) {
+			return reconcile.Result{RequeueAfter: conflictRetry}, nil
+		}
+		return reconcile.Result{}, fmt.Errorf("update status of %s: %w", mc.Name, err)
+	}
+	r.recordTransition(mc, before)
+	return reconcile.Result{}, nil
+}
+
+// observe makes sure a session runs for mc with its current configuration
+// and returns what it knows. Problems that prevent a session (Pull mode, a
+// missing or unusable Secret) are returned as a committed health.
+func (r *Reconciler) observe(ctx context.Context, mc *v1alpha1.MemberCluster) (member.Snapshot, error) {
+	unusable := func(reason, msg string) member.Snapshot {
+		r.sessions.stop(mc.Name)
+		return member.Snapshot{HealthKnown: true, Health: member.Observation{Health: member.NotReady, Reason: reason, Message: msg, At: time.Now()}}
+	}
+	if mc.Spec.SyncMode == v1alpha1.SyncModePull {
+		return unusable(member.ReasonSyncModeUnsupported, "syncMode Pull needs the flotilla agent, which this version does not ship; use Push"), nil
+	}
+	if mc.Spec.SecretRef == nil {
+		return unusable(member.ReasonSecretNotFound, "spec.secretRef is not set"), nil
+	}
+	secret := &corev1.Secret{}
+	key := types.NamespacedName{Namespace: r.CredentialsNamespace, Name: mc.Spec.SecretRef.Name}
+	if err := r.Client.Get(ctx, key, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return unusable(member.ReasonSecretNotFound, fmt.Sprintf("Secret %s not found: create it with the member's credentials (key %q, or %q and %q)", key, member.KeyToken, member.KeyClientCert, member.KeyClientKey)), nil
+		}
+		return member.Snapshot{}, err
+	}
+	hash := member.ConfigHash(mc, secret)
+	if s := r.sessions.get(mc.Name); s != nil && s.Hash == hash {
+		return s.Snapshot(), nil
+	}
+	cfg, err := member.RESTConfig(mc, secret)
+	if err != nil {
+		if errors.Is(err, member.ErrInvalidCredentials) {
+			return unusable(member.ReasonInvalidCredentials, err.Error()), nil
+		}
+		return unusable(member.ReasonInvalidCredentials, "cannot build a client: "+err.Error()), nil
+	}
+	name := mc.Name
+	notify := func(ctx context.Context) {
+		ev := event.GenericEvent{Object: &v1alpha1.MemberCluster{}}
+		ev.Object.SetName(name)
+		select {
+		case r.events <- ev:
+		case <-ctx.Done():
+		}
+	}
+	logger := ctrl.Log.WithName("member").WithValues("cluster", name)
+	s, err := r.sessions.start(ctrl.LoggerInto(context.Background(), logger), name, hash, cfg, r.Session, initialHealth(mc), notify)
+	if err != nil {
+		return member.Snapshot{}, err
+	}
+	logger.Info("Started member session", "endpoint", mc.Spec.APIEndpoint)
+	return s.Snapshot(), nil
+}
+
+// recordTransition emits an event when the Ready condition changed status
+// or reason.
+func (r *Reconciler) recordTransition(mc *v1alpha1.MemberCluster, before *metav1.Condition) {
+	after := meta.FindStatusCondition(mc.Status.Conditions, v1alpha1.ConditionReady)
+	if after == nil || r.Recorder == nil {
+		return
+	}
+	if before != nil && before.Status == after.Status && before.Reason == after.Reason {
+		return
+	}
+	kind := corev1.EventTypeWarning
+	if after.Status == metav1.ConditionTrue {
+		kind = corev1.EventTypeNormal
+	}
+	r.Recorder.Eventf(mc, nil, kind, after.Reason, "Probe", "Ready=%s: %s", after.Status, after.Message)
+}
+
+// secretRefIndex indexes MemberClusters by the name of their Secret.
+const secretRefIndex = "spec.secretRef.name"
+
+// clustersForSecret maps a credentials Secret to the MemberClusters using it.
+func (r *Reconciler) clustersForSecret(ctx context.Context, o client.Object) []reconcile.Request {
+	if o.GetNamespace() != r.CredentialsNamespace {
+		return nil
+	}
+	list := &v1alpha1.MemberClusterList{}
+	if err := r.Client.List(ctx, list, client.MatchingFields{secretRefIndex: o.GetName()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "List MemberClusters for Secret", "secret", client.ObjectKeyFromObject(o))
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, mc := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: mc.Name}})
+	}
+	return reqs
+}
+
+// conflictRetry is how soon a reconcile that lost an update race retries.
+const conflictRetry = 200 * time.Millisecond

@@ -1,0 +1,66 @@
+package cluster
+
+import (
+	"context"
+	"sort"
+	"sync"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/flotilla-io/flotilla/internal/member"
+)
+
+// sessions is the set of live member sessions, by MemberCluster name.
+type sessions struct {
+	mu sync.Mutex
+	m  map[string]*member.Session
+}
+
+func newSessions() *sessions { return &sessions{m: map[string]*member.Session{}} }
+
+func (s *sessions) get(name string) *member.Session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m[name]
+}
+
+// start replaces the session of name (stopping the old one) with a new one.
+func (s *sessions) start(ctx context.Context, name, hash string, cfg *rest.Config, opts member.Options, initial *member.Observation, notify func(context.Context)) (*member.Session, error) {
+	s.stop(name)
+	sess, err := member.Start(ctx, name, hash, cfg, opts, initial, notify)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.m[name] = sess
+	s.mu.Unlock()
+	return sess, nil
+}
+
+// stop ends the session of name, if any, and waits for its goroutines.
+func (s *sessions) stop(name string) {
+	s.mu.Lock()
+	sess := s.m[name]
+	delete(s.m, name)
+	s.mu.Unlock()
+	if sess != nil {
+		sess.Stop()
+	}
+}
+
+func (s *sessions) stopAll() {
+	for _, name := range s.names() {
+		s.stop(name)
+	}
+}
+
+func (s *sessions) names() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.m))
+	for name := range s.m {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,127 @@
+package cluster
+
+import (
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/member"
+)
+
+// Reasons of the Offline condition.
+const (
+	reasonReachable = "ClusterReachable"
+	reasonNotProbed = "NotProbed"
+)
+
+// probeReasons are the Ready reasons that come from probing the member;
+// only those seed the damper of a new session.
+var probeReasons = []string{member.ReasonReady, member.ReasonUnreachable, member.ReasonAPIServerNotReady, member.ReasonUnauthorized, member.ReasonForbidden}
+
+// renderStatus returns the status a MemberCluster should have given what
+// its session knows. Fields the snapshot does not know yet keep their
+// current values, so a restarted controller writes nothing until it learns
+// something new.
+func renderStatus(mc *v1alpha1.MemberCluster, snap member.Snapshot, now time.Time) v1alpha1.MemberClusterStatus {
+	st := *mc.Status.DeepCopy()
+	st.ObservedGeneration = mc.Generation
+	if snap.HealthKnown {
+		for _, c := range conditionsFor(snap.Health, mc.Generation) {
+			c.LastTransitionTime = metav1.NewTime(now)
+			meta.SetStatusCondition(&st.Conditions, c)
+		}
+	}
+	if snap.Version != "" {
+		st.KubernetesVersion = snap.Version
+	}
+	if snap.APIResources != nil {
+		st.APIResources = snap.APIResources
+	}
+	if snap.SummaryKnown {
+		st.NodeCount = snap.Summary.Nodes
+		st.SchedulableNodeCount = snap.Summary.SchedulableNodes
+		st.Resources = v1alpha1.ResourceSummary{Allocatable: snap.Summary.Allocatable, Available: snap.Summary.Available}
+	}
+	return st
+}
+
+// conditionsFor maps a committed health observation to the Ready and
+// Offline conditions: Ready is True when healthy, False when the member
+// answers but is not usable, Unknown when it cannot be contacted.
+func conditionsFor(o member.Observation, generation int64) []metav1.Condition {
+	ready := metav1.Condition{Type: v1alpha1.ConditionReady, Reason: o.Reason, Message: o.Message, ObservedGeneration: generation}
+	offline := metav1.Condition{Type: v1alpha1.ConditionOffline, ObservedGeneration: generation}
+	switch o.Health {
+	case member.Healthy:
+		ready.Status = metav1.ConditionTrue
+		offline.Status, offline.Reason, offline.Message = metav1.ConditionFalse, reasonReachable, "the member's apiserver answers"
+	case member.Unreachable:
+		ready.Status = metav1.ConditionUnknown
+		offline.Status, offline.Reason, offline.Message = metav1.ConditionTrue, o.Reason, o.Message
+	default:
+		ready.Status = metav1.ConditionFalse
+		if slices.Contains(probeReasons, o.Reason) {
+			offline.Status, offline.Reason, offline.Message = metav1.ConditionFalse, reasonReachable, "the member's apiserver answers"
+		} else {
+			offline.Status, offline.Reason, offline.Message = metav1.ConditionUnknown, reasonNotProbed, "the member is not probed: "+o.Message
+		}
+	}
+	return []metav1.Condition{ready, offline}
+}
+
+// renderTaints returns the taints a MemberCluster should carry: the
+// operator's taints unchanged, plus flotilla.io/unreachable or
+// flotilla.io/not-ready while the member is in that state. An existing
+// managed taint keeps its TimeAdded. Unknown health keeps the current
+// managed taints.
+func renderTaints(current []corev1.Taint, snap member.Snapshot, now time.Time) []corev1.Taint {
+	if !snap.HealthKnown {
+		return current
+	}
+	var want string
+	switch snap.Health.Health {
+	case member.Unreachable:
+		want = v1alpha1.TaintUnreachable
+	case member.NotReady:
+		want = v1alpha1.TaintNotReady
+	}
+	var out []corev1.Taint
+	found := false
+	for _, t := range current {
+		switch {
+		case t.Key != v1alpha1.TaintUnreachable && t.Key != v1alpha1.TaintNotReady:
+			out = append(out, t)
+		case t.Key == want && t.Effect == corev1.TaintEffectNoSchedule && !found:
+			out = append(out, t)
+			found = true
+		}
+	}
+	if want != "" && !found {
+		added := metav1.NewTime(now)
+		out = append(out, corev1.Taint{Key: want, Effect: corev1.TaintEffectNoSchedule, TimeAdded: &added})
+	}
+	return out
+}
+
+// initialHealth turns the Ready condition an earlier run recorded into the
+// damper's starting state, so that a restart does not flip conditions.
+func initialHealth(mc *v1alpha1.MemberCluster) *member.Observation {
+	c := meta.FindStatusCondition(mc.Status.Conditions, v1alpha1.ConditionReady)
+	if c == nil || !slices.Contains(probeReasons, c.Reason) {
+		return nil
+	}
+	o := &member.Observation{Reason: c.Reason, Message: c.Message, At: c.LastTransitionTime.Time}
+	switch c.Status {
+	case metav1.ConditionTrue:
+		o.Health = member.Healthy
+	case metav1.ConditionFalse:
+		o.Health = member.NotReady
+	default:
+		o.Health = member.Unreachable
+	}
+	return o
+}

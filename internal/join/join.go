@@ -1,0 +1,322 @@
+package join
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/member"
+	"github.com/flotilla-io/flotilla/internal/poll"
+)
+
+// Names of the objects join creates in a member.
+const (
+	// ServiceAccountName is the control plane's identity in the member.
+	ServiceAccountName = "flotilla-controller"
+	// TokenSecretName holds the ServiceAccount's long-lived token.
+	TokenSecretName = "flotilla-controller-token"
+	// ClusterRoleName grants the control plane what it needs in the member:
+	// reading nodes, pods and discovery, and creating and updating any kind
+	// of object it propagates.
+	ClusterRoleName = "flotilla:controller"
+	// FieldManager is the server-side apply field manager of join.
+	FieldManager = "flotilla-join"
+)
+
+// Options describe one join.
+type Options struct {
+	// Name is the MemberCluster's name.
+	Name string
+	// Host is a client configuration for the host control plane.
+	Host *rest.Config
+	// Member is an admin client configuration for the member.
+	Member *rest.Config
+	// APIEndpoint is the member's apiserver URL as the control plane
+	// reaches it (default: Member.Host).
+	APIEndpoint string
+	// Labels are set on the MemberCluster (region, zone, provider...).
+	Labels map[string]string
+	// CredentialsNamespace is the host namespace of the credentials Secret
+	// (default flotilla-system).
+	CredentialsNamespace string
+	// Timeout bounds each wait (the member's token, a terminating
+	// namespace; default 1 minute).
+	Timeout time.Duration
+	// Out receives progress lines (default: discarded).
+	Out io.Writer
+}
+
+// ErrOwnedElsewhere is returned when the member is joined to another
+// control plane, or to this one under another name.
+var ErrOwnedElsewhere = errors.New("member already joined")
+
+// Join registers the member with the host. Joining again with the same name
+// refreshes the credentials and changes nothing else.
+func Join(ctx context.Context, o Options) error {
+	o = o.withDefaults()
+	hostCS, hostClient, err := clients(o.Host)
+	if err != nil {
+		return err
+	}
+	memberCS, err := kubernetes.NewForConfig(o.Member)
+	if err != nil {
+		return fmt.Errorf("client for member %s: %w", o.Name, err)
+	}
+	id, err := ControlPlaneID(ctx, hostCS)
+	if err != nil {
+		return err
+	}
+	if err := checkHost(ctx, hostClient, o); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Out, "Joining %s (%s) to control plane %s\n", o.Name, o.APIEndpoint, id)
+	if err := claimMember(ctx, memberCS, id, o); err != nil {
+		return err
+	}
+	token, err := memberToken(ctx, memberCS, o)
+	if err != nil {
+		return err
+	}
+	ca, err := caData(o.Member)
+	if err != nil {
+		return err
+	}
+	// The Secret comes first so that the controller never sees the
+	// MemberCluster without it; it is owned by the MemberCluster once that
+	// exists, so that deleting the MemberCluster deletes it.
+	if err := applyCredentials(ctx, hostCS, nil, token, ca, o); err != nil {
+		return err
+	}
+	mc, err := applyMemberCluster(ctx, hostClient, o)
+	if err != nil {
+		return err
+	}
+	if err := applyCredentials(ctx, hostCS, mc, token, ca, o); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Out, "MemberCluster %s created; Secret %s/%s holds its credentials\n", o.Name, o.CredentialsNamespace, o.Name)
+	return nil
+}
+
+func (o Options) withDefaults() Options {
+	if o.APIEndpoint == "" && o.Member != nil {
+		o.APIEndpoint = o.Member.Host
+	}
+	if o.CredentialsNamespace == "" {
+		o.CredentialsNamespace = v1alpha1.SystemNamespace
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = time.Minute
+	}
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	return o
+}
+
+// ControlPlaneID identifies a control plane: the UID of the host's
+// kube-system namespace, which lives as long as the host's data.
+func ControlPlaneID(ctx context.Context, host kubernetes.Interface) (string, error) {
+	ns, err := host.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("identify the host control plane (read namespace kube-system): %w", err)
+	}
+	return string(ns.UID), nil
+}
+
+// checkHost refuses to join when the CRDs are missing or the name is taken
+// by a MemberCluster for another endpoint.
+func checkHost(ctx context.Context, c client.Client, o Options) error {
+	existing := &v1alpha1.MemberCluster{}
+	err := c.Get(ctx, types.NamespacedName{Name: o.Name}, existing)
+	switch {
+	case meta.IsNoMatchError(err) || isResourceNotFound(err):
+		return fmt.Errorf("the host does not serve flotilla.io/v1alpha1 MemberCluster: start `flotilla controller-manager` (it installs the CRDs) or `kubectl apply -f config/crd/bases`")
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("read MemberCluster %s: %w", o.Name, err)
+	case existing.Spec.APIEndpoint != o.APIEndpoint:
+		return fmt.Errorf("MemberCluster %s already exists for endpoint %s: choose another name or `flotilla unjoin %s` first", o.Name, existing.Spec.APIEndpoint, o.Name)
+	}
+	return nil
+}
+
+func isResourceNotFound(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || !apierrors.IsNotFound(err) {
+		return false
+	}
+	d := status.Status().Details
+	return d == nil || d.Name == ""
+}
+
+// claimMember records the ownership on the member's flotilla-system
+// namespace, refusing a member owned by another control plane or name, and
+// creates the ServiceAccount and its RBAC.
+func claimMember(ctx context.Context, cs kubernetes.Interface, id string, o Options) error {
+	nsAPI := cs.CoreV1().Namespaces()
+	var ns *corev1.Namespace
+	err := poll.Until(ctx, o.Timeout, func(ctx context.Context) error {
+		got, err := nsAPI.Get(ctx, v1alpha1.SystemNamespace, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			ns = nil
+			return nil
+		case err != nil:
+			return fmt.Errorf("read namespace %s in the member: %w", v1alpha1.SystemNamespace, err)
+		case got.DeletionTimestamp != nil:
+			return fmt.Errorf("namespace %s in the member is still terminating (from an earlier unjoin)", v1alpha1.SystemNamespace)
+		}
+		ns = got
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if ns != nil {
+		owner, name := ns.Annotations[v1alpha1.AnnotationControlPlaneID], ns.Annotations[v1alpha1.AnnotationClusterName]
+		switch {
+		case owner != "" && owner != id:
+			return fmt.Errorf("%w: the cluster is joined to another Flotilla control plane (%s=%s, as %q); unjoin it there first", ErrOwnedElsewhere, v1alpha1.AnnotationControlPlaneID, owner, name)
+		case owner == id && name != o.Name:
+			return fmt.Errorf("%w: the cluster is joined to this control plane as %q; unjoin %s first", ErrOwnedElsewhere, name, name)
+		}
+	}
+	opts := metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
+	applied, err := nsAPI.Apply(ctx, corev1ac.Namespace(v1alpha1.SystemNamespace).
+		WithLabels(map[string]string{v1alpha1.LabelManaged: "true"}).
+		WithAnnotations(map[string]string{v1alpha1.AnnotationControlPlaneID: id, v1alpha1.AnnotationClusterName: o.Name}), opts)
+	if err != nil {
+		return fmt.Errorf("claim the member (namespace %s): %w", v1alpha1.SystemNamespace, err)
+	}
+	// The RBAC objects belong to the namespace, so that deleting it (unjoin)
+	// lets the member's garbage collector remove them too.
+	owner := metav1ac.OwnerReference().WithAPIVersion("v1").WithKind("Namespace").WithName(applied.Name).WithUID(applied.UID)
+	if _, err := cs.CoreV1().ServiceAccounts(v1alpha1.SystemNamespace).Apply(ctx,
+		corev1ac.ServiceAccount(ServiceAccountName, v1alpha1.SystemNamespace).WithLabels(managed()), opts); err != nil {
+		return fmt.Errorf("create ServiceAccount in the member: %w", err)
+	}
+	if _, err := cs.RbacV1().ClusterRoles().Apply(ctx, rbacv1ac.ClusterRole(ClusterRoleName).WithLabels(managed()).WithOwnerReferences(owner).WithRules(
+		rbacv1ac.PolicyRule().WithAPIGroups("*").WithResources("*").WithVerbs("*"),
+		rbacv1ac.PolicyRule().WithNonResourceURLs("/readyz", "/livez", "/healthz", "/version", "/api", "/api/*", "/apis", "/apis/*").WithVerbs("get"),
+	), opts); err != nil {
+		return fmt.Errorf("create ClusterRole %s in the member: %w", ClusterRoleName, err)
+	}
+	if _, err := cs.RbacV1().ClusterRoleBindings().Apply(ctx, rbacv1ac.ClusterRoleBinding(ClusterRoleName).WithLabels(managed()).WithOwnerReferences(owner).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup("rbac.authorization.k8s.io").WithKind("ClusterRole").WithName(ClusterRoleName)).
+		WithSubjects(rbacv1ac.Subject().WithKind("ServiceAccount").WithName(ServiceAccountName).WithNamespace(v1alpha1.SystemNamespace)), opts); err != nil {
+		return fmt.Errorf("create ClusterRoleBinding %s in the member: %w", ClusterRoleName, err)
+	}
+	return nil
+}
+
+// memberToken creates the ServiceAccount's token Secret and waits for the
+// member's token controller to fill it.
+func memberToken(ctx context.Context, cs kubernetes.Interface, o Options) ([]byte, error) {
+	secrets := cs.CoreV1().Secrets(v1alpha1.SystemNamespace)
+	_, err := secrets.Apply(ctx, corev1ac.Secret(TokenSecretName, v1alpha1.SystemNamespace).WithLabels(managed()).
+		WithType(corev1.SecretTypeServiceAccountToken).
+		WithAnnotations(map[string]string{corev1.ServiceAccountNameKey: ServiceAccountName}),
+		metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	if err != nil {
+		return nil, fmt.Errorf("create the token Secret in the member: %w", err)
+	}
+	var token []byte
+	err = poll.Until(ctx, o.Timeout, func(ctx context.Context) error {
+		s, err := secrets.Get(ctx, TokenSecretName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if token = s.Data[corev1.ServiceAccountTokenKey]; len(token) == 0 {
+			return fmt.Errorf("Secret %s/%s in the member has no token yet: is the member's kube-controller-manager running with --service-account-private-key-file?", v1alpha1.SystemNamespace, TokenSecretName)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("wait for the member's ServiceAccount token: %w", err)
+	}
+	return token, nil
+}
+
+// caData returns the CA bundle of a client configuration.
+func caData(cfg *rest.Config) ([]byte, error) {
+	if len(cfg.CAData) > 0 || cfg.CAFile == "" {
+		return cfg.CAData, nil
+	}
+	b, err := os.ReadFile(cfg.CAFile)
+	if err != nil {
+		return nil, fmt.Errorf("read the member's CA file: %w", err)
+	}
+	return b, nil
+}
+
+// applyMemberCluster creates the MemberCluster, or updates the endpoint,
+// Secret reference and labels of an existing one.
+func applyMemberCluster(ctx context.Context, c client.Client, o Options) (*v1alpha1.MemberCluster, error) {
+	mc := &v1alpha1.MemberCluster{}
+	err := c.Get(ctx, types.NamespacedName{Name: o.Name}, mc)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("read MemberCluster %s: %w", o.Name, err)
+	}
+	create := apierrors.IsNotFound(err)
+	mc.Name = o.Name
+	if mc.Labels == nil {
+		mc.Labels = map[string]string{}
+	}
+	maps.Copy(mc.Labels, o.Labels)
+	mc.Spec.APIEndpoint = o.APIEndpoint
+	mc.Spec.SecretRef = &v1alpha1.SecretReference{Name: o.Name}
+	mc.Spec.SyncMode = v1alpha1.SyncModePush
+	if create {
+		err = c.Create(ctx, mc)
+	} else {
+		err = c.Update(ctx, mc)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("write MemberCluster %s: %w", o.Name, err)
+	}
+	return mc, nil
+}
+
+// applyCredentials writes the credentials Secret, owned by mc unless mc is
+// nil.
+func applyCredentials(ctx context.Context, cs kubernetes.Interface, mc *v1alpha1.MemberCluster, token, ca []byte, o Options) error {
+	if _, err := cs.CoreV1().Namespaces().Apply(ctx, corev1ac.Namespace(o.CredentialsNamespace), metav1.ApplyOptions{FieldManager: FieldManager}); err != nil {
+		return fmt.Errorf("create namespace %s in the host: %w", o.CredentialsNamespace, err)
+	}
+	data := map[string][]byte{member.KeyToken: token}
+	if len(ca) > 0 {
+		data[member.KeyCACert] = ca
+	}
+	secret := corev1ac.Secret(o.Name, o.CredentialsNamespace).
+		WithLabels(map[string]string{v1alpha1.LabelMemberCluster: o.Name}).
+		WithType(corev1.SecretTypeOpaque).WithData(data)
+	if mc != nil {
+		secret.WithOwnerReferences(metav1ac.OwnerReference().WithAPIVersion(v1alpha1.GroupVersion.String()).WithKind("MemberCluster").WithName(mc.Name).WithUID(mc.UID))
+	}
+	_, err := cs.CoreV1().Secrets(o.CredentialsNamespace).Apply(ctx, secret, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	if err != nil {
+		return fmt.Errorf("write credentials Secret %s/%s: %w", o.CredentialsNamespace, o.Name, err)
+	}
+	return nil
+}
+
+func managed() map[string]string { return map[string]string{v1alpha1.LabelManaged: "true"} }

@@ -1,0 +1,170 @@
+// Package manager runs the flotilla controller-manager: it installs the
+// CRDs, then starts the enabled controllers under one controller-runtime
+// manager with leader election, health probes and Prometheus metrics.
+package manager
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/config/crd"
+	"github.com/flotilla-io/flotilla/internal/member"
+	hostscheme "github.com/flotilla-io/flotilla/internal/scheme"
+)
+
+// Permissions of the manager itself (leader election, its namespace).
+//
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=flotilla-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;create
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch;create;update;patch
+
+// Options configure the controller-manager.
+type Options struct {
+	// Controllers is the --controllers list ("*" for all).
+	Controllers []string
+	// InstallCRDs installs or updates the CRDs on start.
+	InstallCRDs bool
+	// LeaderElect enables leader election, so that only one replica runs
+	// the controllers.
+	LeaderElect bool
+	// LeaderElectionNamespace and LeaderElectionID name the Lease.
+	LeaderElectionNamespace, LeaderElectionID string
+	// LeaseDuration, RenewDeadline and RetryPeriod tune leader election.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// MetricsAddr serves /metrics ("0" disables).
+	MetricsAddr string
+	// ProbeAddr serves /healthz and /readyz ("0" disables).
+	ProbeAddr string
+	// CredentialsNamespace holds the member credentials Secrets.
+	CredentialsNamespace string
+	// Cluster tunes the cluster controller's member sessions.
+	Cluster member.Options
+	// ConcurrentClusterSyncs bounds parallel MemberCluster reconciles.
+	ConcurrentClusterSyncs int
+	// GracefulShutdown bounds the wait for controllers to stop.
+	GracefulShutdown time.Duration
+}
+
+// DefaultOptions are the defaults of the controller-manager's flags.
+func DefaultOptions() Options {
+	return Options{
+		Controllers:             []string{"*"},
+		InstallCRDs:             true,
+		LeaderElect:             true,
+		LeaderElectionNamespace: v1alpha1.SystemNamespace,
+		LeaderElectionID:        "flotilla-controller-manager",
+		LeaseDuration:           15 * time.Second,
+		RenewDeadline:           10 * time.Second,
+		RetryPeriod:             2 * time.Second,
+		MetricsAddr:             ":8080",
+		ProbeAddr:               ":8081",
+		CredentialsNamespace:    v1alpha1.SystemNamespace,
+		Cluster:                 member.DefaultOptions(),
+		ConcurrentClusterSyncs:  4,
+		GracefulShutdown:        30 * time.Second,
+	}
+}
+
+// Run installs the CRDs (if asked), then runs the enabled controllers until
+// ctx ends.
+func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
+	logger := ctrl.LoggerFrom(ctx)
+	enabled, err := Enabled(opts.Controllers, ControllerNames())
+	if err != nil {
+		return err
+	}
+	if err := prepareHost(ctx, cfg, opts); err != nil {
+		return err
+	}
+	mgr, err := New(cfg, opts)
+	if err != nil {
+		return err
+	}
+	for _, c := range Controllers {
+		if !enabled[c.Name] {
+			logger.Info("Controller disabled", "controller", c.Name)
+			continue
+		}
+		if err := c.Setup(mgr, opts); err != nil {
+			return fmt.Errorf("set up controller %s: %w", c.Name, err)
+		}
+		logger.Info("Controller enabled", "controller", c.Name)
+	}
+	logger.Info("Starting controller-manager", "leaderElection", opts.LeaderElect, "metrics", opts.MetricsAddr, "probes", opts.ProbeAddr)
+	return mgr.Start(ctx)
+}
+
+// New builds the manager without controllers. Secrets are cached only in
+// the credentials namespace.
+func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
+	scheme, err := hostscheme.New()
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme: scheme,
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&corev1.Secret{}: {Namespaces: map[string]cache.Config{opts.CredentialsNamespace: {}}},
+		}},
+		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
+		HealthProbeBindAddress:        opts.ProbeAddr,
+		LeaderElection:                opts.LeaderElect,
+		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
+		LeaderElectionID:              opts.LeaderElectionID,
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &opts.LeaseDuration,
+		RenewDeadline:                 &opts.RenewDeadline,
+		RetryPeriod:                   &opts.RetryPeriod,
+		GracefulShutdownTimeout:       &opts.GracefulShutdown,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("informers", func(req *http.Request) error {
+		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
+			return fmt.Errorf("informers not synced")
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+// prepareHost installs the CRDs and creates the system namespaces the
+// manager uses.
+func prepareHost(ctx context.Context, cfg *rest.Config, opts Options) error {
+	if opts.InstallCRDs {
+		if err := crd.Install(ctx, cfg); err != nil {
+			return err
+		}
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	for _, ns := range []string{opts.CredentialsNamespace, opts.LeaderElectionNamespace} {
+		_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create namespace %s: %w", ns, err)
+		}
+	}
+	return nil
+}

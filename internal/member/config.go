@@ -1,0 +1,101 @@
+package member
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+)
+
+// Keys of a member credentials Secret.
+const (
+	// KeyToken holds a bearer token.
+	KeyToken = "token"
+	// KeyCACert holds the PEM CA bundle that signs the member's serving
+	// certificate.
+	KeyCACert = corev1.ServiceAccountRootCAKey // "ca.crt"
+	// KeyClientCert and KeyClientKey hold a PEM client certificate and key.
+	KeyClientCert = corev1.TLSCertKey       // "tls.crt"
+	KeyClientKey  = corev1.TLSPrivateKeyKey // "tls.key"
+)
+
+// ErrInvalidCredentials is wrapped by RESTConfig when the Secret cannot be
+// used to authenticate.
+var ErrInvalidCredentials = errors.New("invalid credentials")
+
+// Client limits for each member connection.
+const (
+	clientQPS   = 50
+	clientBurst = 100
+	dialTimeout = 5 * time.Second
+)
+
+// RESTConfig builds the client configuration for a member from its spec and
+// credentials Secret.
+func RESTConfig(mc *v1alpha1.MemberCluster, secret *corev1.Secret) (*rest.Config, error) {
+	u, err := url.Parse(mc.Spec.APIEndpoint)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("apiEndpoint %q is not a URL", mc.Spec.APIEndpoint)
+	}
+	cfg := &rest.Config{
+		Host:      mc.Spec.APIEndpoint,
+		QPS:       clientQPS,
+		Burst:     clientBurst,
+		UserAgent: "flotilla-controller-manager/" + mc.Name,
+		// An own dialer keeps client-go from sharing the transport between
+		// members, so that stopping a session closes its connections.
+		Dial: (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext,
+	}
+	cfg.TLSClientConfig.CAData = secret.Data[KeyCACert]
+	if tls := mc.Spec.TLS; tls != nil {
+		cfg.TLSClientConfig.Insecure = tls.InsecureSkipVerify
+		cfg.TLSClientConfig.ServerName = tls.ServerName
+		if tls.InsecureSkipVerify {
+			cfg.TLSClientConfig.CAData = nil
+		}
+	}
+	token, cert, key := secret.Data[KeyToken], secret.Data[KeyClientCert], secret.Data[KeyClientKey]
+	switch {
+	case len(token) > 0:
+		cfg.BearerToken = string(token)
+	case len(cert) > 0 && len(key) > 0:
+		cfg.TLSClientConfig.CertData, cfg.TLSClientConfig.KeyData = cert, key
+	default:
+		return nil, fmt.Errorf("%w: Secret %s/%s has neither %q nor %q and %q", ErrInvalidCredentials, secret.Namespace, secret.Name, KeyToken, KeyClientCert, KeyClientKey)
+	}
+	if _, err := rest.TransportFor(cfg); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidCredentials, err)
+	}
+	return cfg, nil
+}
+
+// ConfigHash identifies what a session was built from, so that a change of
+// endpoint, TLS options or credentials replaces the session.
+func ConfigHash(mc *v1alpha1.MemberCluster, secret *corev1.Secret) string {
+	h := sha256.New()
+	tls := v1alpha1.TLSOptions{}
+	if mc.Spec.TLS != nil {
+		tls = *mc.Spec.TLS
+	}
+	fmt.Fprintf(h, "%s\x00%+v\x00", mc.Spec.APIEndpoint, tls)
+	if secret != nil {
+		keys := make([]string, 0, len(secret.Data))
+		for k := range secret.Data {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintf(h, "%s\x00%x\x00", k, secret.Data[k])
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}

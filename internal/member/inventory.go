@@ -1,0 +1,179 @@
+package member
+
+import (
+	"context"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	resourcehelper "k8s.io/component-helpers/resource"
+)
+
+// podFieldSelector keeps only pods that count against a node: bound and not
+// terminated. A pod that terminates leaves the watch as a deletion.
+const podFieldSelector = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
+
+// inventory watches a member's nodes and pods, trimmed to the fields that
+// capacity needs, and keeps their totals.
+type inventory struct {
+	nodes, pods cache.SharedIndexInformer
+	changed     func()
+
+	mu       sync.Mutex
+	capacity *Capacity
+}
+
+func newInventory(client kubernetes.Interface, changed func()) *inventory {
+	inv := &inventory{capacity: NewCapacity(), changed: changed}
+	core := client.CoreV1()
+	inv.nodes = cache.NewSharedIndexInformerWithOptions(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return core.Nodes().List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return core.Nodes().Watch(ctx, o)
+		},
+	}, &corev1.Node{}, cache.SharedIndexInformerOptions{})
+	inv.pods = cache.NewSharedIndexInformerWithOptions(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = podFieldSelector
+			return core.Pods(metav1.NamespaceAll).List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = podFieldSelector
+			return core.Pods(metav1.NamespaceAll).Watch(ctx, o)
+		},
+	}, &corev1.Pod{}, cache.SharedIndexInformerOptions{})
+	_ = inv.nodes.SetTransform(trimNode)
+	_ = inv.pods.SetTransform(trimPod)
+	_, _ = inv.nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { inv.setNode(obj) },
+		UpdateFunc: func(_, obj any) { inv.setNode(obj) },
+		DeleteFunc: inv.deleteNode,
+	})
+	_, _ = inv.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { inv.setPod(obj) },
+		UpdateFunc: func(_, obj any) { inv.setPod(obj) },
+		DeleteFunc: inv.deletePod,
+	})
+	return inv
+}
+
+// run runs the informers until ctx ends.
+func (inv *inventory) run(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Go(func() { inv.nodes.RunWithContext(ctx) })
+	wg.Go(func() { inv.pods.RunWithContext(ctx) })
+	wg.Wait()
+}
+
+// summary returns the totals once both caches are filled.
+func (inv *inventory) summary() (Summary, bool) {
+	if !inv.nodes.HasSynced() || !inv.pods.HasSynced() {
+		return Summary{}, false
+	}
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	return inv.capacity.Summary(), true
+}
+
+func (inv *inventory) setNode(obj any) {
+	node, ok := obj.(*corev1.Node)
+	if !ok {
+		return
+	}
+	inv.mu.Lock()
+	inv.capacity.SetNode(node)
+	inv.mu.Unlock()
+	inv.changed()
+}
+
+func (inv *inventory) deleteNode(obj any) {
+	key, ok := deletedKey(obj)
+	if !ok {
+		return
+	}
+	inv.mu.Lock()
+	inv.capacity.DeleteNode(key)
+	inv.mu.Unlock()
+	inv.changed()
+}
+
+func (inv *inventory) setPod(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	inv.mu.Lock()
+	inv.capacity.SetPod(pod.Namespace+"/"+pod.Name, pod)
+	inv.mu.Unlock()
+	inv.changed()
+}
+
+func (inv *inventory) deletePod(obj any) {
+	key, ok := deletedKey(obj)
+	if !ok {
+		return
+	}
+	inv.mu.Lock()
+	inv.capacity.DeletePod(key)
+	inv.mu.Unlock()
+	inv.changed()
+}
+
+func deletedKey(obj any) (string, bool) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		return d.Key, true
+	}
+	key, err := cache.MetaNamespaceKeyFunc(obj)
+	return key, err == nil
+}
+
+// PodRequests returns the resources a pod reserves on its node: the larger
+// of its containers' and init containers' requests plus overhead, as the
+// kube-scheduler counts them.
+func PodRequests(pod *corev1.Pod) corev1.ResourceList {
+	return resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+}
+
+// trimPod keeps only what capacity needs: identity, node, phase and the
+// pod's effective requests folded into one container. A pod of several
+// kilobytes shrinks to a few hundred bytes in the cache.
+func trimPod(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, ResourceVersion: pod.ResourceVersion},
+		Spec: corev1.PodSpec{
+			NodeName:   pod.Spec.NodeName,
+			Containers: []corev1.Container{{Name: "requests", Resources: corev1.ResourceRequirements{Requests: PodRequests(pod)}}},
+		},
+		Status: corev1.PodStatus{Phase: pod.Status.Phase},
+	}, nil
+}
+
+// trimNode keeps identity, labels, schedulability, allocatable resources
+// and the Ready condition.
+func trimNode(obj any) (any, error) {
+	node, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil
+	}
+	out := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: node.Name, UID: node.UID, ResourceVersion: node.ResourceVersion, Labels: node.Labels},
+		Spec:       corev1.NodeSpec{Unschedulable: node.Spec.Unschedulable, Taints: node.Spec.Taints},
+		Status:     corev1.NodeStatus{Allocatable: node.Status.Allocatable},
+	}
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			out.Status.Conditions = []corev1.NodeCondition{{Type: c.Type, Status: c.Status}}
+		}
+	}
+	return out, nil
+}

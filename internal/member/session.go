@@ -1,0 +1,252 @@
+package member
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+)
+
+// Options tune a session. Zero fields take the defaults of DefaultOptions.
+type Options struct {
+	// ProbeInterval is the time between health probes.
+	ProbeInterval time.Duration
+	// ProbeTimeout bounds one health probe.
+	ProbeTimeout time.Duration
+	// DiscoveryInterval is the time between API discoveries while healthy.
+	DiscoveryInterval time.Duration
+	// FailureThreshold and SuccessThreshold damp flapping (see Damper).
+	FailureThreshold, SuccessThreshold time.Duration
+	// NotifyInterval is the shortest time between two change notifications,
+	// so that pod churn in a member causes at most one status update per
+	// interval.
+	NotifyInterval time.Duration
+}
+
+// DefaultOptions are the production defaults: a member that stops answering
+// is marked unreachable within about 30 s (20 s of failed probes, each up to
+// 5 s), and is Ready again 10 s after it recovers.
+func DefaultOptions() Options {
+	return Options{
+		ProbeInterval:     5 * time.Second,
+		ProbeTimeout:      5 * time.Second,
+		DiscoveryInterval: 30 * time.Second,
+		FailureThreshold:  20 * time.Second,
+		SuccessThreshold:  10 * time.Second,
+		NotifyInterval:    time.Second,
+	}
+}
+
+func (o Options) withDefaults() Options {
+	d := DefaultOptions()
+	for _, f := range []struct{ v, d *time.Duration }{
+		{&o.ProbeInterval, &d.ProbeInterval}, {&o.ProbeTimeout, &d.ProbeTimeout},
+		{&o.DiscoveryInterval, &d.DiscoveryInterval}, {&o.FailureThreshold, &d.FailureThreshold},
+		{&o.SuccessThreshold, &d.SuccessThreshold}, {&o.NotifyInterval, &d.NotifyInterval},
+	} {
+		if *f.v <= 0 {
+			*f.v = *f.d
+		}
+	}
+	return o
+}
+
+// discoveryTimeout bounds one API discovery.
+const discoveryTimeout = 30 * time.Second
+
+// Snapshot is what a session currently knows of its member.
+type Snapshot struct {
+	// Health is the committed (damped) health, valid when HealthKnown.
+	Health      Observation
+	HealthKnown bool
+	// Version is the member's Kubernetes version, empty until discovered.
+	Version string
+	// APIResources are the resources the member serves, nil until
+	// discovered.
+	APIResources []v1alpha1.APIResource
+	// Summary is the node count and resource totals, valid when
+	// SummaryKnown (after the node and pod caches filled).
+	Summary      Summary
+	SummaryKnown bool
+}
+
+// Session is the control plane's live connection to one member: a probe
+// loop, periodic discovery, and node and pod caches. notify is called (at
+// most once per NotifyInterval, with a context that ends when the session
+// stops) whenever the snapshot changes.
+type Session struct {
+	// Name is the MemberCluster's name.
+	Name string
+	// Hash identifies the configuration the session was built from.
+	Hash string
+
+	opts      Options
+	client    kubernetes.Interface
+	discovery discovery.DiscoveryInterface
+	transport http.RoundTripper
+	notify    func(context.Context)
+	logger    klog.Logger
+
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	kick    chan struct{}
+	started bool // inventory started; probe goroutine only
+
+	mu        sync.Mutex
+	damper    *Damper
+	version   string
+	resources []v1alpha1.APIResource
+	inv       *inventory
+}
+
+// Start connects to a member and starts the session's goroutines. initial is
+// the health an earlier run recorded (nil if none), so that a restarted
+// controller does not flip conditions.
+func Start(ctx context.Context, name, hash string, cfg *rest.Config, opts Options, initial *Observation, notify func(context.Context)) (*Session, error) {
+	opts = opts.withDefaults()
+	rt, err := rest.TransportFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("transport for member %s: %w", name, err)
+	}
+	client, err := kubernetes.NewForConfigAndClient(cfg, &http.Client{Transport: rt})
+	if err != nil {
+		return nil, fmt.Errorf("client for member %s: %w", name, err)
+	}
+	disco, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, &http.Client{Transport: rt, Timeout: discoveryTimeout})
+	if err != nil {
+		return nil, fmt.Errorf("discovery client for member %s: %w", name, err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	s := &Session{
+		Name: name, Hash: hash, opts: opts, client: client, discovery: disco, transport: rt,
+		notify: notify, logger: klog.FromContext(ctx).WithValues("cluster", name),
+		cancel: cancel, kick: make(chan struct{}, 1),
+		damper: NewDamper(opts.FailureThreshold, opts.SuccessThreshold, initial),
+	}
+	s.wg.Go(func() { s.notifyLoop(ctx) })
+	s.wg.Go(func() { s.probeLoop(ctx) })
+	return s, nil
+}
+
+// Stop ends every goroutine of the session, closes its connections and
+// returns when all are gone.
+func (s *Session) Stop() {
+	s.cancel()
+	s.wg.Wait()
+	utilnet.CloseIdleConnectionsFor(s.transport)
+}
+
+// Client returns a client for the member.
+func (s *Session) Client() kubernetes.Interface { return s.client }
+
+// Snapshot returns what the session knows now.
+func (s *Session) Snapshot() Snapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	snap := Snapshot{Version: s.version, APIResources: s.resources}
+	snap.Health, snap.HealthKnown = s.damper.Committed()
+	if s.inv != nil {
+		snap.Summary, snap.SummaryKnown = s.inv.summary()
+	}
+	return snap
+}
+
+func (s *Session) probeLoop(ctx context.Context) {
+	var lastDiscovery time.Time
+	for {
+		o := Probe(ctx, s.client.CoreV1().RESTClient(), s.opts.ProbeTimeout, time.Now)
+		if ctx.Err() != nil {
+			return
+		}
+		s.mu.Lock()
+		committed, changed := s.damper.Observe(o)
+		s.mu.Unlock()
+		if changed {
+			s.logger.Info("Member health changed", "health", committed.Health, "reason", committed.Reason, "message", committed.Message)
+		}
+		if o.Health == Healthy {
+			if !s.started {
+				s.startInventory(ctx)
+			}
+			if time.Since(lastDiscovery) >= s.opts.DiscoveryInterval {
+				lastDiscovery = time.Now()
+				if s.discover() {
+					changed = true
+				}
+			}
+		}
+		if changed {
+			s.changed()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(s.opts.ProbeInterval):
+		}
+	}
+}
+
+func (s *Session) startInventory(ctx context.Context) {
+	s.started = true
+	inv := newInventory(s.client, s.changed)
+	s.mu.Lock()
+	s.inv = inv
+	s.mu.Unlock()
+	s.wg.Go(func() { inv.run(ctx) })
+}
+
+// discover refreshes the version and API resources and reports whether they
+// changed.
+func (s *Session) discover() bool {
+	v, err := s.discovery.ServerVersion()
+	if err != nil {
+		s.logger.V(2).Info("Version discovery failed", "err", err)
+		return false
+	}
+	resources, err := Discover(s.discovery)
+	if err != nil {
+		s.logger.V(2).Info("API discovery incomplete", "err", err)
+		if resources == nil {
+			return false
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	changed := s.version != v.GitVersion || !slices.Equal(s.resources, resources)
+	s.version, s.resources = v.GitVersion, resources
+	return changed
+}
+
+// changed asks for a notification; several within NotifyInterval coalesce.
+func (s *Session) changed() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Session) notifyLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.kick:
+		}
+		s.notify(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(s.opts.NotifyInterval):
+		}
+	}
+}
