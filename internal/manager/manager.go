@@ -87,7 +87,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err != nil {
 		return err
 	}
-	if err := prepareHost(ctx, cfg, opts); err != nil {
+	if err := PrepareHost(ctx, cfg, opts); err != nil {
 		return err
 	}
 	mgr, err := New(cfg, opts)
@@ -148,9 +148,9 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	return mgr, nil
 }
 
-// prepareHost installs the CRDs and creates the system namespaces the
+// PrepareHost installs the CRDs and creates the system namespaces the
 // manager uses.
-func prepareHost(ctx context.Context, cfg *rest.Config, opts Options) error {
+func PrepareHost(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if opts.InstallCRDs {
 		if err := crd.Install(ctx, cfg); err != nil {
 			return err
