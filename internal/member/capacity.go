@@ -10,7 +10,8 @@ import (
 // Capacity keeps running totals of a member's node allocatable resources
 // and pod requests, updated per informer event in O(resources), so that a
 // summary costs O(nodes) however many pods run. Values are held in
-// milli-units. Capacity is not safe for concurrent use.
+// milli-units, memory-like resources in bytes (in milli-bytes the totals
+// would overflow int64 past 8 PiB). Capacity is not safe for concurrent use.
 type Capacity struct {
 	nodes map[string]*nodeUsage
 	pods  map[string]podUsage // by namespace/name
@@ -163,7 +164,11 @@ func Schedulable(node *corev1.Node) bool {
 func milli(list corev1.ResourceList) map[corev1.ResourceName]int64 {
 	m := make(map[corev1.ResourceName]int64, len(list))
 	for name, q := range list {
-		m[name] = q.MilliValue()
+		if binaryResource(name) {
+			m[name] = q.Value()
+		} else {
+			m[name] = q.MilliValue()
+		}
 	}
 	return m
 }
@@ -181,7 +186,7 @@ func quantities(m map[corev1.ResourceName]int64) corev1.ResourceList {
 		case name == corev1.ResourceCPU:
 			list[name] = *resource.NewMilliQuantity(v, resource.DecimalSI)
 		case binaryResource(name):
-			list[name] = *resource.NewQuantity(v/1000, resource.BinarySI)
+			list[name] = *resource.NewQuantity(v, resource.BinarySI)
 		default:
 			list[name] = *resource.NewMilliQuantity(v, resource.DecimalSI)
 		}

@@ -34,8 +34,9 @@ type Observation struct {
 // state is committed only after every observation for Threshold agreed on
 // it, so a member that flaps does not flip its condition (and the
 // scheduler's view) on each probe. Leaving Healthy and returning to Healthy
-// have separate thresholds. The zero value commits the first observation at
-// once. Damper is not safe for concurrent use.
+// have separate thresholds; while leaving Healthy, every not-healthy
+// observation agrees, whichever way the member fails. The zero value commits
+// the first observation at once. Damper is not safe for concurrent use.
 type Damper struct {
 	// FailureThreshold is how long a not-healthy state must persist before a
 	// Healthy member leaves Healthy.
@@ -75,6 +76,14 @@ func (d *Damper) Observe(o Observation) (Observation, bool) {
 			return *d.committed, true
 		}
 		return *d.committed, false
+	case d.pending != nil && d.pending.Health != Healthy && o.Health != Healthy && d.pending.Health != o.Health:
+		// Still failing since pending.At, in another way (for example a
+		// crash-looping apiserver that answers 500 and then refuses
+		// connections): the failure persists, so keep counting from its
+		// start instead of never leaving Healthy.
+		p := o
+		p.At = d.pending.At
+		d.pending = &p
 	case d.pending == nil || d.pending.Health != o.Health:
 		d.pending = &o
 	}

@@ -21,7 +21,10 @@ const podFieldSelector = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=
 // capacity needs, and keeps their totals.
 type inventory struct {
 	nodes, pods cache.SharedIndexInformer
-	changed     func()
+	// nodesReg and podsReg report when the capacity handlers, not only the
+	// informers' stores, have seen every initially listed object.
+	nodesReg, podsReg cache.ResourceEventHandlerRegistration
+	changed           func()
 
 	mu       sync.Mutex
 	capacity *Capacity
@@ -50,12 +53,12 @@ func newInventory(client kubernetes.Interface, changed func()) *inventory {
 	}, &corev1.Pod{}, cache.SharedIndexInformerOptions{})
 	_ = inv.nodes.SetTransform(trimNode)
 	_ = inv.pods.SetTransform(trimPod)
-	_, _ = inv.nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	inv.nodesReg, _ = inv.nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { inv.setNode(obj) },
 		UpdateFunc: func(_, obj any) { inv.setNode(obj) },
 		DeleteFunc: inv.deleteNode,
 	})
-	_, _ = inv.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	inv.podsReg, _ = inv.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { inv.setPod(obj) },
 		UpdateFunc: func(_, obj any) { inv.setPod(obj) },
 		DeleteFunc: inv.deletePod,
@@ -73,7 +76,7 @@ func (inv *inventory) run(ctx context.Context) {
 
 // summary returns the totals once both caches are filled.
 func (inv *inventory) summary() (Summary, bool) {
-	if !inv.nodes.HasSynced() || !inv.pods.HasSynced() {
+	if !inv.nodesReg.HasSynced() || !inv.podsReg.HasSynced() {
 		return Summary{}, false
 	}
 	inv.mu.Lock()

@@ -97,10 +97,12 @@ type Session struct {
 	notify    func(context.Context)
 	logger    klog.Logger
 
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	kick    chan struct{}
-	started bool // inventory started; probe goroutine only
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	kick   chan struct{}
+	// Owned by the probe goroutine.
+	started          bool // inventory started
+	lastDiscoveryErr string
 
 	mu        sync.Mutex
 	damper    *Damper
@@ -179,10 +181,12 @@ func (s *Session) probeLoop(ctx context.Context) {
 				s.startInventory(ctx)
 			}
 			if time.Since(lastDiscovery) >= s.opts.DiscoveryInterval {
-				lastDiscovery = time.Now()
-				if s.discover() {
-					changed = true
+				// A failed discovery is retried at the next probe.
+				ok, discovered := s.discover()
+				if ok {
+					lastDiscovery = time.Now()
 				}
+				changed = changed || discovered
 			}
 		}
 		if changed {
@@ -205,26 +209,31 @@ func (s *Session) startInventory(ctx context.Context) {
 	s.wg.Go(func() { inv.run(ctx) })
 }
 
-// discover refreshes the version and API resources and reports whether they
-// changed.
-func (s *Session) discover() bool {
+// discover refreshes the version and API resources and reports whether it
+// succeeded and whether they changed. A failure is logged once per distinct
+// error, not on every retry.
+func (s *Session) discover() (ok, changed bool) {
 	v, err := s.discovery.ServerVersion()
-	if err != nil {
-		s.logger.V(2).Info("Version discovery failed", "err", err)
-		return false
+	var resources []v1alpha1.APIResource
+	if err == nil {
+		resources, err = Discover(s.discovery)
 	}
-	resources, err := Discover(s.discovery)
 	if err != nil {
-		s.logger.V(2).Info("API discovery incomplete", "err", err)
-		if resources == nil {
-			return false
+		if msg := err.Error(); msg != s.lastDiscoveryErr {
+			s.lastDiscoveryErr = msg
+			s.logger.Info("API discovery failed; retrying at the next probe", "err", err)
 		}
+		if resources == nil {
+			return false, false
+		}
+	} else {
+		s.lastDiscoveryErr = ""
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	changed := s.version != v.GitVersion || !slices.Equal(s.resources, resources)
+	changed = s.version != v.GitVersion || !slices.Equal(s.resources, resources)
 	s.version, s.resources = v.GitVersion, resources
-	return changed
+	return err == nil, changed
 }
 
 // changed asks for a notification; several within NotifyInterval coalesce.

@@ -90,12 +90,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, mc); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.sessions.stop(req.Name)
+			readyGauge.DeleteLabelValues(req.Name)
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, err
 	}
 	if !mc.DeletionTimestamp.IsZero() {
 		r.sessions.stop(mc.Name)
+		readyGauge.DeleteLabelValues(mc.Name)
 		return reconcile.Result{}, nil
 	}
 	snap, err := r.observe(ctx, mc)
@@ -103,7 +105,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	now := time.Now()
-	status := renderStatus(mc, snap, now)
 	if taints := renderTaints(mc.Spec.Taints, snap, now); !equality.Semantic.DeepEqual(taints, mc.Spec.Taints) {
 		mc.Spec.Taints = taints
 		if err := r.Client.Update(ctx, mc); err != nil {
@@ -114,6 +115,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		ctrl.LoggerFrom(ctx).Info("Updated managed taints", "taints", taints)
 	}
+	// Rendered after the taint update, so that the status records the
+	// generation that update produced and one write covers both.
+	status := renderStatus(mc, snap, now)
+	observeReady(mc.Name, status)
 	if equality.Semantic.DeepEqual(status, mc.Status) {
 		return reconcile.Result{}, nil
 	}
@@ -219,3 +224,18 @@ func (r *Reconciler) clustersForSecret(ctx context.Context, o client.Object) []r
 
 // conflictRetry is how soon a reconcile that lost an update race retries.
 const conflictRetry = 200 * time.Millisecond
+
+// observeReady exports the Ready condition as a metric.
+func observeReady(name string, st v1alpha1.MemberClusterStatus) {
+	c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady)
+	switch {
+	case c == nil:
+		return
+	case c.Status == metav1.ConditionTrue:
+		readyGauge.WithLabelValues(name).Set(1)
+	case c.Status == metav1.ConditionFalse:
+		readyGauge.WithLabelValues(name).Set(0)
+	default:
+		readyGauge.WithLabelValues(name).Set(-1)
+	}
+}

@@ -33,6 +33,7 @@ func (s *sessions) start(ctx context.Context, name, hash string, cfg *rest.Confi
 	}
 	s.mu.Lock()
 	s.m[name] = sess
+	sessionsGauge.Set(float64(len(s.m)))
 	s.mu.Unlock()
 	return sess, nil
 }
@@ -42,6 +43,7 @@ func (s *sessions) stop(name string) {
 	s.mu.Lock()
 	sess := s.m[name]
 	delete(s.m, name)
+	sessionsGauge.Set(float64(len(s.m)))
 	s.mu.Unlock()
 	if sess != nil {
 		sess.Stop()

@@ -1,0 +1,78 @@
+package member
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+)
+
+func TestSortAPIResources(t *testing.T) {
+	r := func(group, version, resource string) v1alpha1.APIResource {
+		return v1alpha1.APIResource{Group: group, Version: version, Resource: resource, Kind: "K" + resource, Scope: v1alpha1.ScopeNamespaced}
+	}
+	tests := []struct {
+		name string
+		in   []v1alpha1.APIResource
+		want []v1alpha1.APIResource
+	}{
+		{name: "nil", in: nil, want: nil},
+		{name: "one", in: []v1alpha1.APIResource{r("apps", "v1", "deployments")}, want: []v1alpha1.APIResource{r("apps", "v1", "deployments")}},
+		{
+			name: "core group first, then groups by name",
+			in:   []v1alpha1.APIResource{r("batch", "v1", "jobs"), r("apps", "v1", "deployments"), r("", "v1", "pods")},
+			want: []v1alpha1.APIResource{r("", "v1", "pods"), r("apps", "v1", "deployments"), r("batch", "v1", "jobs")},
+		},
+		{
+			name: "group before version before resource",
+			in: []v1alpha1.APIResource{
+				r("b", "v1", "a"),
+				r("a", "v2", "a"),
+				r("a", "v1", "z"),
+				r("a", "v1", "b"),
+				r("a", "v1beta1", "a"),
+			},
+			want: []v1alpha1.APIResource{
+				r("a", "v1", "b"),
+				r("a", "v1", "z"),
+				r("a", "v1beta1", "a"),
+				r("a", "v2", "a"),
+				r("b", "v1", "a"),
+			},
+		},
+		{
+			name: "resource, not kind, orders within a version",
+			in: []v1alpha1.APIResource{
+				{Group: "x", Version: "v1", Kind: "Alpha", Resource: "zetas", Scope: v1alpha1.ScopeCluster},
+				{Group: "x", Version: "v1", Kind: "Zeta", Resource: "alphas", Scope: v1alpha1.ScopeNamespaced},
+			},
+			want: []v1alpha1.APIResource{
+				{Group: "x", Version: "v1", Kind: "Zeta", Resource: "alphas", Scope: v1alpha1.ScopeNamespaced},
+				{Group: "x", Version: "v1", Kind: "Alpha", Resource: "zetas", Scope: v1alpha1.ScopeCluster},
+			},
+		},
+		{
+			name: "a discovery list in server order",
+			in: []v1alpha1.APIResource{
+				r("", "v1", "services"), r("", "v1", "configmaps"), r("", "v1", "namespaces"),
+				r("autoscaling", "v2", "horizontalpodautoscalers"), r("autoscaling", "v1", "horizontalpodautoscalers"),
+				r("apps", "v1", "statefulsets"), r("apps", "v1", "deployments"),
+			},
+			want: []v1alpha1.APIResource{
+				r("", "v1", "configmaps"), r("", "v1", "namespaces"), r("", "v1", "services"),
+				r("apps", "v1", "deployments"), r("apps", "v1", "statefulsets"),
+				r("autoscaling", "v1", "horizontalpodautoscalers"), r("autoscaling", "v2", "horizontalpodautoscalers"),
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := append([]v1alpha1.APIResource(nil), tt.in...)
+			SortAPIResources(got)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("SortAPIResources() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
