@@ -73,15 +73,20 @@ func (c *Capacity) DeleteNode(name string) {
 // SetPod records the requests of a pod that counts against its node: bound
 // and not terminated. Other pods are removed.
 func (c *Capacity) SetPod(key string, pod *corev1.Pod) {
+	c.setUsage(key, pod.Spec.NodeName, pod.Status.Phase, milli(PodRequests(pod)))
+}
+
+// setUsage records a pod's requests in milli-units (bytes for memory-like
+// resources), the form the pod cache keeps. requests is not modified.
+func (c *Capacity) setUsage(key, node string, phase corev1.PodPhase, requests map[corev1.ResourceName]int64) {
 	c.DeletePod(key)
-	if pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+	if node == "" || phase == corev1.PodSucceeded || phase == corev1.PodFailed {
 		return
 	}
-	p := podUsage{node: pod.Spec.NodeName, requests: milli(PodRequests(pod))}
-	c.pods[key] = p
-	u := c.node(p.node)
+	c.pods[key] = podUsage{node: node, requests: requests}
+	u := c.node(node)
 	u.pods++
-	for name, v := range p.requests {
+	for name, v := range requests {
 		u.requested[name] += v
 	}
 }

@@ -107,12 +107,12 @@ func (inv *inventory) deleteNode(obj any) {
 }
 
 func (inv *inventory) setPod(obj any) {
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := obj.(*cachedPod)
 	if !ok {
 		return
 	}
 	inv.mu.Lock()
-	inv.capacity.SetPod(pod.Namespace+"/"+pod.Name, pod)
+	inv.capacity.setUsage(pod.Namespace+"/"+pod.Name, pod.NodeName, pod.Phase, pod.Requests)
 	inv.mu.Unlock()
 	inv.changed()
 }
@@ -143,21 +143,39 @@ func PodRequests(pod *corev1.Pod) corev1.ResourceList {
 	return resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 }
 
-// trimPod keeps only what capacity needs: identity, node, phase and the
-// pod's effective requests folded into one container. A pod of several
-// kilobytes shrinks to a few hundred bytes in the cache.
+// cachedPod is what the pod cache keeps of a pod: identity, node, phase and
+// the pod's effective requests in Capacity's units. A pod of ten kilobytes
+// shrinks to a few hundred bytes.
+type cachedPod struct {
+	metav1.TypeMeta
+	metav1.ObjectMeta
+	NodeName string
+	Phase    corev1.PodPhase
+	Requests map[corev1.ResourceName]int64
+}
+
+// DeepCopyObject implements runtime.Object.
+func (p *cachedPod) DeepCopyObject() runtime.Object {
+	out := *p
+	p.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	out.Requests = make(map[corev1.ResourceName]int64, len(p.Requests))
+	for k, v := range p.Requests {
+		out.Requests[k] = v
+	}
+	return &out
+}
+
+// trimPod turns a pod from the watch into a cachedPod.
 func trimPod(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return obj, nil
 	}
-	return &corev1.Pod{
+	return &cachedPod{
 		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, ResourceVersion: pod.ResourceVersion},
-		Spec: corev1.PodSpec{
-			NodeName:   pod.Spec.NodeName,
-			Containers: []corev1.Container{{Name: "requests", Resources: corev1.ResourceRequirements{Requests: PodRequests(pod)}}},
-		},
-		Status: corev1.PodStatus{Phase: pod.Status.Phase},
+		NodeName:   pod.Spec.NodeName,
+		Phase:      pod.Status.Phase,
+		Requests:   milli(PodRequests(pod)),
 	}, nil
 }
 

@@ -59,9 +59,10 @@ func TestUpStatusDown(t *testing.T) {
 		if r.err != nil {
 			t.Fatalf("status: %v", r.err)
 		}
-		// host: etcd, apiserver, controller-manager; members add scheduler and kwok.
-		if n := strings.Count(r.stdout, " healthy "); n != 3+2*5 {
-			t.Errorf("status shows %d healthy components, want 13:\n%s", n, r.stdout)
+		// host: etcd, apiserver, kube-controller-manager and
+		// flotilla-controller-manager; members add scheduler and kwok.
+		if n := strings.Count(r.stdout, " healthy "); n != 4+2*5 {
+			t.Errorf("status shows %d healthy components, want 14:\n%s", n, r.stdout)
 		}
 	})
 

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2/textlogger"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -54,6 +55,8 @@ func startController(t *testing.T) {
 	testenv.Need(t, env)
 	startOnce.Do(func() {
 		ctx := context.Background()
+		// Controller logs go to stderr, which go test shows for failures.
+		ctrl.SetLogger(textlogger.NewLogger(textlogger.NewConfig()))
 		opts := manager.DefaultOptions()
 		opts.LeaderElect, opts.MetricsAddr, opts.ProbeAddr = false, "0", "0"
 		if err := manager.PrepareHost(ctx, env.Host.Config, opts); err != nil {
@@ -164,11 +167,14 @@ func TestReadyMemberReportsVersionResourcesAndCapacity(t *testing.T) {
 	m := env.Members[0]
 	register(t, "capacity", m, "", "")
 	mc := waitReady(t, "capacity", metav1.ConditionTrue, member.ReasonReady, 30*time.Second)
-	testenv.Eventually(t, 30*time.Second, "node count and allocatable cpu", func(ctx context.Context) error {
+	// Discovery and the node and pod caches fill in independently.
+	testenv.Eventually(t, 30*time.Second, "version, API resources, node count and allocatable cpu", func(ctx context.Context) error {
 		mc, _ = get(ctx, "capacity")
 		alloc := mc.Status.Resources.Allocatable[corev1.ResourceCPU]
-		if mc.Status.NodeCount != 2 || mc.Status.SchedulableNodeCount != 2 || alloc.Cmp(resource.MustParse("8")) != 0 {
-			return fmt.Errorf("nodes %d/%d, allocatable cpu %s", mc.Status.NodeCount, mc.Status.SchedulableNodeCount, alloc.String())
+		if mc.Status.KubernetesVersion == "" || len(mc.Status.APIResources) == 0 ||
+			mc.Status.NodeCount != 2 || mc.Status.SchedulableNodeCount != 2 || alloc.Cmp(resource.MustParse("8")) != 0 {
+			return fmt.Errorf("version %q, %d API resources, nodes %d/%d, allocatable cpu %s", mc.Status.KubernetesVersion,
+				len(mc.Status.APIResources), mc.Status.NodeCount, mc.Status.SchedulableNodeCount, alloc.String())
 		}
 		return nil
 	})
