@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -359,6 +360,63 @@ func TestMemberClusters(t *testing.T) {
 			return nil
 		})
 		noWrites(t, f, list, 15*time.Second)
+	})
+
+	t.Run("a standby controller-manager takes over when the leader stops", func(t *testing.T) {
+		logPath := filepath.Join(t.TempDir(), "standby.log")
+		logFile, err := os.Create(logPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer logFile.Close()
+		standby := exec.Command(flotillaBin, "controller-manager", "--kubeconfig", f.kubeconfig(localenv.HostName),
+			"--metrics-bind-address=0", "--health-probe-bind-address=0")
+		standby.Stdout, standby.Stderr = logFile, logFile
+		if err := standby.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- standby.Wait() }()
+		defer func() { _ = standby.Process.Kill(); <-exited }()
+		logHas := func(s string) func(context.Context) error {
+			return func(context.Context) error {
+				b, _ := os.ReadFile(logPath)
+				if !strings.Contains(string(b), s) {
+					return fmt.Errorf("standby log lacks %q:\n%s", s, b)
+				}
+				return nil
+			}
+		}
+		testenv.Eventually(t, 30*time.Second, "standby waiting for the lease", logHas("Attempting to acquire leader lease"))
+		if b, _ := os.ReadFile(logPath); strings.Contains(string(b), "Successfully acquired lease") {
+			t.Fatalf("standby became leader while the leader runs:\n%s", b)
+		}
+		leader := f.component(t, localenv.HostName, localenv.ControllerManager)
+		if err := syscall.Kill(leader.PID, syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		// The leader releases the lease on SIGTERM, so the standby need not
+		// wait for it to expire (15 s).
+		testenv.Eventually(t, 10*time.Second, "standby leading", logHas("Successfully acquired lease"))
+		t.Logf("standby took over %s after SIGTERM to the leader", time.Since(start).Round(100*time.Millisecond))
+		testenv.Eventually(t, 30*time.Second, "old leader exited", func(context.Context) error {
+			if processRunning(leader.PID) {
+				return fmt.Errorf("pid %d still running", leader.PID)
+			}
+			return nil
+		})
+		// Hand back: stop the standby, let up restart the original.
+		if err := standby.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-exited; err != nil {
+			t.Errorf("standby exited with %v after SIGTERM, want a clean exit", err)
+		}
+		exited <- nil
+		if r := flotilla(t, "up", "--state-dir", f.dir); r.err != nil {
+			t.Fatalf("up: %v", r.err)
+		}
 	})
 
 	t.Run("join, unjoin and join again with the CLI", func(t *testing.T) {
