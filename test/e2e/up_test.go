@@ -219,3 +219,36 @@ func listening(port int) bool {
 	c.Close()
 	return true
 }
+
+// TestClusterVerbsRefuseBadInput checks the cluster verbs' input checks,
+// which run before any cluster is contacted.
+func TestClusterVerbsRefuseBadInput(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs the flotilla binary")
+	}
+	nowhere := filepath.Join(t.TempDir(), "missing.kubeconfig")
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{"join without kubeconfig", []string{"join", "edge-1"}, `required flag(s) "kubeconfig" not set`},
+		{"join bad name", []string{"join", "Edge_1", "--kubeconfig", nowhere}, `invalid member name "Edge_1"`},
+		{"join bad label", []string{"join", "edge-1", "--kubeconfig", nowhere, "--labels", "bad key=x"}, `invalid label key "bad key"`},
+		{"join missing kubeconfig file", []string{"join", "edge-1", "--kubeconfig", nowhere}, "member kubeconfig"},
+		{"unknown controller", []string{"controller-manager", "--controllers", "*,-nope"}, `unknown controller "nope" (known: cluster)`},
+		{"renew deadline too long", []string{"controller-manager", "--leader-elect-renew-deadline", "20s"}, "must be shorter than --leader-elect-lease-duration"},
+		{"zero probe interval", []string{"controller-manager", "--cluster-probe-interval", "0s"}, "--cluster-probe-interval must be positive"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := flotilla(t, tt.args...)
+			if r.err == nil {
+				t.Fatalf("flotilla %v succeeded, want an error", tt.args)
+			}
+			if !oneErrorLine(r.stderr, tt.wantErr) {
+				t.Errorf("stderr %q, want one line with %q", r.stderr, tt.wantErr)
+			}
+		})
+	}
+}
