@@ -19,6 +19,7 @@ import (
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
@@ -83,7 +84,8 @@ func Join(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	if err := checkHost(ctx, hostClient, o); err != nil {
+	existing, err := checkHost(ctx, hostClient, o)
+	if err != nil {
 		return err
 	}
 	fmt.Fprintf(o.Out, "Joining %s (%s) to control plane %s\n", o.Name, o.APIEndpoint, id)
@@ -99,17 +101,19 @@ func Join(ctx context.Context, o Options) error {
 		return err
 	}
 	// The Secret comes first so that the controller never sees the
-	// MemberCluster without it; it is owned by the MemberCluster once that
-	// exists, so that deleting the MemberCluster deletes it.
-	if err := applyCredentials(ctx, hostCS, nil, token, ca, o); err != nil {
+	// MemberCluster without it; it is owned by the MemberCluster (from the
+	// start when rejoining), so that deleting the MemberCluster deletes it.
+	if err := applyCredentials(ctx, hostCS, existing, token, ca, o); err != nil {
 		return err
 	}
 	mc, err := applyMemberCluster(ctx, hostClient, o)
 	if err != nil {
 		return err
 	}
-	if err := applyCredentials(ctx, hostCS, mc, token, ca, o); err != nil {
-		return err
+	if existing == nil {
+		if err := applyCredentials(ctx, hostCS, mc, token, ca, o); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintf(o.Out, "MemberCluster %s created; Secret %s/%s holds its credentials\n", o.Name, o.CredentialsNamespace, o.Name)
 	return nil
@@ -142,21 +146,22 @@ func ControlPlaneID(ctx context.Context, host kubernetes.Interface) (string, err
 }
 
 // checkHost refuses to join when the CRDs are missing or the name is taken
-// by a MemberCluster for another endpoint.
-func checkHost(ctx context.Context, c client.Client, o Options) error {
+// by a MemberCluster for another endpoint, and returns the MemberCluster of
+// an earlier join (nil if none).
+func checkHost(ctx context.Context, c client.Client, o Options) (*v1alpha1.MemberCluster, error) {
 	existing := &v1alpha1.MemberCluster{}
 	err := c.Get(ctx, types.NamespacedName{Name: o.Name}, existing)
 	switch {
 	case meta.IsNoMatchError(err) || isResourceNotFound(err):
-		return fmt.Errorf("the host does not serve flotilla.io/v1alpha1 MemberCluster: start `flotilla controller-manager` (it installs the CRDs) or `kubectl apply -f config/crd/bases`")
+		return nil, fmt.Errorf("the host does not serve flotilla.io/v1alpha1 MemberCluster (%v): start `flotilla controller-manager` (it installs the CRDs) or `kubectl apply -f config/crd/bases`", err)
 	case apierrors.IsNotFound(err):
-		return nil
+		return nil, nil
 	case err != nil:
-		return fmt.Errorf("read MemberCluster %s: %w", o.Name, err)
+		return nil, fmt.Errorf("read MemberCluster %s: %w", o.Name, err)
 	case existing.Spec.APIEndpoint != o.APIEndpoint:
-		return fmt.Errorf("MemberCluster %s already exists for endpoint %s: choose another name or `flotilla unjoin %s` first", o.Name, existing.Spec.APIEndpoint, o.Name)
+		return nil, fmt.Errorf("MemberCluster %s already exists for endpoint %s: choose another name or `flotilla unjoin %s` first", o.Name, existing.Spec.APIEndpoint, o.Name)
 	}
-	return nil
+	return existing, nil
 }
 
 func isResourceNotFound(err error) bool {
@@ -200,13 +205,34 @@ func claimMember(ctx context.Context, cs kubernetes.Interface, id string, o Opti
 			return fmt.Errorf("%w: the cluster is joined to this control plane as %q; unjoin %s first", ErrOwnedElsewhere, name, name)
 		}
 	}
-	opts := metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
-	applied, err := nsAPI.Apply(ctx, corev1ac.Namespace(v1alpha1.SystemNamespace).
-		WithLabels(map[string]string{v1alpha1.LabelManaged: "true"}).
-		WithAnnotations(map[string]string{v1alpha1.AnnotationControlPlaneID: id, v1alpha1.AnnotationClusterName: o.Name}), opts)
+	// Create, or update at the resourceVersion read above, so that of two
+	// control planes claiming the member at once only one succeeds.
+	var applied *corev1.Namespace
+	if ns == nil {
+		applied, err = nsAPI.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+			Name: v1alpha1.SystemNamespace, Labels: managed(),
+			Annotations: map[string]string{v1alpha1.AnnotationControlPlaneID: id, v1alpha1.AnnotationClusterName: o.Name},
+		}}, metav1.CreateOptions{FieldManager: FieldManager})
+	} else {
+		ns = ns.DeepCopy()
+		if ns.Labels == nil {
+			ns.Labels = map[string]string{}
+		}
+		if ns.Annotations == nil {
+			ns.Annotations = map[string]string{}
+		}
+		ns.Labels[v1alpha1.LabelManaged] = "true"
+		ns.Annotations[v1alpha1.AnnotationControlPlaneID] = id
+		ns.Annotations[v1alpha1.AnnotationClusterName] = o.Name
+		applied, err = nsAPI.Update(ctx, ns, metav1.UpdateOptions{FieldManager: FieldManager})
+	}
+	if apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err) {
+		return fmt.Errorf("claim the member (namespace %s): changed by someone else meanwhile, try again: %w", v1alpha1.SystemNamespace, err)
+	}
 	if err != nil {
 		return fmt.Errorf("claim the member (namespace %s): %w", v1alpha1.SystemNamespace, err)
 	}
+	opts := metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
 	// The RBAC objects belong to the namespace, so that deleting it (unjoin)
 	// lets the member's garbage collector remove them too.
 	owner := metav1ac.OwnerReference().WithAPIVersion("v1").WithKind("Namespace").WithName(applied.Name).WithUID(applied.UID)
@@ -269,27 +295,30 @@ func caData(cfg *rest.Config) ([]byte, error) {
 }
 
 // applyMemberCluster creates the MemberCluster, or updates the endpoint,
-// Secret reference and labels of an existing one.
+// Secret reference and labels of an existing one (retrying when the cluster
+// controller writes it meanwhile).
 func applyMemberCluster(ctx context.Context, c client.Client, o Options) (*v1alpha1.MemberCluster, error) {
 	mc := &v1alpha1.MemberCluster{}
-	err := c.Get(ctx, types.NamespacedName{Name: o.Name}, mc)
-	if err != nil && !apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("read MemberCluster %s: %w", o.Name, err)
-	}
-	create := apierrors.IsNotFound(err)
-	mc.Name = o.Name
-	if mc.Labels == nil {
-		mc.Labels = map[string]string{}
-	}
-	maps.Copy(mc.Labels, o.Labels)
-	mc.Spec.APIEndpoint = o.APIEndpoint
-	mc.Spec.SecretRef = &v1alpha1.SecretReference{Name: o.Name}
-	mc.Spec.SyncMode = v1alpha1.SyncModePush
-	if create {
-		err = c.Create(ctx, mc)
-	} else {
-		err = c.Update(ctx, mc)
-	}
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		mc = &v1alpha1.MemberCluster{}
+		err := c.Get(ctx, types.NamespacedName{Name: o.Name}, mc)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		create := apierrors.IsNotFound(err)
+		mc.Name = o.Name
+		if mc.Labels == nil {
+			mc.Labels = map[string]string{}
+		}
+		maps.Copy(mc.Labels, o.Labels)
+		mc.Spec.APIEndpoint = o.APIEndpoint
+		mc.Spec.SecretRef = &v1alpha1.SecretReference{Name: o.Name}
+		mc.Spec.SyncMode = v1alpha1.SyncModePush
+		if create {
+			return c.Create(ctx, mc)
+		}
+		return c.Update(ctx, mc)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("write MemberCluster %s: %w", o.Name, err)
 	}

@@ -55,7 +55,10 @@ func Unjoin(ctx context.Context, o UnjoinOptions) error {
 	}
 	mc := &v1alpha1.MemberCluster{}
 	if err := hostClient.Get(ctx, types.NamespacedName{Name: o.Name}, mc); err != nil {
-		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+		if meta.IsNoMatchError(err) || isResourceNotFound(err) {
+			return fmt.Errorf("the host does not serve flotilla.io/v1alpha1 MemberCluster (%v): nothing is joined to it", err)
+		}
+		if apierrors.IsNotFound(err) {
 			return fmt.Errorf("MemberCluster %s not found: nothing to unjoin", o.Name)
 		}
 		return fmt.Errorf("read MemberCluster %s: %w", o.Name, err)
@@ -73,13 +76,39 @@ func Unjoin(ctx context.Context, o UnjoinOptions) error {
 	if err := hostClient.Delete(ctx, mc); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete MemberCluster %s: %w", o.Name, err)
 	}
-	if mc.Spec.SecretRef != nil {
-		err := hostCS.CoreV1().Secrets(o.CredentialsNamespace).Delete(ctx, mc.Spec.SecretRef.Name, metav1.DeleteOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("delete credentials Secret %s/%s: %w", o.CredentialsNamespace, mc.Spec.SecretRef.Name, err)
-		}
+	if err := deleteCredentials(ctx, hostCS, mc, o.CredentialsNamespace); err != nil {
+		return err
 	}
 	fmt.Fprintf(o.Out, "MemberCluster %s removed from the host\n", o.Name)
+	return nil
+}
+
+// deleteCredentials deletes the MemberCluster's Secret if join made it for
+// this MemberCluster (labelled with its name or owned by it); a Secret
+// shared with other MemberClusters stays.
+func deleteCredentials(ctx context.Context, cs kubernetes.Interface, mc *v1alpha1.MemberCluster, namespace string) error {
+	if mc.Spec.SecretRef == nil {
+		return nil
+	}
+	secrets := cs.CoreV1().Secrets(namespace)
+	secret, err := secrets.Get(ctx, mc.Spec.SecretRef.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read credentials Secret %s/%s: %w", namespace, mc.Spec.SecretRef.Name, err)
+	}
+	owned := secret.Labels[v1alpha1.LabelMemberCluster] == mc.Name
+	for _, ref := range secret.OwnerReferences {
+		owned = owned || ref.UID == mc.UID
+	}
+	if !owned {
+		return nil
+	}
+	err = secrets.Delete(ctx, secret.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &secret.UID}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete credentials Secret %s/%s: %w", namespace, secret.Name, err)
+	}
 	return nil
 }
 

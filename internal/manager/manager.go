@@ -26,9 +26,13 @@ import (
 	hostscheme "github.com/flotilla-io/flotilla/internal/scheme"
 )
 
-// Permissions of the manager itself (leader election, its namespace).
+// Permissions of the manager itself (leader election and its events, its
+// namespace, the CRDs). The namespaced rules assume the default
+// flotilla-system for --leader-election-namespace and
+// --credentials-namespace.
 //
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=flotilla-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",namespace=flotilla-system,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;create
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch;create;update;patch
 

@@ -66,11 +66,16 @@ func newInventory(client kubernetes.Interface, changed func()) *inventory {
 	return inv
 }
 
-// run runs the informers until ctx ends.
+// run runs the informers until ctx ends. Once the capacity handlers have
+// seen every initially listed node and pod it signals a change, so that the
+// first summary is reported even when the lists were empty.
 func (inv *inventory) run(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { inv.nodes.RunWithContext(ctx) })
 	wg.Go(func() { inv.pods.RunWithContext(ctx) })
+	if cache.WaitForCacheSync(ctx.Done(), inv.nodesReg.HasSynced, inv.podsReg.HasSynced) {
+		inv.changed()
+	}
 	wg.Wait()
 }
 

@@ -2,12 +2,14 @@ package member
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
@@ -66,17 +68,19 @@ const discoveryTimeout = 30 * time.Second
 
 // Snapshot is what a session currently knows of its member.
 type Snapshot struct {
-	// Health is the committed (damped) health, valid when HealthKnown.
-	Health      Observation
+	// Health is the committed (damped) health.
+	Health Observation
+	// HealthKnown says whether Health holds a probe result yet.
 	HealthKnown bool
 	// Version is the member's Kubernetes version, empty until discovered.
 	Version string
 	// APIResources are the resources the member serves, nil until
 	// discovered.
 	APIResources []v1alpha1.APIResource
-	// Summary is the node count and resource totals, valid when
-	// SummaryKnown (after the node and pod caches filled).
-	Summary      Summary
+	// Summary is the node count and resource totals.
+	Summary Summary
+	// SummaryKnown says whether the node and pod caches have filled, so
+	// that Summary is complete.
 	SummaryKnown bool
 }
 
@@ -111,9 +115,9 @@ type Session struct {
 	inv       *inventory
 }
 
-// Start connects to a member and starts the session's goroutines. initial is
-// the health an earlier run recorded (nil if none), so that a restarted
-// controller does not flip conditions.
+// Start connects to a member and starts the session's goroutines; they log
+// with the logger in ctx. initial is the health an earlier run recorded (nil
+// if none), so that a restarted controller does not flip conditions.
 func Start(ctx context.Context, name, hash string, cfg *rest.Config, opts Options, initial *Observation, notify func(context.Context)) (*Session, error) {
 	opts = opts.withDefaults()
 	rt, err := rest.TransportFor(cfg)
@@ -124,14 +128,17 @@ func Start(ctx context.Context, name, hash string, cfg *rest.Config, opts Option
 	if err != nil {
 		return nil, fmt.Errorf("client for member %s: %w", name, err)
 	}
-	disco, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, &http.Client{Transport: rt, Timeout: discoveryTimeout})
+	ctx, cancel := context.WithCancel(ctx)
+	// Discovery calls take no context; the transport ties them to the
+	// session's, so that Stop never waits for a hung member.
+	disco, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, &http.Client{Transport: withContext(ctx, rt), Timeout: discoveryTimeout})
 	if err != nil {
+		cancel()
 		return nil, fmt.Errorf("discovery client for member %s: %w", name, err)
 	}
-	ctx, cancel := context.WithCancel(ctx)
 	s := &Session{
 		Name: name, Hash: hash, opts: opts, client: client, discovery: disco, transport: rt,
-		notify: notify, logger: klog.FromContext(ctx).WithValues("cluster", name),
+		notify: notify, logger: klog.FromContext(ctx),
 		cancel: cancel, kick: make(chan struct{}, 1),
 		damper: NewDamper(opts.FailureThreshold, opts.SuccessThreshold, initial),
 	}
@@ -209,9 +216,11 @@ func (s *Session) startInventory(ctx context.Context) {
 	s.wg.Go(func() { inv.run(ctx) })
 }
 
-// discover refreshes the version and API resources and reports whether it
-// succeeded and whether they changed. A failure is logged once per distinct
-// error, not on every retry.
+// discover refreshes the version and API resources and reports whether the
+// discovery completed and whether they changed. When some API groups fail
+// (an aggregated apiserver is down), their previous entries are kept, so a
+// flapping group does not rewrite the status at every probe. A failure is
+// logged once per distinct error.
 func (s *Session) discover() (ok, changed bool) {
 	v, err := s.discovery.ServerVersion()
 	var resources []v1alpha1.APIResource
@@ -221,7 +230,7 @@ func (s *Session) discover() (ok, changed bool) {
 	if err != nil {
 		if msg := err.Error(); msg != s.lastDiscoveryErr {
 			s.lastDiscoveryErr = msg
-			s.logger.Info("API discovery failed; retrying at the next probe", "err", err)
+			s.logger.Error(err, "API discovery failed")
 		}
 		if resources == nil {
 			return false, false
@@ -231,9 +240,26 @@ func (s *Session) discover() (ok, changed bool) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	resources = keepFailedGroups(resources, s.resources, err)
 	changed = s.version != v.GitVersion || !slices.Equal(s.resources, resources)
 	s.version, s.resources = v.GitVersion, resources
-	return err == nil, changed
+	return true, changed
+}
+
+// keepFailedGroups adds to fresh the previous entries of the group versions
+// whose discovery failed.
+func keepFailedGroups(fresh, previous []v1alpha1.APIResource, err error) []v1alpha1.APIResource {
+	var failed *discovery.ErrGroupDiscoveryFailed
+	if !errors.As(err, &failed) {
+		return fresh
+	}
+	for _, r := range previous {
+		if _, ok := failed.Groups[schema.GroupVersion{Group: r.Group, Version: r.Version}]; ok {
+			fresh = append(fresh, r)
+		}
+	}
+	SortAPIResources(fresh)
+	return fresh
 }
 
 // changed asks for a notification; several within NotifyInterval coalesce.

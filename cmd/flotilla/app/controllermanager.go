@@ -3,9 +3,9 @@ package app
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/textlogger"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -15,10 +15,12 @@ import (
 
 // ControllerManagerOptions are the inputs of `flotilla controller-manager`.
 type ControllerManagerOptions struct {
-	Manager    manager.Options
-	Kubeconfig string
-	Context    string
-	Verbosity  int
+	// Manager configures the controllers and the manager running them.
+	Manager manager.Options
+	// Kubeconfig and Context locate the host control plane.
+	Kubeconfig, Context string
+	// Verbosity is the log verbosity (--v).
+	Verbosity int
 }
 
 // NewControllerManagerCmd returns `flotilla controller-manager`.
@@ -78,16 +80,19 @@ func (o *ControllerManagerOptions) Validate() error {
 		return err
 	}
 	c := o.Manager.Cluster
-	for name, d := range map[string]int64{
-		"--cluster-probe-interval": int64(c.ProbeInterval), "--cluster-probe-timeout": int64(c.ProbeTimeout),
-		"--cluster-discovery-interval": int64(c.DiscoveryInterval), "--leader-elect-lease-duration": int64(o.Manager.LeaseDuration),
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{
+		{"--cluster-probe-interval", c.ProbeInterval}, {"--cluster-probe-timeout", c.ProbeTimeout},
+		{"--cluster-discovery-interval", c.DiscoveryInterval},
+		{"--cluster-failure-threshold", c.FailureThreshold}, {"--cluster-success-threshold", c.SuccessThreshold},
+		{"--leader-elect-lease-duration", o.Manager.LeaseDuration}, {"--leader-elect-renew-deadline", o.Manager.RenewDeadline},
+		{"--leader-elect-retry-period", o.Manager.RetryPeriod},
 	} {
-		if d <= 0 {
-			return fmt.Errorf("%s must be positive", name)
+		if f.d <= 0 {
+			return fmt.Errorf("%s must be positive, got %s", f.name, f.d)
 		}
-	}
-	if c.FailureThreshold < 0 || c.SuccessThreshold < 0 {
-		return fmt.Errorf("--cluster-failure-threshold and --cluster-success-threshold must not be negative")
 	}
 	if o.Manager.ConcurrentClusterSyncs < 1 {
 		return fmt.Errorf("--concurrent-cluster-syncs must be at least 1")
@@ -104,9 +109,7 @@ func (o *ControllerManagerOptions) Run(cmd *cobra.Command) error {
 	logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(o.Verbosity)))
 	klog.SetLogger(logger)
 	ctrl.SetLogger(logger)
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = o.Kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.Context}).ClientConfig()
+	cfg, err := loadConfig(o.Kubeconfig, o.Context)
 	if err != nil {
 		return fmt.Errorf("load host kubeconfig: %w", err)
 	}

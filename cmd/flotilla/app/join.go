@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"net/url"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -96,6 +97,15 @@ must allow creating MemberClusters and Secrets.`,
 func (o *JoinOptions) Validate() error {
 	if errs := validation.IsDNS1123Subdomain(o.Name); len(errs) > 0 {
 		return fmt.Errorf("invalid member name %q: %s", o.Name, errs[0])
+	}
+	// The name is also a label value on the credentials Secret.
+	if errs := validation.IsValidLabelValue(o.Name); len(errs) > 0 {
+		return fmt.Errorf("invalid member name %q: %s", o.Name, errs[0])
+	}
+	if o.APIEndpoint != "" {
+		if u, err := url.Parse(o.APIEndpoint); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return fmt.Errorf("--api-endpoint %q must be an absolute http(s) URL such as https://10.0.0.1:6443", o.APIEndpoint)
+		}
 	}
 	for k, v := range o.Labels {
 		if errs := validation.IsQualifiedName(k); len(errs) > 0 {

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"sync"
 
@@ -12,8 +13,9 @@ import (
 
 // sessions is the set of live member sessions, by MemberCluster name.
 type sessions struct {
-	mu sync.Mutex
-	m  map[string]*member.Session
+	mu     sync.Mutex
+	m      map[string]*member.Session
+	closed bool // after stopAll: no new sessions
 }
 
 func newSessions() *sessions { return &sessions{m: map[string]*member.Session{}} }
@@ -32,9 +34,18 @@ func (s *sessions) start(ctx context.Context, name, hash string, cfg *rest.Confi
 		return nil, err
 	}
 	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		sess.Stop()
+		return nil, fmt.Errorf("session for %s not started: shutting down", name)
+	}
+	old := s.m[name]
 	s.m[name] = sess
 	sessionsGauge.Set(float64(len(s.m)))
 	s.mu.Unlock()
+	if old != nil { // a concurrent start for the same name (not expected: one worker per key)
+		old.Stop()
+	}
 	return sess, nil
 }
 
@@ -51,6 +62,9 @@ func (s *sessions) stop(name string) {
 }
 
 func (s *sessions) stopAll() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
 	for _, name := range s.names() {
 		s.stop(name)
 	}

@@ -1,0 +1,216 @@
+package cluster
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/member"
+)
+
+func TestRenderTaints(t *testing.T) {
+	earlier := metav1.NewTime(tEarlier)
+	now := metav1.NewTime(tNow)
+	operator := corev1.Taint{Key: "example.com/dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}
+	operator2 := corev1.Taint{Key: "example.com/maintenance", Effect: corev1.TaintEffectNoExecute}
+	unreachable := func(at *metav1.Time) corev1.Taint {
+		return corev1.Taint{Key: v1alpha1.TaintUnreachable, Effect: corev1.TaintEffectNoSchedule, TimeAdded: at}
+	}
+	notReady := func(at *metav1.Time) corev1.Taint {
+		return corev1.Taint{Key: v1alpha1.TaintNotReady, Effect: corev1.TaintEffectNoSchedule, TimeAdded: at}
+	}
+	tests := []struct {
+		name    string
+		current []corev1.Taint
+		snap    member.Snapshot
+		want    []corev1.Taint
+	}{
+		{
+			name:    "unknown health keeps managed taints",
+			current: []corev1.Taint{operator, unreachable(&earlier)},
+			snap:    member.Snapshot{},
+			want:    []corev1.Taint{operator, unreachable(&earlier)},
+		},
+		{
+			name: "healthy without taints",
+			snap: known(obsHealthy),
+			want: nil,
+		},
+		{
+			name:    "healthy keeps operator taints in order",
+			current: []corev1.Taint{operator2, operator},
+			snap:    known(obsHealthy),
+			want:    []corev1.Taint{operator2, operator},
+		},
+		{
+			name:    "healthy removes managed taints",
+			current: []corev1.Taint{unreachable(&earlier), operator, notReady(&earlier)},
+			snap:    known(obsHealthy),
+			want:    []corev1.Taint{operator},
+		},
+		{
+			name:    "unreachable adds its taint after the operator's",
+			current: []corev1.Taint{operator},
+			snap:    known(obsUnreachable),
+			want:    []corev1.Taint{operator, unreachable(&now)},
+		},
+		{
+			name:    "unreachable keeps the TimeAdded of its existing taint",
+			current: []corev1.Taint{unreachable(&earlier), operator},
+			snap:    known(obsUnreachable),
+			want:    []corev1.Taint{unreachable(&earlier), operator},
+		},
+		{
+			name:    "unreachable replaces not-ready",
+			current: []corev1.Taint{operator, notReady(&earlier)},
+			snap:    known(obsUnreachable),
+			want:    []corev1.Taint{operator, unreachable(&now)},
+		},
+		{
+			name:    "not ready adds its taint",
+			current: nil,
+			snap:    known(obsUnauthorized),
+			want:    []corev1.Taint{notReady(&now)},
+		},
+		{
+			name:    "not ready for a non-probe reason adds its taint too",
+			current: []corev1.Taint{operator},
+			snap:    known(obsNoSecret),
+			want:    []corev1.Taint{operator, notReady(&now)},
+		},
+		{
+			name:    "not ready replaces unreachable",
+			current: []corev1.Taint{unreachable(&earlier)},
+			snap:    known(obsNotReady),
+			want:    []corev1.Taint{notReady(&now)},
+		},
+		{
+			name:    "duplicates of the managed taint collapse to the first",
+			current: []corev1.Taint{unreachable(&earlier), operator, unreachable(&now), unreachable(nil)},
+			snap:    known(obsUnreachable),
+			want:    []corev1.Taint{unreachable(&earlier), operator},
+		},
+		{
+			name:    "managed key with another effect is replaced by NoSchedule",
+			current: []corev1.Taint{{Key: v1alpha1.TaintUnreachable, Effect: corev1.TaintEffectNoExecute, TimeAdded: &earlier}},
+			snap:    known(obsUnreachable),
+			want:    []corev1.Taint{unreachable(&now)},
+		},
+		{
+			name:    "duplicate operator taints are the operator's business",
+			current: []corev1.Taint{operator, operator},
+			snap:    known(obsHealthy),
+			want:    []corev1.Taint{operator, operator},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := make([]corev1.Taint, len(tt.current))
+			for i := range tt.current {
+				tt.current[i].DeepCopyInto(&before[i])
+			}
+			got := renderTaints(tt.current, tt.snap, tNow)
+			if !equality.Semantic.DeepEqual(got, tt.want) {
+				t.Errorf("renderTaints() mismatch (-want +got):\n%s", diff(tt.want, got))
+			}
+			if !equality.Semantic.DeepEqual(tt.current, before) {
+				t.Errorf("renderTaints() modified its input (-before +after):\n%s", diff(before, tt.current))
+			}
+		})
+	}
+}
+
+func TestInitialHealth(t *testing.T) {
+	ltt := metav1.NewTime(tEarlier)
+	cond := func(typ string, status metav1.ConditionStatus, reason, msg string) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, LastTransitionTime: ltt}
+	}
+	tests := []struct {
+		name  string
+		conds []metav1.Condition
+		want  *member.Observation
+	}{
+		{name: "no conditions", conds: nil, want: nil},
+		{
+			name:  "only Offline",
+			conds: []metav1.Condition{cond(v1alpha1.ConditionOffline, metav1.ConditionTrue, member.ReasonUnreachable, "x")},
+			want:  nil,
+		},
+		{
+			name:  "Ready True",
+			conds: []metav1.Condition{cond(v1alpha1.ConditionOffline, metav1.ConditionFalse, reasonReachable, reachableMsg), cond(v1alpha1.ConditionReady, metav1.ConditionTrue, member.ReasonReady, "ready")},
+			want:  &member.Observation{Health: member.Healthy, Reason: member.ReasonReady, Message: "ready", At: tEarlier},
+		},
+		{
+			name:  "Ready Unknown is unreachable",
+			conds: []metav1.Condition{cond(v1alpha1.ConditionReady, metav1.ConditionUnknown, member.ReasonUnreachable, "refused")},
+			want:  &member.Observation{Health: member.Unreachable, Reason: member.ReasonUnreachable, Message: "refused", At: tEarlier},
+		},
+		{
+			name:  "Ready False Unauthorized",
+			conds: []metav1.Condition{cond(v1alpha1.ConditionReady, metav1.ConditionFalse, member.ReasonUnauthorized, "401")},
+			want:  &member.Observation{Health: member.NotReady, Reason: member.ReasonUnauthorized, Message: "401", At: tEarlier},
+		},
+		{
+			name:  "Ready False Forbidden",
+			conds: []metav1.Condition{cond(v1alpha1.ConditionReady, metav1.ConditionFalse, member.ReasonForbidden, "403")},
+			want:  &member.Observation{Health: member.NotReady, Reason: member.ReasonForbidden, Message: "403", At: tEarlier},
+		},
+		{
+			name:  "Ready False APIServerNotReady",
+			conds: []metav1.Condition{cond(v1alpha1.ConditionReady, metav1.ConditionFalse, member.ReasonAPIServerNotReady, "500")},
+			want:  &member.Observation{Health: member.NotReady, Reason: member.ReasonAPIServerNotReady, Message: "500", At: tEarlier},
+		},
+		{
+			name:  "SecretNotFound is not a probe result",
+			conds: []metav1.Condition{cond(v1alpha1.ConditionReady, metav1.ConditionFalse, member.ReasonSecretNotFound, "missing")},
+			want:  nil,
+		},
+		{
+			name:  "InvalidCredentials is not a probe result",
+			conds: []metav1.Condition{cond(v1alpha1.ConditionReady, metav1.ConditionFalse, member.ReasonInvalidCredentials, "bad")},
+			want:  nil,
+		},
+		{
+			name:  "SyncModeUnsupported is not a probe result",
+			conds: []metav1.Condition{cond(v1alpha1.ConditionReady, metav1.ConditionFalse, member.ReasonSyncModeUnsupported, "pull")},
+			want:  nil,
+		},
+		{
+			name:  "unknown reason",
+			conds: []metav1.Condition{cond(v1alpha1.ConditionReady, metav1.ConditionTrue, "SomethingElse", "")},
+			want:  nil,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mc := mcWith(1, v1alpha1.MemberClusterStatus{Conditions: tt.conds})
+			got := initialHealth(mc)
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Errorf("initialHealth() mismatch (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestInitialHealthRoundTrip checks that every probe outcome, rendered into
+// conditions, maps back to itself.
+func TestInitialHealthRoundTrip(t *testing.T) {
+	for _, o := range []member.Observation{obsHealthy, obsUnreachable, obsUnauthorized, obsForbidden, obsNotReady} {
+		t.Run(o.Reason, func(t *testing.T) {
+			mc := mcWith(1, v1alpha1.MemberClusterStatus{})
+			mc.Status = renderStatus(mc, known(o), tEarlier)
+			got := initialHealth(mc)
+			if got == nil {
+				t.Fatalf("initialHealth() = nil, want %+v", o)
+			}
+			if got.Health != o.Health || got.Reason != o.Reason || got.Message != o.Message || !got.At.Equal(tEarlier) {
+				t.Errorf("initialHealth() = %+v, want %s/%s %q at %v", *got, o.Health, o.Reason, o.Message, tEarlier)
+			}
+		})
+	}
+}
