@@ -1,0 +1,189 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+)
+
+// FieldManager is the server-side apply field manager of everything the
+// federation writes to members.
+const FieldManager = "flotilla"
+
+// Outcome is what Apply or Delete did to a member object.
+type Outcome string
+
+// Outcomes.
+const (
+	// Created: the object did not exist and was created.
+	Created Outcome = "Created"
+	// Updated: a federation-set field differed (a template change, or drift
+	// in the member) and was written.
+	Updated Outcome = "Updated"
+	// Unchanged: every federation-set field already held its value; nothing
+	// was sent.
+	Unchanged Outcome = "Unchanged"
+	// Adopted: an object Flotilla did not manage was taken over in place.
+	Adopted Outcome = "Adopted"
+	// Conflict: an object Flotilla does not manage has the name; it was not
+	// touched.
+	Conflict Outcome = "Conflict"
+	// Deleted: the managed object was deleted.
+	Deleted Outcome = "Deleted"
+	// Absent: there was nothing to delete.
+	Absent Outcome = "Absent"
+)
+
+// ErrConflict is returned with Conflict.
+var ErrConflict = errors.New("object exists in the member and is not managed by Flotilla")
+
+// Applier writes objects into one member.
+type Applier struct {
+	// Client is a dynamic client for the member.
+	Client dynamic.Interface
+	// Mapper maps kinds to the member's resources.
+	Mapper meta.RESTMapper
+}
+
+// Options tune one Apply.
+type Options struct {
+	// Adopt takes over an existing object Flotilla does not manage instead
+	// of reporting Conflict.
+	Adopt bool
+	// Live is the member's current object when the caller has it (from a
+	// cache); nil makes Apply read it.
+	Live *unstructured.Unstructured
+}
+
+// Apply makes the member's copy of desired hold desired's fields: it marks
+// the object managed, compares it with the live object and sends a
+// server-side apply only when a federation-set field differs. desired is not
+// modified.
+func (a *Applier) Apply(ctx context.Context, desired *unstructured.Unstructured, opts Options) (Outcome, error) {
+	res, err := a.resource(desired.GroupVersionKind(), desired.GetNamespace())
+	if err != nil {
+		return "", err
+	}
+	obj := desired.DeepCopy()
+	labels := obj.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[v1alpha1.LabelManaged] = "true"
+	obj.SetLabels(labels)
+	obj.SetResourceVersion("")
+	obj.SetManagedFields(nil)
+
+	live := opts.Live
+	if live == nil {
+		live, err = res.Get(ctx, obj.GetName(), metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			live, err = nil, nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("read %s: %w", describe(obj), err)
+		}
+	}
+	outcome := Created
+	if live != nil {
+		managed := isManaged(live)
+		switch {
+		case !managed && !opts.Adopt:
+			return Conflict, fmt.Errorf("%s: %w", describe(obj), ErrConflict)
+		case !managed:
+			outcome = Adopted
+		case Contains(live.Object, obj.Object):
+			return Unchanged, nil
+		default:
+			outcome = Updated
+		}
+	}
+	if _, err := res.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
+		return "", fmt.Errorf("apply %s: %w", describe(obj), err)
+	}
+	return outcome, nil
+}
+
+// Delete deletes the member's copy of an object if Flotilla manages it;
+// an unmanaged object with that name is left alone (Conflict).
+func (a *Applier) Delete(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (Outcome, error) {
+	res, err := a.resource(gvk, namespace)
+	if err != nil {
+		return "", err
+	}
+	what := fmt.Sprintf("%s %s", gvk.Kind, joinName(namespace, name))
+	live, err := res.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return Absent, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", what, err)
+	}
+	if !isManaged(live) {
+		return Conflict, fmt.Errorf("%s: %w", what, ErrConflict)
+	}
+	uid := live.GetUID()
+	err = res.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	if apierrors.IsNotFound(err) {
+		return Absent, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("delete %s: %w", what, err)
+	}
+	return Deleted, nil
+}
+
+// isManaged reports whether Flotilla manages a member object: it carries
+// the managed label, or the federation's field manager owns fields of it
+// (someone removed the label in the member).
+func isManaged(obj *unstructured.Unstructured) bool {
+	if obj.GetLabels()[v1alpha1.LabelManaged] == "true" {
+		return true
+	}
+	for _, f := range obj.GetManagedFields() {
+		if f.Manager == FieldManager && f.Operation == metav1.ManagedFieldsOperationApply {
+			return true
+		}
+	}
+	return false
+}
+
+// resource finds the member's resource for a kind; a kind the mapper does
+// not know (a CRD installed since it last looked) makes it rediscover once.
+func (a *Applier) resource(gvk schema.GroupVersionKind, namespace string) (dynamic.ResourceInterface, error) {
+	m, err := a.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if r, ok := a.Mapper.(meta.ResettableRESTMapper); ok && meta.IsNoMatchError(err) {
+		r.Reset()
+		m, err = a.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the member does not serve %s: %w", gvk, err)
+	}
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		if namespace == "" {
+			return nil, fmt.Errorf("%s is namespaced but has no namespace", gvk.Kind)
+		}
+		return a.Client.Resource(m.Resource).Namespace(namespace), nil
+	}
+	return a.Client.Resource(m.Resource), nil
+}
+
+func describe(obj *unstructured.Unstructured) string {
+	return fmt.Sprintf("%s %s", obj.GetKind(), joinName(obj.GetNamespace(), obj.GetName()))
+}
+
+func joinName(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}

@@ -1,0 +1,254 @@
+package dispatch_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/dispatch"
+	"github.com/flotilla-io/flotilla/internal/testenv"
+)
+
+var env *testenv.Environment
+
+func TestMain(m *testing.M) {
+	// Objects only: an apiserver-only member is enough and starts fastest.
+	os.Exit(testenv.Main(m, testenv.Options{Members: 1, APIServerOnly: true}, &env))
+}
+
+// writeCounter counts the non-read requests a client sends.
+type writeCounter struct {
+	mu     sync.Mutex
+	writes []string
+	rt     http.RoundTripper
+}
+
+func (c *writeCounter) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method != http.MethodGet {
+		c.mu.Lock()
+		c.writes = append(c.writes, req.Method+" "+req.URL.Path)
+		c.mu.Unlock()
+	}
+	return c.rt.RoundTrip(req)
+}
+
+func (c *writeCounter) take() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w := c.writes
+	c.writes = nil
+	return w
+}
+
+// applier returns an Applier for member-1 and the counter of its writes.
+func applier(t *testing.T) (*dispatch.Applier, *writeCounter) {
+	t.Helper()
+	testenv.Need(t, env)
+	m := env.Members[0]
+	counter := &writeCounter{}
+	cfg := rest.CopyConfig(m.Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { counter.rt = rt; return counter })
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(m.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
+	return &dispatch.Applier{Client: dyn, Mapper: mapper}, counter
+}
+
+var deploymentGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+
+func deployment(ns, name, image string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": name, "namespace": ns},
+		"spec": map[string]any{
+			"replicas": int64(2),
+			"selector": map[string]any{"matchLabels": map[string]any{"app": name}},
+			"template": map[string]any{
+				"metadata": map[string]any{"labels": map[string]any{"app": name}},
+				"spec": map[string]any{"containers": []any{map[string]any{
+					"name": "app", "image": image,
+					"resources": map[string]any{"requests": map[string]any{"cpu": "0.5", "memory": "64Mi"}},
+				}}},
+			},
+		},
+	}}
+}
+
+func mustApply(t *testing.T, a *dispatch.Applier, obj *unstructured.Unstructured, opts dispatch.Options, want dispatch.Outcome) {
+	t.Helper()
+	got, err := a.Apply(context.Background(), obj, opts)
+	if err != nil || got != want {
+		t.Fatalf("Apply %s: outcome %q, err %v; want %q", obj.GetName(), got, err, want)
+	}
+}
+
+func TestApplyWritesOnlyWhatChanged(t *testing.T) {
+	a, writes := applier(t)
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	res := env.Members[0].Dynamic.Resource(deploymentGVR).Namespace(ns)
+
+	mustApply(t, a, deployment(ns, "web", "nginx:1.27"), dispatch.Options{}, dispatch.Created)
+	if w := writes.take(); len(w) != 1 {
+		t.Fatalf("create sent %d writes, want 1: %v", len(w), w)
+	}
+	live, err := res.Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if live.GetLabels()[v1alpha1.LabelManaged] != "true" {
+		t.Errorf("member copy lacks %s=true: %v", v1alpha1.LabelManaged, live.GetLabels())
+	}
+
+	// Unchanged (cpu "0.5" is stored as "500m", defaults are added): no write.
+	for range 3 {
+		mustApply(t, a, deployment(ns, "web", "nginx:1.27"), dispatch.Options{}, dispatch.Unchanged)
+	}
+	if w := writes.take(); len(w) != 0 {
+		t.Fatalf("unchanged object sent writes: %v", w)
+	}
+
+	// A member-side label the federation does not set stays; a member-side
+	// image edit (drift on a federation-owned field) is reverted.
+	live.SetLabels(map[string]string{v1alpha1.LabelManaged: "true", "team": "member-side"})
+	containers, _, _ := unstructured.NestedSlice(live.Object, "spec", "template", "spec", "containers")
+	containers[0].(map[string]any)["image"] = "nginx:hacked"
+	_ = unstructured.SetNestedSlice(live.Object, containers, "spec", "template", "spec", "containers")
+	if _, err := res.Update(ctx, live, metav1.UpdateOptions{FieldManager: "member-operator"}); err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, a, deployment(ns, "web", "nginx:1.27"), dispatch.Options{}, dispatch.Updated)
+	live, _ = res.Get(ctx, "web", metav1.GetOptions{})
+	containers, _, _ = unstructured.NestedSlice(live.Object, "spec", "template", "spec", "containers")
+	if img := containers[0].(map[string]any)["image"]; img != "nginx:1.27" {
+		t.Errorf("image %v after apply, want the federation's nginx:1.27", img)
+	}
+	if live.GetLabels()["team"] != "member-side" {
+		t.Errorf("member-side label lost: %v", live.GetLabels())
+	}
+	writes.take()
+	mustApply(t, a, deployment(ns, "web", "nginx:1.27"), dispatch.Options{}, dispatch.Unchanged)
+
+	// A sidecar injected by a member-side actor is kept and causes no write.
+	live, _ = res.Get(ctx, "web", metav1.GetOptions{})
+	containers, _, _ = unstructured.NestedSlice(live.Object, "spec", "template", "spec", "containers")
+	containers = append(containers, map[string]any{"name": "proxy", "image": "envoy:1"})
+	_ = unstructured.SetNestedSlice(live.Object, containers, "spec", "template", "spec", "containers")
+	if _, err := res.Update(ctx, live, metav1.UpdateOptions{FieldManager: "injector"}); err != nil {
+		t.Fatal(err)
+	}
+	writes.take()
+	mustApply(t, a, deployment(ns, "web", "nginx:1.27"), dispatch.Options{}, dispatch.Unchanged)
+	if w := writes.take(); len(w) != 0 {
+		t.Fatalf("injected sidecar caused writes: %v", w)
+	}
+
+	// A template change is written.
+	mustApply(t, a, deployment(ns, "web", "nginx:1.28"), dispatch.Options{}, dispatch.Updated)
+	live, _ = res.Get(ctx, "web", metav1.GetOptions{})
+	containers, _, _ = unstructured.NestedSlice(live.Object, "spec", "template", "spec", "containers")
+	if len(containers) != 2 || containers[0].(map[string]any)["image"] != "nginx:1.28" {
+		t.Errorf("containers after update: %v", containers)
+	}
+}
+
+func TestUnmanagedObjectsConflictUnlessAdopted(t *testing.T) {
+	a, _ := applier(t)
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	res := env.Members[0].Dynamic.Resource(deploymentGVR).Namespace(ns)
+	existing, err := res.Create(ctx, deployment(ns, "legacy", "nginx:1.27"), metav1.CreateOptions{FieldManager: "kubectl"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	got, err := a.Apply(ctx, deployment(ns, "legacy", "nginx:1.28"), dispatch.Options{})
+	if got != dispatch.Conflict || !errors.Is(err, dispatch.ErrConflict) {
+		t.Fatalf("Apply over an unmanaged object: %q, %v; want Conflict", got, err)
+	}
+	if got, err := a.Delete(ctx, deploymentGVR.GroupVersion().WithKind("Deployment"), ns, "legacy"); got != dispatch.Conflict || !errors.Is(err, dispatch.ErrConflict) {
+		t.Fatalf("Delete of an unmanaged object: %q, %v; want Conflict", got, err)
+	}
+	after, _ := res.Get(ctx, "legacy", metav1.GetOptions{})
+	if after.GetResourceVersion() != existing.GetResourceVersion() {
+		t.Fatalf("unmanaged object was written (resourceVersion %s -> %s)", existing.GetResourceVersion(), after.GetResourceVersion())
+	}
+
+	// Adoption takes it over in place: same UID, same generation when the
+	// template is the same, managed from then on.
+	mustApply(t, a, deployment(ns, "legacy", "nginx:1.27"), dispatch.Options{Adopt: true}, dispatch.Adopted)
+	after, _ = res.Get(ctx, "legacy", metav1.GetOptions{})
+	if after.GetUID() != existing.GetUID() || after.GetGeneration() != existing.GetGeneration() {
+		t.Errorf("adoption replaced or changed the object: uid %s->%s generation %d->%d", existing.GetUID(), after.GetUID(), existing.GetGeneration(), after.GetGeneration())
+	}
+	mustApply(t, a, deployment(ns, "legacy", "nginx:1.27"), dispatch.Options{}, dispatch.Unchanged)
+
+	if got, err := a.Delete(ctx, deploymentGVR.GroupVersion().WithKind("Deployment"), ns, "legacy"); got != dispatch.Deleted || err != nil {
+		t.Fatalf("Delete of the adopted object: %q, %v", got, err)
+	}
+	if got, err := a.Delete(ctx, deploymentGVR.GroupVersion().WithKind("Deployment"), ns, "legacy"); got != dispatch.Absent || err != nil {
+		t.Fatalf("second Delete: %q, %v; want Absent", got, err)
+	}
+}
+
+func TestKindInstalledLaterIsApplied(t *testing.T) {
+	a, _ := applier(t)
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	widget := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Gadget",
+		"metadata": map[string]any{"name": "g1", "namespace": ns},
+		"spec":     map[string]any{"size": int64(3)},
+	}}
+	// The mapper has looked at the member before the CRD exists.
+	if _, err := a.Apply(ctx, widget, dispatch.Options{}); err == nil {
+		t.Fatal("Apply of an unknown kind succeeded")
+	}
+	crd := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": "gadgets.example.com"},
+		"spec": map[string]any{
+			"group": "example.com", "scope": "Namespaced",
+			"names": map[string]any{"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true,
+				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}},
+		},
+	}}
+	crdRes := env.Members[0].Dynamic.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
+	if _, err := crdRes.Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = crdRes.Delete(context.Background(), "gadgets.example.com", metav1.DeleteOptions{}) })
+	testenv.Eventually(t, 30*time.Second, "Gadget applied once the CRD is served", func(ctx context.Context) error {
+		got, err := a.Apply(ctx, widget, dispatch.Options{})
+		if err != nil {
+			return err
+		}
+		if got != dispatch.Created {
+			return fmt.Errorf("outcome %q", got)
+		}
+		return nil
+	})
+	mustApply(t, a, widget, dispatch.Options{}, dispatch.Unchanged)
+}
