@@ -28,7 +28,9 @@ objects to one endpoint and Flotilla places them across member clusters, keeps
 them in sync and brings their status back.
 
 The local environment (a host control plane and member clusters built from
-pinned Kubernetes sources) is managed with up, down, status and kubeconfig.`,
+pinned Kubernetes sources) is managed with up, down, status and kubeconfig.
+controller-manager runs the controllers against a host control plane; join
+and unjoin add and remove member clusters.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/member"
@@ -47,10 +48,12 @@ func TestUnreachableEndpointIsReportedAndOthersKeepWorking(t *testing.T) {
 
 	// The healthy member still gets status updates while the other fails.
 	ctx := context.Background()
-	before, err := availableCPU(ctx, "healthy")
-	if err != nil {
-		t.Fatal(err)
-	}
+	var before resource.Quantity
+	testenv.Eventually(t, 30*time.Second, "healthy member's capacity known", func(ctx context.Context) error {
+		var err error
+		before, err = availableCPU(ctx, "healthy")
+		return err
+	})
 	ns := env.Namespace(t)
 	if _, err := env.Members[0].Client.AppsV1().Deployments(ns).Create(ctx, testenv.MakeDeployment("one", ns).Replicas(1).CPU("1").Obj(), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -187,9 +190,14 @@ func TestAPIServerStoppedAndKilled(t *testing.T) {
 
 	// An operator's own taint survives everything below.
 	ctx := context.Background()
-	mc, _ := get(ctx, "fragile")
-	mc.Spec.Taints = append(mc.Spec.Taints, corev1.Taint{Key: "example.com/maintenance", Effect: corev1.TaintEffectPreferNoSchedule})
-	if err := hostClient.Update(ctx, mc); err != nil {
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		mc, err := get(ctx, "fragile")
+		if err != nil {
+			return err
+		}
+		mc.Spec.Taints = append(mc.Spec.Taints, corev1.Taint{Key: "example.com/maintenance", Effect: corev1.TaintEffectPreferNoSchedule})
+		return hostClient.Update(ctx, mc)
+	}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -212,7 +220,7 @@ func TestAPIServerStoppedAndKilled(t *testing.T) {
 		waitReady(t, "fragile", metav1.ConditionTrue, member.ReasonReady, 60*time.Second)
 		waitTaint(t, "fragile", "", 30*time.Second)
 	})
-	mc, _ = get(ctx, "fragile")
+	mc, _ := get(ctx, "fragile")
 	if !slices.ContainsFunc(mc.Spec.Taints, func(t corev1.Taint) bool { return t.Key == "example.com/maintenance" }) {
 		t.Errorf("operator taint lost: %v", mc.Spec.Taints)
 	}

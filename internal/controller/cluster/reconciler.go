@@ -112,6 +112,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			if apierrors.IsConflict(err) {
 				return reconcile.Result{RequeueAfter: conflictRetry}, nil // changed meanwhile: start over
 			}
+			if apierrors.IsNotFound(err) {
+				return reconcile.Result{}, nil // deleted meanwhile: its delete event stops the session
+			}
 			return reconcile.Result{}, fmt.Errorf("update taints of %s: %w", mc.Name, err)
 		}
 		ctrl.LoggerFrom(ctx).Info("Updated managed taints", "taints", taints)
@@ -128,6 +131,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Status().Update(ctx, mc); err != nil {
 		if apierrors.IsConflict(err) {
 			return reconcile.Result{RequeueAfter: conflictRetry}, nil
+		}
+		if apierrors.IsNotFound(err) {
+			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, fmt.Errorf("update status of %s: %w", mc.Name, err)
 	}
