@@ -65,9 +65,11 @@ type Options struct {
 }
 
 // Apply makes the member's copy of desired hold desired's fields: it marks
-// the object managed, compares it with the live object and sends a
-// server-side apply only when a federation-set field differs. desired is not
-// modified.
+// the object managed, drops what the member's apiserver owns (status, uid,
+// resourceVersion, generation, timestamps, managed fields, and the host's
+// owner references and finalizers), compares the rest with the live object
+// and sends a server-side apply only when a federation-set field differs.
+// desired is not modified.
 func (a *Applier) Apply(ctx context.Context, desired *unstructured.Unstructured, opts Options) (Outcome, error) {
 	res, err := a.resource(desired.GroupVersionKind(), desired.GetNamespace())
 	if err != nil {
@@ -80,8 +82,12 @@ func (a *Applier) Apply(ctx context.Context, desired *unstructured.Unstructured,
 	}
 	labels[v1alpha1.LabelManaged] = "true"
 	obj.SetLabels(labels)
-	obj.SetResourceVersion("")
-	obj.SetManagedFields(nil)
+	// What the member's apiserver sets is never part of the intent: left in,
+	// it would never match and every Apply would write.
+	unstructured.RemoveNestedField(obj.Object, "status")
+	for _, f := range []string{"uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "managedFields", "selfLink", "ownerReferences", "finalizers"} {
+		unstructured.RemoveNestedField(obj.Object, "metadata", f)
+	}
 
 	live := opts.Live
 	if live == nil {

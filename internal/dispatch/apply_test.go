@@ -121,10 +121,19 @@ func TestApplyWritesOnlyWhatChanged(t *testing.T) {
 		t.Errorf("member copy lacks %s=true: %v", v1alpha1.LabelManaged, live.GetLabels())
 	}
 
-	// Unchanged (cpu "0.5" is stored as "500m", defaults are added): no write.
+	// Unchanged (cpu "0.5" is stored as "500m", defaults are added): no
+	// write, also when the desired object carries host-side metadata and
+	// status as a template read from the host does.
 	for range 3 {
 		mustApply(t, a, deployment(ns, "web", "nginx:1.27"), dispatch.Options{}, dispatch.Unchanged)
 	}
+	fromHost := deployment(ns, "web", "nginx:1.27")
+	fromHost.SetUID("host-uid")
+	fromHost.SetResourceVersion("12345")
+	fromHost.SetGeneration(7)
+	fromHost.SetFinalizers([]string{"flotilla.io/cleanup"})
+	_ = unstructured.SetNestedField(fromHost.Object, int64(6), "status", "readyReplicas")
+	mustApply(t, a, fromHost, dispatch.Options{}, dispatch.Unchanged)
 	if w := writes.take(); len(w) != 0 {
 		t.Fatalf("unchanged object sent writes: %v", w)
 	}
