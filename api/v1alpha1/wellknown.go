@@ -38,3 +38,37 @@ const (
 // SystemNamespace is the namespace Flotilla uses in the host (credentials
 // Secrets, leader election) and in members (its ServiceAccount).
 const SystemNamespace = "flotilla-system"
+
+// Condition types of a FederatedObject.
+const (
+	// ConditionScheduled is True when the scheduler placed the object.
+	ConditionScheduled = "Scheduled"
+	// ConditionPropagated is True when every placed cluster's copy holds
+	// the federation's fields.
+	ConditionPropagated = "Propagated"
+)
+
+// Labels and annotations users put on host objects.
+const (
+	// LabelPropagationPolicy on a namespaced object names the
+	// PropagationPolicy (in its namespace) that propagates it.
+	LabelPropagationPolicy = "flotilla.io/propagation-policy"
+	// LabelClusterPropagationPolicy on an object names the
+	// ClusterPropagationPolicy that propagates it.
+	LabelClusterPropagationPolicy = "flotilla.io/cluster-propagation-policy"
+	// AnnotationOrphan: "true" keeps the member copies when the host object
+	// is deleted.
+	AnnotationOrphan = "flotilla.io/orphan"
+	// AnnotationConflictResolution: "adopt" takes over existing member
+	// objects of the same name in place.
+	AnnotationConflictResolution = "flotilla.io/conflict-resolution"
+	// AnnotationRetainReplicas: "true" leaves spec.replicas of the member
+	// copies to member-side actors (a member HPA).
+	AnnotationRetainReplicas = "flotilla.io/retain-replicas"
+	// FinalizerPropagation, on host objects Flotilla propagates, holds
+	// their deletion until the member copies are gone.
+	FinalizerPropagation = "flotilla.io/propagation"
+	// FinalizerCleanup, on FederatedObjects, holds their deletion until the
+	// member copies are deleted or orphaned.
+	FinalizerCleanup = "flotilla.io/cleanup"
+)

@@ -1,0 +1,169 @@
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/types"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TemplateReference identifies the host object a FederatedObject
+// propagates.
+type TemplateReference struct {
+	// APIVersion of the object.
+	APIVersion string `json:"apiVersion"`
+	// Kind of the object.
+	Kind string `json:"kind"`
+	// Namespace of the object; empty for cluster-scoped objects (whose
+	// FederatedObjects live in flotilla-system).
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// Name of the object.
+	Name string `json:"name"`
+	// UID of the object, so that a new object of the same name is not taken
+	// for the old one.
+	UID types.UID `json:"uid"`
+}
+
+// PolicyReference names the policy that selected an object.
+type PolicyReference struct {
+	// Kind is PropagationPolicy or ClusterPropagationPolicy.
+	Kind string `json:"kind"`
+	// Namespace of a PropagationPolicy.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// Name of the policy.
+	Name string `json:"name"`
+}
+
+// ObjectReference names an object in the FederatedObject's namespace.
+type ObjectReference struct {
+	// Kind of the object: ConfigMap, Secret, ServiceAccount or
+	// PersistentVolumeClaim.
+	Kind string `json:"kind"`
+	// Name of the object.
+	Name string `json:"name"`
+}
+
+// ClusterPlacement is one cluster the object goes to.
+type ClusterPlacement struct {
+	// Cluster is the MemberCluster's name.
+	Cluster string `json:"cluster"`
+	// Replicas is the cluster's share of a Divide workload; unset means the
+	// template's own replicas.
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
+}
+
+// FederatedObjectSpec says what is propagated, by which policy, and where.
+// The object itself is not copied here: the host object is the template.
+type FederatedObjectSpec struct {
+	// Template is the host object.
+	Template TemplateReference `json:"template"`
+
+	// Policy is the propagation policy that selected the template. Unset for
+	// a follower, which goes where the workloads that reference it go.
+	// +optional
+	Policy *PolicyReference `json:"policy,omitempty"`
+
+	// Followers are the ConfigMaps, Secrets, ServiceAccounts and
+	// PersistentVolumeClaims the template's pods reference; they follow it
+	// to its clusters.
+	// +listType=atomic
+	// +optional
+	Followers []ObjectReference `json:"followers,omitempty"`
+
+	// Placement is the scheduler's decision: the clusters, in name order,
+	// and each one's replicas.
+	// +listType=atomic
+	// +optional
+	Placement []ClusterPlacement `json:"placement,omitempty"`
+}
+
+// PropagationReason is the state of one cluster's copy.
+type PropagationReason string
+
+// Per-cluster propagation states.
+const (
+	// PropagationOK: the member's copy holds the federation's fields.
+	PropagationOK PropagationReason = "OK"
+	// PropagationConflict: the member has an object of the same name that
+	// Flotilla does not manage; it was not touched.
+	PropagationConflict PropagationReason = "Conflict"
+	// PropagationClusterNotReady: the cluster is not Ready; its copy is
+	// updated when it is.
+	PropagationClusterNotReady PropagationReason = "ClusterNotReady"
+	// PropagationApplyFailed: rendering or writing the copy failed.
+	PropagationApplyFailed PropagationReason = "ApplyFailed"
+	// PropagationDeleting: the copy is being deleted (the cluster left the
+	// placement, or the object is being deleted).
+	PropagationDeleting PropagationReason = "Deleting"
+)
+
+// ClusterPropagationStatus is the state of one cluster's copy.
+type ClusterPropagationStatus struct {
+	// Cluster is the MemberCluster's name.
+	Cluster string `json:"cluster"`
+	// Reason is OK, Conflict, ClusterNotReady, ApplyFailed or Deleting.
+	Reason PropagationReason `json:"reason"`
+	// Message explains a Reason other than OK.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// TemplateGeneration is the generation of the template the copy was
+	// last brought up to.
+	// +optional
+	TemplateGeneration int64 `json:"templateGeneration,omitempty"`
+}
+
+// FederatedObjectStatus is the observed state of the propagation.
+type FederatedObjectStatus struct {
+	// ObservedGeneration is the generation of the FederatedObject last
+	// propagated.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Scheduled and Propagated.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Clusters are the copies, in cluster name order: those in the
+	// placement and those still being deleted.
+	// +listType=atomic
+	// +optional
+	Clusters []ClusterPropagationStatus `json:"clusters,omitempty"`
+}
+
+// FederatedObject is Flotilla's internal record of one propagated host
+// object: which policy selected it, where it goes and how each cluster's
+// copy fares. Flotilla creates and deletes it; users read it.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Namespaced,shortName=fo,categories=flotilla
+// +kubebuilder:printcolumn:name="KIND",type=string,JSONPath=`.spec.template.kind`
+// +kubebuilder:printcolumn:name="OBJECT",type=string,JSONPath=`.spec.template.name`
+// +kubebuilder:printcolumn:name="SCHEDULED",type=string,JSONPath=`.status.conditions[?(@.type=="Scheduled")].status`
+// +kubebuilder:printcolumn:name="PROPAGATED",type=string,JSONPath=`.status.conditions[?(@.type=="Propagated")].status`
+// +kubebuilder:printcolumn:name="REASON",type=string,JSONPath=`.status.conditions[?(@.type=="Propagated")].reason`
+// +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
+type FederatedObject struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   FederatedObjectSpec   `json:"spec"`
+	Status FederatedObjectStatus `json:"status,omitempty"`
+}
+
+// FederatedObjectList is a list of FederatedObjects.
+//
+// +kubebuilder:object:root=true
+type FederatedObjectList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []FederatedObject `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&FederatedObject{}, &FederatedObjectList{})
+}

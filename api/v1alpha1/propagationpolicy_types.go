@@ -1,0 +1,228 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ResourceSelector selects host objects by kind and, optionally, namespace,
+// name and labels. Every field that is set must match.
+type ResourceSelector struct {
+	// APIVersion of the objects, for example apps/v1 or v1.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=317
+	APIVersion string `json:"apiVersion"`
+
+	// Kind of the objects, for example Deployment.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Kind string `json:"kind"`
+
+	// Namespace limits a ClusterPropagationPolicy or ClusterOverridePolicy
+	// to one namespace. A namespaced policy only ever selects objects in its
+	// own namespace and ignores this field.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+
+	// Name selects one object by name.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Name string `json:"name,omitempty"`
+
+	// LabelSelector selects objects by their labels.
+	// +optional
+	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
+}
+
+// ReplicaSchedulingType says how replicas are placed on the chosen clusters.
+// +kubebuilder:validation:Enum=Duplicate;Divide
+type ReplicaSchedulingType string
+
+const (
+	// ReplicaSchedulingDuplicate gives every chosen cluster the full object,
+	// replicas included.
+	ReplicaSchedulingDuplicate ReplicaSchedulingType = "Duplicate"
+	// ReplicaSchedulingDivide splits the object's replicas across the chosen
+	// clusters by weight.
+	ReplicaSchedulingDivide ReplicaSchedulingType = "Divide"
+)
+
+// ClusterWeight is one cluster's share of the replicas in Divide mode.
+type ClusterWeight struct {
+	// Cluster is the MemberCluster's name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Cluster string `json:"cluster"`
+
+	// Weight is the cluster's share relative to the others' weights.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100000
+	Weight int32 `json:"weight"`
+
+	// MinReplicas is the fewest replicas the cluster gets (while the total
+	// allows).
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	MinReplicas *int32 `json:"minReplicas,omitempty"`
+
+	// MaxReplicas is the most replicas the cluster gets.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	MaxReplicas *int32 `json:"maxReplicas,omitempty"`
+}
+
+// ReplicaScheduling says how replicas are placed.
+// +kubebuilder:validation:XValidation:rule="!has(self.weights) || size(self.weights) == 0 || self.type == 'Divide'",message="weights apply only to type Divide"
+type ReplicaScheduling struct {
+	// Type is Duplicate (every cluster gets all replicas) or Divide (the
+	// replicas are split by weight).
+	// +kubebuilder:default=Duplicate
+	// +optional
+	Type ReplicaSchedulingType `json:"type,omitempty"`
+
+	// Weights are static per-cluster weights and limits for Divide. When
+	// empty, every chosen cluster has weight 1; otherwise a chosen cluster
+	// without an entry has weight 0.
+	// +kubebuilder:validation:MaxItems=1000
+	// +kubebuilder:validation:XValidation:rule="self.all(w, self.exists_one(o, o.cluster == w.cluster))",message="each cluster may have only one weight entry"
+	// +kubebuilder:validation:XValidation:rule="self.all(w, !has(w.minReplicas) || !has(w.maxReplicas) || w.minReplicas <= w.maxReplicas)",message="minReplicas must not exceed maxReplicas"
+	// +listType=atomic
+	// +optional
+	Weights []ClusterWeight `json:"weights,omitempty"`
+}
+
+// Placement says which member clusters receive the selected objects.
+type Placement struct {
+	// ClusterNames lists the clusters by name. When set together with
+	// ClusterSelector, a cluster must satisfy both.
+	// +kubebuilder:validation:MaxItems=1000
+	// +kubebuilder:validation:items:MaxLength=63
+	// +listType=set
+	// +optional
+	ClusterNames []string `json:"clusterNames,omitempty"`
+
+	// ClusterSelector selects clusters by their labels. With neither
+	// ClusterNames nor ClusterSelector, every cluster is a candidate.
+	// +optional
+	ClusterSelector *metav1.LabelSelector `json:"clusterSelector,omitempty"`
+
+	// ReplicaScheduling says how replicas are placed on the clusters.
+	// +optional
+	ReplicaScheduling ReplicaScheduling `json:"replicaScheduling,omitempty"`
+}
+
+// ConflictResolution says what to do with a member object of the same name
+// that Flotilla does not manage.
+// +kubebuilder:validation:Enum=Abort;Adopt
+type ConflictResolution string
+
+const (
+	// ConflictAbort leaves such an object alone and reports Conflict.
+	ConflictAbort ConflictResolution = "Abort"
+	// ConflictAdopt takes it over in place (no restart of its pods).
+	ConflictAdopt ConflictResolution = "Adopt"
+)
+
+// PropagationSpec is what a PropagationPolicy or ClusterPropagationPolicy
+// says: which objects to propagate and where.
+type PropagationSpec struct {
+	// ResourceSelectors select the objects the policy propagates. Objects
+	// can also name the policy explicitly with the label
+	// flotilla.io/propagation-policy (namespaced policies) or
+	// flotilla.io/cluster-propagation-policy (cluster policies).
+	// +kubebuilder:validation:MaxItems=100
+	// +listType=atomic
+	// +optional
+	ResourceSelectors []ResourceSelector `json:"resourceSelectors,omitempty"`
+
+	// Priority orders policies that select the same object: the highest
+	// wins; among equals, a PropagationPolicy beats a
+	// ClusterPropagationPolicy, then the first by name.
+	// +optional
+	Priority int32 `json:"priority,omitempty"`
+
+	// Placement says where the objects go.
+	// +optional
+	Placement Placement `json:"placement,omitempty"`
+
+	// ConflictResolution says what to do when a member already has an
+	// object of the same name that Flotilla does not manage: Abort (leave it
+	// and report Conflict, the default) or Adopt (take it over in place).
+	// The annotation flotilla.io/conflict-resolution: adopt on the object
+	// asks the same for one object.
+	// +kubebuilder:default=Abort
+	// +optional
+	ConflictResolution ConflictResolution `json:"conflictResolution,omitempty"`
+
+	// DisableFollowers stops the ConfigMaps, Secrets, ServiceAccounts and
+	// PersistentVolumeClaims a workload references from following it to
+	// its clusters.
+	// +optional
+	DisableFollowers bool `json:"disableFollowers,omitempty"`
+}
+
+// PropagationPolicy propagates objects in its namespace to member clusters.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Namespaced,shortName=pp,categories=flotilla
+// +kubebuilder:printcolumn:name="MODE",type=string,JSONPath=`.spec.placement.replicaScheduling.type`
+// +kubebuilder:printcolumn:name="PRIORITY",type=integer,JSONPath=`.spec.priority`
+// +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
+type PropagationPolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec PropagationSpec `json:"spec"`
+	// Status is reserved for later use.
+	// +optional
+	Status PolicyStatus `json:"status,omitempty"`
+}
+
+// PolicyStatus is a policy's observed state.
+type PolicyStatus struct {
+	// ObservedGeneration is the generation last acted upon.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// PropagationPolicyList is a list of PropagationPolicies.
+//
+// +kubebuilder:object:root=true
+type PropagationPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []PropagationPolicy `json:"items"`
+}
+
+// ClusterPropagationPolicy propagates objects in any namespace, and
+// cluster-scoped objects, to member clusters.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=cpp,categories=flotilla
+// +kubebuilder:printcolumn:name="MODE",type=string,JSONPath=`.spec.placement.replicaScheduling.type`
+// +kubebuilder:printcolumn:name="PRIORITY",type=integer,JSONPath=`.spec.priority`
+// +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
+type ClusterPropagationPolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec PropagationSpec `json:"spec"`
+	// Status is reserved for later use.
+	// +optional
+	Status PolicyStatus `json:"status,omitempty"`
+}
+
+// ClusterPropagationPolicyList is a list of ClusterPropagationPolicies.
+//
+// +kubebuilder:object:root=true
+type ClusterPropagationPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ClusterPropagationPolicy `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&PropagationPolicy{}, &PropagationPolicyList{}, &ClusterPropagationPolicy{}, &ClusterPropagationPolicyList{})
+}
