@@ -166,21 +166,17 @@ func isManaged(obj *unstructured.Unstructured) bool {
 // resource finds the member's resource for a kind; a kind the mapper does
 // not know (a CRD installed since it last looked) makes it rediscover once.
 func (a *Applier) resource(gvk schema.GroupVersionKind, namespace string) (dynamic.ResourceInterface, error) {
-	m, err := a.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	if r, ok := a.Mapper.(meta.ResettableRESTMapper); ok && meta.IsNoMatchError(err) {
-		r.Reset()
-		m, err = a.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	}
+	gvr, namespaced, err := Resource(a.Mapper, gvk)
 	if err != nil {
-		return nil, fmt.Errorf("the member does not serve %s: %w", gvk, err)
+		return nil, err
 	}
-	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+	if namespaced {
 		if namespace == "" {
 			return nil, fmt.Errorf("%s is namespaced but has no namespace", gvk.Kind)
 		}
-		return a.Client.Resource(m.Resource).Namespace(namespace), nil
+		return a.Client.Resource(gvr).Namespace(namespace), nil
 	}
-	return a.Client.Resource(m.Resource), nil
+	return a.Client.Resource(gvr), nil
 }
 
 func describe(obj *unstructured.Unstructured) string {
@@ -192,4 +188,19 @@ func joinName(namespace, name string) string {
 		return name
 	}
 	return namespace + "/" + name
+}
+
+// Resource returns a member's resource for a kind and whether it is
+// namespaced; a kind the mapper does not know (a CRD installed since it last
+// looked) makes it rediscover once.
+func Resource(mapper meta.RESTMapper, gvk schema.GroupVersionKind) (schema.GroupVersionResource, bool, error) {
+	m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if r, ok := mapper.(meta.ResettableRESTMapper); ok && meta.IsNoMatchError(err) {
+		r.Reset()
+		m, err = mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	}
+	if err != nil {
+		return schema.GroupVersionResource{}, false, fmt.Errorf("the member does not serve %s: %w", gvk.GroupKind(), err)
+	}
+	return m.Resource, m.Scope.Name() == meta.RESTScopeNameNamespace, nil
 }

@@ -6,28 +6,83 @@ import (
 	"sort"
 	"strings"
 
+	"k8s.io/client-go/dynamic"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/flotilla-io/flotilla/internal/controller/cluster"
+	"github.com/flotilla-io/flotilla/internal/controller/federate"
+	"github.com/flotilla-io/flotilla/internal/controller/propagate"
+	"github.com/flotilla-io/flotilla/internal/controller/schedule"
+	"github.com/flotilla-io/flotilla/internal/controller/status"
+	"github.com/flotilla-io/flotilla/internal/member"
+	"github.com/flotilla-io/flotilla/internal/templates"
 )
+
+// Shared is what several controllers use: the member sessions, the host
+// template cache and a dynamic host client.
+type Shared struct {
+	// Pool holds the member sessions (the cluster controller runs them).
+	Pool *member.Pool
+	// Templates watches the host objects that may be propagated.
+	Templates *templates.Cache
+	// Dynamic reads and writes any host kind.
+	Dynamic dynamic.Interface
+}
 
 // Controller is a controller the manager can run.
 type Controller struct {
 	// Name is the name --controllers uses.
 	Name string
 	// Setup registers the controller with the manager.
-	Setup func(mgr ctrl.Manager, opts Options) error
+	Setup func(mgr ctrl.Manager, opts Options, shared *Shared) error
 }
 
 // Controllers are all controllers, in registration order.
 var Controllers = []Controller{
-	{Name: cluster.Name, Setup: func(mgr ctrl.Manager, opts Options) error {
+	{Name: cluster.Name, Setup: func(mgr ctrl.Manager, opts Options, shared *Shared) error {
 		r := &cluster.Reconciler{
 			Client:                  mgr.GetClient(),
 			Recorder:                mgr.GetEventRecorder("flotilla-" + cluster.Name),
 			CredentialsNamespace:    opts.CredentialsNamespace,
 			Session:                 opts.Cluster,
 			MaxConcurrentReconciles: opts.ConcurrentClusterSyncs,
+			Pool:                    shared.Pool,
+		}
+		return r.SetupWithManager(mgr)
+	}},
+	{Name: federate.Name, Setup: func(mgr ctrl.Manager, opts Options, shared *Shared) error {
+		r := &federate.Reconciler{
+			Client:    mgr.GetClient(),
+			Dynamic:   shared.Dynamic,
+			Templates: shared.Templates,
+			Recorder:  mgr.GetEventRecorder("flotilla-" + federate.Name),
+		}
+		return r.SetupWithManager(mgr)
+	}},
+	{Name: schedule.Name, Setup: func(mgr ctrl.Manager, opts Options, shared *Shared) error {
+		r := &schedule.Reconciler{
+			Client:    mgr.GetClient(),
+			Templates: shared.Templates,
+			Recorder:  mgr.GetEventRecorder("flotilla-" + schedule.Name),
+		}
+		return r.SetupWithManager(mgr)
+	}},
+	{Name: propagate.Name, Setup: func(mgr ctrl.Manager, opts Options, shared *Shared) error {
+		r := &propagate.Reconciler{
+			Client:                  mgr.GetClient(),
+			Templates:               shared.Templates,
+			Pool:                    shared.Pool,
+			Recorder:                mgr.GetEventRecorder("flotilla-" + propagate.Name),
+			MaxConcurrentReconciles: opts.ConcurrentPropagationSyncs,
+		}
+		return r.SetupWithManager(mgr)
+	}},
+	{Name: status.Name, Setup: func(mgr ctrl.Manager, opts Options, shared *Shared) error {
+		r := &status.Reconciler{
+			Client:    mgr.GetClient(),
+			Dynamic:   shared.Dynamic,
+			Templates: shared.Templates,
+			Pool:      shared.Pool,
 		}
 		return r.SetupWithManager(mgr)
 	}},

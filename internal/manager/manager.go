@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -22,8 +23,10 @@ import (
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	"github.com/flotilla-io/flotilla/config/crd"
+	"github.com/flotilla-io/flotilla/internal/controller/fedobj"
 	"github.com/flotilla-io/flotilla/internal/member"
 	hostscheme "github.com/flotilla-io/flotilla/internal/scheme"
+	"github.com/flotilla-io/flotilla/internal/templates"
 )
 
 // Permissions of the manager itself (leader election and its events, its
@@ -59,6 +62,12 @@ type Options struct {
 	Cluster member.Options
 	// ConcurrentClusterSyncs bounds parallel MemberCluster reconciles.
 	ConcurrentClusterSyncs int
+	// ConcurrentPropagationSyncs bounds parallel FederatedObject
+	// propagations (each writes to its clusters in parallel).
+	ConcurrentPropagationSyncs int
+	// TemplateDiscoveryInterval is how often the host's kinds are
+	// rediscovered (a CRD change triggers it at once).
+	TemplateDiscoveryInterval time.Duration
 	// GracefulShutdown bounds the wait for controllers to stop.
 	GracefulShutdown time.Duration
 }
@@ -66,20 +75,22 @@ type Options struct {
 // DefaultOptions are the defaults of the controller-manager's flags.
 func DefaultOptions() Options {
 	return Options{
-		Controllers:             []string{"*"},
-		InstallCRDs:             true,
-		LeaderElect:             true,
-		LeaderElectionNamespace: v1alpha1.SystemNamespace,
-		LeaderElectionID:        "flotilla-controller-manager",
-		LeaseDuration:           15 * time.Second,
-		RenewDeadline:           10 * time.Second,
-		RetryPeriod:             2 * time.Second,
-		MetricsAddr:             ":8080",
-		ProbeAddr:               ":8081",
-		CredentialsNamespace:    v1alpha1.SystemNamespace,
-		Cluster:                 member.DefaultOptions(),
-		ConcurrentClusterSyncs:  4,
-		GracefulShutdown:        30 * time.Second,
+		Controllers:                []string{"*"},
+		InstallCRDs:                true,
+		LeaderElect:                true,
+		LeaderElectionNamespace:    v1alpha1.SystemNamespace,
+		LeaderElectionID:           "flotilla-controller-manager",
+		LeaseDuration:              15 * time.Second,
+		RenewDeadline:              10 * time.Second,
+		RetryPeriod:                2 * time.Second,
+		MetricsAddr:                ":8080",
+		ProbeAddr:                  ":8081",
+		CredentialsNamespace:       v1alpha1.SystemNamespace,
+		Cluster:                    member.DefaultOptions(),
+		ConcurrentClusterSyncs:     4,
+		ConcurrentPropagationSyncs: 8,
+		TemplateDiscoveryInterval:  30 * time.Second,
+		GracefulShutdown:           30 * time.Second,
 	}
 }
 
@@ -98,12 +109,16 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err != nil {
 		return err
 	}
+	shared, err := NewShared(ctx, mgr, cfg, opts)
+	if err != nil {
+		return err
+	}
 	for _, c := range Controllers {
 		if !enabled[c.Name] {
 			logger.Info("Controller disabled", "controller", c.Name)
 			continue
 		}
-		if err := c.Setup(mgr, opts); err != nil {
+		if err := c.Setup(mgr, opts, shared); err != nil {
 			return fmt.Errorf("set up controller %s: %w", c.Name, err)
 		}
 		logger.Info("Controller enabled", "controller", c.Name)
@@ -150,6 +165,26 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// NewShared builds what the controllers share and adds the template cache
+// and the FederatedObject indexes to mgr.
+func NewShared(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts Options) (*Shared, error) {
+	tc, err := templates.New(cfg, opts.TemplateDiscoveryInterval)
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(tc); err != nil {
+		return nil, err
+	}
+	if err := fedobj.SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Shared{Pool: member.NewPool(), Templates: tc, Dynamic: dyn}, nil
 }
 
 // PrepareHost installs the CRDs and creates the system namespaces the

@@ -9,11 +9,14 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
 	"k8s.io/klog/v2"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
@@ -108,6 +111,11 @@ type Session struct {
 	started          bool // inventory started
 	lastDiscoveryErr string
 
+	ctx      context.Context // ends when the session stops
+	objects  *objectCaches
+	mapper   meta.RESTMapper
+	onObject ObjectHandler // set by the Pool before the session is published
+
 	mu        sync.Mutex
 	damper    *Damper
 	version   string
@@ -136,10 +144,16 @@ func Start(ctx context.Context, name, hash string, cfg *rest.Config, opts Option
 		cancel()
 		return nil, fmt.Errorf("discovery client for member %s: %w", name, err)
 	}
+	objects, err := newObjectCaches(rt, cfg)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("member %s: %w", name, err)
+	}
 	s := &Session{
 		Name: name, Hash: hash, opts: opts, client: client, discovery: disco, transport: rt,
 		notify: notify, logger: klog.FromContext(ctx),
-		cancel: cancel, kick: make(chan struct{}, 1),
+		ctx: ctx, cancel: cancel, kick: make(chan struct{}, 1),
+		objects: objects, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco)),
 		damper: NewDamper(opts.FailureThreshold, opts.SuccessThreshold, initial),
 	}
 	s.wg.Go(func() { s.notifyLoop(ctx) })
@@ -150,6 +164,7 @@ func Start(ctx context.Context, name, hash string, cfg *rest.Config, opts Option
 // Stop ends every goroutine of the session, closes its connections and
 // returns when all are gone.
 func (s *Session) Stop() {
+	s.objects.stop()
 	s.cancel()
 	s.wg.Wait()
 	utilnet.CloseIdleConnectionsFor(s.transport)

@@ -64,6 +64,8 @@ Controllers: ` + strings.Join(manager.ControllerNames(), ", ") + `.`,
 	fs.StringVar(&m.ProbeAddr, "health-probe-bind-address", m.ProbeAddr, "address serving /healthz and /readyz ('0' disables)")
 	fs.StringVar(&m.CredentialsNamespace, "credentials-namespace", m.CredentialsNamespace, "namespace of the member credentials Secrets")
 	fs.IntVar(&m.ConcurrentClusterSyncs, "concurrent-cluster-syncs", m.ConcurrentClusterSyncs, "MemberClusters reconciled in parallel")
+	fs.IntVar(&m.ConcurrentPropagationSyncs, "concurrent-propagation-syncs", m.ConcurrentPropagationSyncs, "FederatedObjects propagated in parallel (each writes to its clusters in parallel)")
+	fs.DurationVar(&m.TemplateDiscoveryInterval, "template-discovery-interval", m.TemplateDiscoveryInterval, "how often the host's kinds are rediscovered for propagation (a CRD change triggers it at once)")
 	fs.DurationVar(&m.Cluster.ProbeInterval, "cluster-probe-interval", m.Cluster.ProbeInterval, "time between health probes of each member")
 	fs.DurationVar(&m.Cluster.ProbeTimeout, "cluster-probe-timeout", m.Cluster.ProbeTimeout, "time a member has to answer a health probe")
 	fs.DurationVar(&m.Cluster.FailureThreshold, "cluster-failure-threshold", m.Cluster.FailureThreshold, "how long a member must keep failing probes before it is marked not Ready")
@@ -96,6 +98,12 @@ func (o *ControllerManagerOptions) Validate() error {
 	}
 	if o.Manager.ConcurrentClusterSyncs < 1 {
 		return fmt.Errorf("--concurrent-cluster-syncs must be at least 1")
+	}
+	if o.Manager.ConcurrentPropagationSyncs < 1 {
+		return fmt.Errorf("--concurrent-propagation-syncs must be at least 1")
+	}
+	if o.Manager.TemplateDiscoveryInterval <= 0 {
+		return fmt.Errorf("--template-discovery-interval must be positive")
 	}
 	if o.Manager.LeaderElect && o.Manager.RenewDeadline >= o.Manager.LeaseDuration {
 		return fmt.Errorf("--leader-elect-renew-deadline (%s) must be shorter than --leader-elect-lease-duration (%s)", o.Manager.RenewDeadline, o.Manager.LeaseDuration)

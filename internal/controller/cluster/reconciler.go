@@ -45,8 +45,10 @@ type Reconciler struct {
 	Session member.Options
 	// MaxConcurrentReconciles bounds parallel reconciles (default 4).
 	MaxConcurrentReconciles int
+	// Pool holds the member sessions; the propagation controllers share it.
+	// Nil makes a private one.
+	Pool *member.Pool
 
-	sessions *sessions
 	events   chan event.GenericEvent
 }
 
@@ -56,7 +58,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.CredentialsNamespace == "" {
 		r.CredentialsNamespace = v1alpha1.SystemNamespace
 	}
-	r.sessions = newSessions()
+	if r.Pool == nil {
+		r.Pool = member.NewPool()
+	}
+	r.Pool.OnChange = func(n int) { sessionsGauge.Set(float64(n)) }
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.MemberCluster{}, secretRefIndex, func(o client.Object) []string {
 		if ref := o.(*v1alpha1.MemberCluster).Spec.SecretRef; ref != nil {
 			return []string{ref.Name}
@@ -68,7 +73,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.events = make(chan event.GenericEvent, 256)
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		<-ctx.Done()
-		r.sessions.stopAll()
+		r.Pool.StopAll()
 		return nil
 	})); err != nil {
 		return err
@@ -83,21 +88,21 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // Sessions returns the names of the members with a live session.
-func (r *Reconciler) Sessions() []string { return r.sessions.names() }
+func (r *Reconciler) Sessions() []string { return r.Pool.Names() }
 
 // Reconcile brings one MemberCluster's status and taints up to date.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	mc := &v1alpha1.MemberCluster{}
 	if err := r.Client.Get(ctx, req.NamespacedName, mc); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.sessions.stop(req.Name)
+			r.Pool.Stop(req.Name)
 			readyGauge.DeleteLabelValues(req.Name)
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, err
 	}
 	if !mc.DeletionTimestamp.IsZero() {
-		r.sessions.stop(mc.Name)
+		r.Pool.Stop(mc.Name)
 		readyGauge.DeleteLabelValues(mc.Name)
 		return reconcile.Result{}, nil
 	}
@@ -146,7 +151,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // missing or unusable Secret) are returned as a committed health.
 func (r *Reconciler) observe(ctx context.Context, mc *v1alpha1.MemberCluster) (member.Snapshot, error) {
 	unusable := func(reason, msg string) member.Snapshot {
-		r.sessions.stop(mc.Name)
+		r.Pool.Stop(mc.Name)
 		return member.Snapshot{HealthKnown: true, Health: member.Observation{Health: member.NotReady, Reason: reason, Message: msg, At: time.Now()}}
 	}
 	if mc.Spec.SyncMode == v1alpha1.SyncModePull {
@@ -164,7 +169,7 @@ func (r *Reconciler) observe(ctx context.Context, mc *v1alpha1.MemberCluster) (m
 		return member.Snapshot{}, err
 	}
 	hash := member.ConfigHash(mc, secret)
-	if s := r.sessions.get(mc.Name); s != nil && s.Hash == hash {
+	if s := r.Pool.Get(mc.Name); s != nil && s.Hash == hash {
 		return s.Snapshot(), nil
 	}
 	cfg, err := member.RESTConfig(mc, secret)
@@ -184,7 +189,7 @@ func (r *Reconciler) observe(ctx context.Context, mc *v1alpha1.MemberCluster) (m
 		}
 	}
 	logger := ctrl.Log.WithName("member").WithValues("cluster", name) // sessions log with it too
-	s, err := r.sessions.start(ctrl.LoggerInto(context.Background(), logger), name, hash, cfg, r.Session, initialHealth(mc), notify)
+	s, err := r.Pool.Start(ctrl.LoggerInto(context.Background(), logger), name, hash, cfg, r.Session, initialHealth(mc), notify)
 	if err != nil {
 		return member.Snapshot{}, err
 	}

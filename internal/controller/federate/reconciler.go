@@ -1,0 +1,264 @@
+// Package federate is the controller that turns host objects selected by a
+// propagation policy (or referenced as followers by a propagated workload)
+// into FederatedObjects, and releases them when they are no longer
+// selected or are deleted.
+package federate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/controller/fedobj"
+	"github.com/flotilla-io/flotilla/internal/controller/trigger"
+	"github.com/flotilla-io/flotilla/internal/policy"
+	"github.com/flotilla-io/flotilla/internal/templates"
+	"github.com/flotilla-io/flotilla/internal/workload"
+)
+
+// Name is the controller's name for --controllers.
+const Name = "federate"
+
+// Permissions: read every template kind and set its finalizer; manage
+// FederatedObjects; read policies.
+//
+// +kubebuilder:rbac:groups=*,resources=*,verbs=get;list;watch;patch;update
+// +kubebuilder:rbac:groups=flotilla.io,resources=federatedobjects,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=flotilla.io,resources=propagationpolicies;clusterpropagationpolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconciler keeps one FederatedObject per propagated host object.
+type Reconciler struct {
+	// Client reads policies and FederatedObjects (cached) and writes
+	// FederatedObjects.
+	Client client.Client
+	// Dynamic writes the templates' finalizer.
+	Dynamic dynamic.Interface
+	// Templates is the host template cache.
+	Templates *templates.Cache
+	// Recorder records events on templates.
+	Recorder events.EventRecorder
+	// MaxConcurrentReconciles bounds parallel reconciles (default 4).
+	MaxConcurrentReconciles int
+
+	queue trigger.Queue[templates.Key]
+}
+
+// SetupWithManager registers the controller with mgr.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.Templates.Subscribe(r.queue.Add)
+	return builder.TypedControllerManagedBy[templates.Key](mgr).
+		Named(Name).
+		WatchesRawSource(r.queue.Source()).
+		WatchesRawSource(policySource(mgr, r, &v1alpha1.PropagationPolicy{})).
+		WatchesRawSource(policySource(mgr, r, &v1alpha1.ClusterPropagationPolicy{})).
+		WatchesRawSource(federatedObjectSource(mgr)).
+		WithOptions(controller.TypedOptions[templates.Key]{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 4)}).
+		Complete(r)
+}
+
+// Reconcile brings one host object's FederatedObject in line with the
+// policies.
+func (r *Reconciler) Reconcile(ctx context.Context, key templates.Key) (reconcile.Result, error) {
+	tmpl, err := r.Templates.Get(key)
+	switch {
+	case errors.Is(err, templates.ErrNotSynced):
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	case errors.Is(err, templates.ErrUnknownKind):
+		// A kind removed from the host, or not yet discovered.
+		return reconcile.Result{RequeueAfter: 30 * time.Second}, nil
+	case err != nil:
+		return reconcile.Result{}, err
+	}
+	fo := &v1alpha1.FederatedObject{}
+	if err := r.Client.Get(ctx, key.FederatedName(), fo); apierrors.IsNotFound(err) {
+		fo = nil
+	} else if err != nil {
+		return reconcile.Result{}, err
+	}
+	if tmpl == nil {
+		return reconcile.Result{}, r.deleteFederatedObject(ctx, fo)
+	}
+	if !tmpl.GetDeletionTimestamp().IsZero() {
+		return reconcile.Result{}, r.release(ctx, tmpl, fo)
+	}
+	chosen, err := r.choose(ctx, tmpl)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	follower := false
+	if chosen == nil {
+		if follower, err = r.isFollower(ctx, tmpl); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if chosen == nil && !follower {
+		return reconcile.Result{}, r.release(ctx, tmpl, fo)
+	}
+	if fo != nil && !fo.DeletionTimestamp.IsZero() {
+		return reconcile.Result{}, nil // selected again: recreated once the old one is gone
+	}
+	if err := r.addFinalizer(ctx, tmpl); err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{}, r.ensure(ctx, key, tmpl, fo, chosen)
+}
+
+// choose returns the policy that propagates tmpl, or nil.
+func (r *Reconciler) choose(ctx context.Context, tmpl *unstructured.Unstructured) (*policy.Chosen, error) {
+	if policy.Ignored(tmpl) {
+		return nil, nil
+	}
+	var pps v1alpha1.PropagationPolicyList
+	if ns := tmpl.GetNamespace(); ns != "" {
+		if err := r.Client.List(ctx, &pps, client.InNamespace(ns)); err != nil {
+			return nil, err
+		}
+	}
+	var cpps v1alpha1.ClusterPropagationPolicyList
+	if err := r.Client.List(ctx, &cpps); err != nil {
+		return nil, err
+	}
+	return policy.Select(tmpl, pps.Items, cpps.Items), nil
+}
+
+// followerKinds are the kinds that follow workloads.
+var followerKinds = map[string]bool{"ConfigMap": true, "Secret": true, "ServiceAccount": true, "PersistentVolumeClaim": true}
+
+// isFollower reports whether a propagated workload references tmpl.
+func (r *Reconciler) isFollower(ctx context.Context, tmpl *unstructured.Unstructured) (bool, error) {
+	gvk := tmpl.GroupVersionKind()
+	if gvk.Group != "" || !followerKinds[gvk.Kind] || tmpl.GetNamespace() == "" || policy.Ignored(tmpl) {
+		return false, nil
+	}
+	leaders := &v1alpha1.FederatedObjectList{}
+	if err := r.Client.List(ctx, leaders, client.InNamespace(tmpl.GetNamespace()), client.MatchingFields{fedobj.IndexFollower: fedobj.FollowerKey(gvk.Kind, tmpl.GetName())}); err != nil {
+		return false, err
+	}
+	for _, l := range leaders.Items {
+		if l.DeletionTimestamp.IsZero() {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// ensure creates or updates the FederatedObject. The placement is the
+// scheduler's and is kept.
+func (r *Reconciler) ensure(ctx context.Context, key templates.Key, tmpl *unstructured.Unstructured, fo *v1alpha1.FederatedObject, chosen *policy.Chosen) error {
+	kind, ok := r.Templates.Lookup(key.GroupKind())
+	if !ok {
+		return fmt.Errorf("%s: %w", key, templates.ErrUnknownKind)
+	}
+	ref := v1alpha1.TemplateReference{
+		APIVersion: kind.GVK.GroupVersion().String(), Kind: kind.GVK.Kind,
+		Namespace: tmpl.GetNamespace(), Name: tmpl.GetName(), UID: tmpl.GetUID(),
+	}
+	var policyRef *v1alpha1.PolicyReference
+	var followers []v1alpha1.ObjectReference
+	if chosen != nil {
+		policyRef = &chosen.Ref
+		if !chosen.Spec.DisableFollowers && tmpl.GetNamespace() != "" {
+			followers = workload.Followers(tmpl)
+		}
+	}
+	if fo == nil {
+		name := key.FederatedName()
+		fo = &v1alpha1.FederatedObject{
+			ObjectMeta: metav1.ObjectMeta{
+				Namespace: name.Namespace, Name: name.Name,
+				Finalizers: []string{v1alpha1.FinalizerCleanup},
+				OwnerReferences: []metav1.OwnerReference{{
+					APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name, UID: ref.UID,
+				}},
+			},
+			Spec: v1alpha1.FederatedObjectSpec{Template: ref, Policy: policyRef, Followers: followers},
+		}
+		if err := r.Client.Create(ctx, fo); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				return nil // the cache was behind; its event brings us back
+			}
+			return fmt.Errorf("create FederatedObject %s: %w", name, err)
+		}
+		ctrl.LoggerFrom(ctx).Info("Federating object", "federatedObject", name, "policy", policyRef)
+		r.event(tmpl, corev1.EventTypeNormal, "Federated", "Propagate", describePolicy(policyRef))
+		return nil
+	}
+	if equality.Semantic.DeepEqual(fo.Spec.Template, ref) && equality.Semantic.DeepEqual(fo.Spec.Policy, policyRef) && equality.Semantic.DeepEqual(fo.Spec.Followers, followers) {
+		return nil
+	}
+	policyChanged := !equality.Semantic.DeepEqual(fo.Spec.Policy, policyRef)
+	fo = fo.DeepCopy()
+	fo.Spec.Template, fo.Spec.Policy, fo.Spec.Followers = ref, policyRef, followers
+	if err := r.Client.Update(ctx, fo); err != nil {
+		if apierrors.IsConflict(err) {
+			return nil // changed meanwhile: its event brings us back
+		}
+		return fmt.Errorf("update FederatedObject %s/%s: %w", fo.Namespace, fo.Name, err)
+	}
+	if policyChanged {
+		r.event(tmpl, corev1.EventTypeNormal, "PolicyChanged", "Propagate", describePolicy(policyRef))
+	}
+	return nil
+}
+
+func describePolicy(ref *v1alpha1.PolicyReference) string {
+	if ref == nil {
+		return "Follows the workloads that reference it"
+	}
+	if ref.Namespace != "" {
+		return fmt.Sprintf("Propagated by %s %s/%s", ref.Kind, ref.Namespace, ref.Name)
+	}
+	return fmt.Sprintf("Propagated by %s %s", ref.Kind, ref.Name)
+}
+
+// release stops propagating tmpl: the FederatedObject is deleted (its
+// cleanup decides what happens to the member copies) and, once it is gone,
+// the template's finalizer is removed.
+func (r *Reconciler) release(ctx context.Context, tmpl *unstructured.Unstructured, fo *v1alpha1.FederatedObject) error {
+	if fo != nil {
+		return r.deleteFederatedObject(ctx, fo)
+	}
+	return r.removeFinalizer(ctx, tmpl)
+}
+
+func (r *Reconciler) deleteFederatedObject(ctx context.Context, fo *v1alpha1.FederatedObject) error {
+	if fo == nil || !fo.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	err := r.Client.Delete(ctx, fo, client.Preconditions{UID: ptr.To(fo.UID)})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("delete FederatedObject %s/%s: %w", fo.Namespace, fo.Name, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Stopped federating object", "federatedObject", client.ObjectKeyFromObject(fo))
+	return nil
+}
+
+func (r *Reconciler) event(tmpl *unstructured.Unstructured, kind, reason, action, msg string) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(tmpl, nil, kind, reason, action, "%s", msg)
+	}
+}
+
+// hasFinalizer reports whether tmpl carries Flotilla's finalizer.
+func hasFinalizer(tmpl *unstructured.Unstructured) bool {
+	return controllerutil.ContainsFinalizer(tmpl, v1alpha1.FinalizerPropagation)
+}

@@ -1,0 +1,116 @@
+// Package fedobj holds what the propagation controllers share about
+// FederatedObjects: the cache indexes they look them up by and the mapping
+// from templates and clusters to reconcile requests.
+package fedobj
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/templates"
+)
+
+// Field indexes on FederatedObjects.
+const (
+	// IndexPolicy indexes by PolicyKey of spec.policy.
+	IndexPolicy = "flotilla.spec.policy"
+	// IndexFollower indexes by FollowerKey of each spec.followers entry.
+	IndexFollower = "flotilla.spec.followers"
+	// IndexCluster indexes by each cluster in spec.placement or
+	// status.clusters.
+	IndexCluster = "flotilla.clusters"
+)
+
+// PolicyKey is "Kind/namespace/name".
+func PolicyKey(ref v1alpha1.PolicyReference) string {
+	return ref.Kind + "/" + ref.Namespace + "/" + ref.Name
+}
+
+// FollowerKey is "Kind/name".
+func FollowerKey(kind, name string) string { return kind + "/" + name }
+
+// SetupIndexes registers the indexes with the manager's cache. Call once.
+func SetupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
+	fo := &v1alpha1.FederatedObject{}
+	if err := indexer.IndexField(ctx, fo, IndexPolicy, func(o client.Object) []string {
+		if p := o.(*v1alpha1.FederatedObject).Spec.Policy; p != nil {
+			return []string{PolicyKey(*p)}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("index FederatedObjects by policy: %w", err)
+	}
+	if err := indexer.IndexField(ctx, fo, IndexFollower, func(o client.Object) []string {
+		var out []string
+		for _, f := range o.(*v1alpha1.FederatedObject).Spec.Followers {
+			out = append(out, FollowerKey(f.Kind, f.Name))
+		}
+		return out
+	}); err != nil {
+		return fmt.Errorf("index FederatedObjects by follower: %w", err)
+	}
+	if err := indexer.IndexField(ctx, fo, IndexCluster, func(o client.Object) []string {
+		f := o.(*v1alpha1.FederatedObject)
+		seen := map[string]bool{}
+		var out []string
+		for _, p := range f.Spec.Placement {
+			if !seen[p.Cluster] {
+				seen[p.Cluster] = true
+				out = append(out, p.Cluster)
+			}
+		}
+		for _, c := range f.Status.Clusters {
+			if !seen[c.Cluster] {
+				seen[c.Cluster] = true
+				out = append(out, c.Cluster)
+			}
+		}
+		return out
+	}); err != nil {
+		return fmt.Errorf("index FederatedObjects by cluster: %w", err)
+	}
+	return nil
+}
+
+// Request is the reconcile request of a template's FederatedObject.
+func Request(k templates.Key) reconcile.Request {
+	return reconcile.Request{NamespacedName: k.FederatedName()}
+}
+
+// ForCluster returns the requests of the FederatedObjects placed on, or
+// holding a copy in, a cluster.
+func ForCluster(ctx context.Context, c client.Reader, cluster string) ([]reconcile.Request, error) {
+	list := &v1alpha1.FederatedObjectList{}
+	if err := c.List(ctx, list, client.MatchingFields{IndexCluster: cluster}); err != nil {
+		return nil, err
+	}
+	return requests(list), nil
+}
+
+// All returns the requests of every FederatedObject (in a namespace, or all
+// when namespace is "").
+func All(ctx context.Context, c client.Reader, namespace string) ([]reconcile.Request, error) {
+	list := &v1alpha1.FederatedObjectList{}
+	if err := c.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		return nil, err
+	}
+	return requests(list), nil
+}
+
+func requests(list *v1alpha1.FederatedObjectList) []reconcile.Request {
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for _, fo := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: fo.Namespace, Name: fo.Name}})
+	}
+	return out
+}
+
+// Template returns the key of a FederatedObject's template.
+func Template(fo *v1alpha1.FederatedObject) templates.Key {
+	return templates.KeyOfReference(fo.Spec.Template)
+}

@@ -1,0 +1,241 @@
+// Package propagate is the controller that makes each member cluster's copy
+// of a FederatedObject's template hold what the federation wants: it
+// renders the copy (replicas, overrides), applies it with server-side apply
+// when something differs, deletes copies from clusters that left the
+// placement, and records the outcome per cluster with a Propagated
+// condition and events on the template.
+package propagate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/controller/fedobj"
+	"github.com/flotilla-io/flotilla/internal/controller/trigger"
+	"github.com/flotilla-io/flotilla/internal/member"
+	"github.com/flotilla-io/flotilla/internal/policy"
+	"github.com/flotilla-io/flotilla/internal/templates"
+)
+
+// Name is the controller's name for --controllers.
+const Name = "propagate"
+
+// +kubebuilder:rbac:groups=flotilla.io,resources=federatedobjects,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=flotilla.io,resources=federatedobjects/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=flotilla.io,resources=overridepolicies;clusteroverridepolicies;propagationpolicies;clusterpropagationpolicies;memberclusters,verbs=get;list;watch
+
+// Reconciler propagates FederatedObjects to their clusters.
+type Reconciler struct {
+	// Client reads (cached) and writes the host.
+	Client client.Client
+	// Templates is the host template cache.
+	Templates *templates.Cache
+	// Pool holds the member sessions.
+	Pool *member.Pool
+	// Recorder records events on templates.
+	Recorder events.EventRecorder
+	// ApplyTimeout bounds one write to one member (default 30 s).
+	ApplyTimeout time.Duration
+	// MaxConcurrentReconciles bounds parallel reconciles (default 8).
+	MaxConcurrentReconciles int
+
+	queue trigger.Queue[reconcile.Request]
+}
+
+// retryAfter is when a cluster whose copy failed is tried again (events
+// bring it back sooner when something changes).
+const retryAfter = 15 * time.Second
+
+// Reconcile propagates one FederatedObject.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	fo := &v1alpha1.FederatedObject{}
+	if err := r.Client.Get(ctx, req.NamespacedName, fo); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	tmpl, err := r.Templates.Get(fedobj.Template(fo))
+	switch {
+	case errors.Is(err, templates.ErrNotSynced):
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	case errors.Is(err, templates.ErrUnknownKind) && !fo.DeletionTimestamp.IsZero():
+		tmpl = nil // the kind is gone from the host: so is the template
+	case err != nil:
+		return reconcile.Result{RequeueAfter: 30 * time.Second}, nil
+	}
+	if tmpl != nil && tmpl.GetUID() != fo.Spec.Template.UID {
+		tmpl = nil // a new object of the same name: not this FederatedObject's
+	}
+	if !fo.DeletionTimestamp.IsZero() {
+		return r.cleanup(ctx, fo, tmpl)
+	}
+	if tmpl == nil {
+		return reconcile.Result{}, nil // the federate controller deletes fo
+	}
+	env, err := r.environment(ctx, fo, tmpl)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	results := r.syncAll(ctx, fo, tmpl, env)
+	status := r.status(fo, results)
+	r.recordEvents(tmpl, fo.Status.Clusters, results)
+	if !equality.Semantic.DeepEqual(status, fo.Status) {
+		fo.Status = status
+		if err := r.Client.Status().Update(ctx, fo); err != nil {
+			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+				return reconcile.Result{RequeueAfter: 200 * time.Millisecond}, nil
+			}
+			return reconcile.Result{}, fmt.Errorf("update status of %s: %w", req, err)
+		}
+	}
+	for _, res := range results {
+		if res.status.Reason == v1alpha1.PropagationApplyFailed || res.status.Reason == v1alpha1.PropagationDeleting {
+			return reconcile.Result{RequeueAfter: retryAfter}, nil
+		}
+	}
+	return reconcile.Result{}, nil
+}
+
+// environment is what rendering needs besides the template: the clusters,
+// the override policies and the conflict resolution.
+type environment struct {
+	clusters map[string]*v1alpha1.MemberCluster
+	cops     []v1alpha1.ClusterOverridePolicy
+	ops      []v1alpha1.OverridePolicy
+	adopt    bool
+}
+
+func (r *Reconciler) environment(ctx context.Context, fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured) (*environment, error) {
+	env := &environment{clusters: map[string]*v1alpha1.MemberCluster{}}
+	mcs := &v1alpha1.MemberClusterList{}
+	if err := r.Client.List(ctx, mcs); err != nil {
+		return nil, err
+	}
+	for i := range mcs.Items {
+		env.clusters[mcs.Items[i].Name] = &mcs.Items[i]
+	}
+	cops := &v1alpha1.ClusterOverridePolicyList{}
+	if err := r.Client.List(ctx, cops); err != nil {
+		return nil, err
+	}
+	env.cops = cops.Items
+	if ns := tmpl.GetNamespace(); ns != "" {
+		ops := &v1alpha1.OverridePolicyList{}
+		if err := r.Client.List(ctx, ops, client.InNamespace(ns)); err != nil {
+			return nil, err
+		}
+		env.ops = ops.Items
+	}
+	env.adopt = strings.EqualFold(tmpl.GetAnnotations()[v1alpha1.AnnotationConflictResolution], string(v1alpha1.ConflictAdopt))
+	if !env.adopt && fo.Spec.Policy != nil {
+		spec, err := r.policySpec(ctx, *fo.Spec.Policy)
+		if err != nil {
+			return nil, err
+		}
+		env.adopt = spec != nil && spec.ConflictResolution == v1alpha1.ConflictAdopt
+	}
+	return env, nil
+}
+
+func (r *Reconciler) policySpec(ctx context.Context, ref v1alpha1.PolicyReference) (*v1alpha1.PropagationSpec, error) {
+	var err error
+	switch ref.Kind {
+	case policy.KindPropagationPolicy:
+		p := &v1alpha1.PropagationPolicy{}
+		if err = r.Client.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, p); err == nil {
+			return &p.Spec, nil
+		}
+	case policy.KindClusterPropagationPolicy:
+		p := &v1alpha1.ClusterPropagationPolicy{}
+		if err = r.Client.Get(ctx, client.ObjectKey{Name: ref.Name}, p); err == nil {
+			return &p.Spec, nil
+		}
+	}
+	return nil, client.IgnoreNotFound(err)
+}
+
+// result is one cluster's outcome.
+type result struct {
+	status  v1alpha1.ClusterPropagationStatus
+	outcome string // what was done: Created, Updated, Adopted, Deleted, or ""
+	drop    bool   // the copy is gone and the cluster left the placement
+}
+
+// syncAll brings every placed cluster's copy up to date and deletes the
+// copies of clusters that left the placement, all clusters in parallel.
+func (r *Reconciler) syncAll(ctx context.Context, fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured, env *environment) []result {
+	prev := map[string]v1alpha1.ClusterPropagationStatus{}
+	for _, c := range fo.Status.Clusters {
+		prev[c.Cluster] = c
+	}
+	placed := map[string]bool{}
+	var jobs []func() result
+	for _, p := range fo.Spec.Placement {
+		placed[p.Cluster] = true
+		jobs = append(jobs, func() result { return r.syncCluster(ctx, tmpl, p, env, prev[p.Cluster]) })
+	}
+	for _, c := range fo.Status.Clusters {
+		if !placed[c.Cluster] {
+			jobs = append(jobs, func() result { return r.deleteCopy(ctx, fo, env.clusters[c.Cluster], c) })
+		}
+	}
+	results := make([]result, len(jobs))
+	var wg sync.WaitGroup
+	for i, job := range jobs {
+		wg.Go(func() { results[i] = job() })
+	}
+	wg.Wait()
+	slices.SortFunc(results, func(a, b result) int { return strings.Compare(a.status.Cluster, b.status.Cluster) })
+	return results
+}
+
+// status renders the FederatedObject's status from the results.
+func (r *Reconciler) status(fo *v1alpha1.FederatedObject, results []result) v1alpha1.FederatedObjectStatus {
+	st := *fo.Status.DeepCopy()
+	st.ObservedGeneration = fo.Generation
+	st.Clusters = nil
+	var problems []string
+	reason, ok := "", 0
+	for _, res := range results {
+		if res.drop {
+			continue
+		}
+		st.Clusters = append(st.Clusters, res.status)
+		if res.status.Reason == v1alpha1.PropagationOK {
+			ok++
+			continue
+		}
+		if reason == "" {
+			reason = string(res.status.Reason)
+		}
+		problems = append(problems, fmt.Sprintf("%s: %s: %s", res.status.Cluster, res.status.Reason, res.status.Message))
+	}
+	cond := metav1.Condition{Type: v1alpha1.ConditionPropagated, ObservedGeneration: fo.Generation}
+	switch {
+	case len(fo.Spec.Placement) == 0 && len(problems) == 0:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "NoClusters", "the placement is empty"
+	case len(problems) == 0:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, "Propagated", fmt.Sprintf("%d/%d clusters up to date", ok, len(fo.Spec.Placement))
+	default:
+		cond.Status, cond.Reason = metav1.ConditionFalse, reason
+		cond.Message = fmt.Sprintf("%d/%d clusters up to date; %s", ok, len(fo.Spec.Placement), strings.Join(problems, "; "))
+		if len(cond.Message) > 32768 {
+			cond.Message = cond.Message[:32768]
+		}
+	}
+	meta.SetStatusCondition(&st.Conditions, cond)
+	return st
+}

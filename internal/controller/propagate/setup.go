@@ -1,0 +1,93 @@
+package propagate
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/controller/fedobj"
+	"github.com/flotilla-io/flotilla/internal/member"
+	"github.com/flotilla-io/flotilla/internal/templates"
+)
+
+// SetupWithManager registers the controller with mgr. It watches
+// FederatedObjects, templates, override and propagation policies, the
+// clusters' readiness and labels, and the managed objects in members (so
+// that drift is reverted within seconds).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.Templates.Subscribe(func(k templates.Key) { r.queue.Add(fedobj.Request(k)) })
+	r.Pool.Subscribe(func(e member.ObjectEvent) {
+		if req, ok := MemberEventRequest(r.Templates, e); ok {
+			r.queue.Add(req)
+		}
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(Name).
+		For(&v1alpha1.FederatedObject{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deleting))).
+		Watches(&v1alpha1.OverridePolicy{}, handler.EnqueueRequestsFromMapFunc(r.inNamespace)).
+		Watches(&v1alpha1.ClusterOverridePolicy{}, handler.EnqueueRequestsFromMapFunc(r.inNamespace)).
+		Watches(&v1alpha1.PropagationPolicy{}, handler.EnqueueRequestsFromMapFunc(r.inNamespace), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&v1alpha1.ClusterPropagationPolicy{}, handler.EnqueueRequestsFromMapFunc(r.inNamespace), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&v1alpha1.MemberCluster{}, handler.EnqueueRequestsFromMapFunc(r.onCluster), builder.WithPredicates(ReadinessOrLabelsChanged)).
+		WatchesRawSource(r.queue.Source()).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 8)}).
+		Complete(r)
+}
+
+// MemberEventRequest maps an event of a managed member object to the
+// request of its FederatedObject.
+func MemberEventRequest(c *templates.Cache, e member.ObjectEvent) (reconcile.Request, bool) {
+	kind, ok := c.KindOf(e.Resource.GroupResource())
+	if !ok {
+		return reconcile.Request{}, false
+	}
+	return fedobj.Request(templates.Key{Group: kind.GVK.Group, Kind: kind.GVK.Kind, Namespace: e.Namespace, Name: e.Name}), true
+}
+
+// inNamespace maps a policy to the FederatedObjects of its namespace (all
+// of them for a cluster-scoped policy).
+func (r *Reconciler) inNamespace(ctx context.Context, o client.Object) []reconcile.Request {
+	reqs, err := fedobj.All(ctx, r.Client, o.GetNamespace())
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "List FederatedObjects")
+	}
+	return reqs
+}
+
+func (r *Reconciler) onCluster(ctx context.Context, o client.Object) []reconcile.Request {
+	reqs, err := fedobj.ForCluster(ctx, r.Client, o.GetName())
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "List FederatedObjects of cluster", "cluster", o.GetName())
+	}
+	return reqs
+}
+
+// deleting passes updates that start a deletion.
+var deleting = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
+	},
+}
+
+// ReadinessOrLabelsChanged passes MemberCluster updates that change its
+// Ready condition's status or its labels (override rules select clusters
+// by label).
+var ReadinessOrLabelsChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld.(*v1alpha1.MemberCluster), e.ObjectNew.(*v1alpha1.MemberCluster)
+		ready := func(mc *v1alpha1.MemberCluster) bool {
+			return meta.IsStatusConditionTrue(mc.Status.Conditions, v1alpha1.ConditionReady)
+		}
+		return ready(o) != ready(n) || !equality.Semantic.DeepEqual(o.Labels, n.Labels)
+	},
+}

@@ -1,0 +1,75 @@
+package schedule
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/controller/fedobj"
+	"github.com/flotilla-io/flotilla/internal/policy"
+	"github.com/flotilla-io/flotilla/internal/templates"
+)
+
+// followersOf maps a workload's FederatedObject to its followers'.
+func followersOf(_ context.Context, o client.Object) []reconcile.Request {
+	fo := o.(*v1alpha1.FederatedObject)
+	out := make([]reconcile.Request, 0, len(fo.Spec.Followers))
+	for _, f := range fo.Spec.Followers {
+		// Followers are core-group kinds: their FederatedObject is "<name>.<kind>".
+		name := (types.NamespacedName{Namespace: fo.Namespace, Name: f.Name})
+		out = append(out, reconcile.Request{NamespacedName: followerName(name, f.Kind)})
+	}
+	return out
+}
+
+func (r *Reconciler) forPolicy(ctx context.Context, o client.Object) []reconcile.Request {
+	ref := v1alpha1.PolicyReference{Kind: policy.KindClusterPropagationPolicy, Name: o.GetName()}
+	if _, ok := o.(*v1alpha1.PropagationPolicy); ok {
+		ref = v1alpha1.PolicyReference{Kind: policy.KindPropagationPolicy, Namespace: o.GetNamespace(), Name: o.GetName()}
+	}
+	list := &v1alpha1.FederatedObjectList{}
+	if err := r.Client.List(ctx, list, client.MatchingFields{fedobj.IndexPolicy: fedobj.PolicyKey(ref)}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "List FederatedObjects of policy", "policy", ref)
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for _, fo := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: fo.Namespace, Name: fo.Name}})
+	}
+	return out
+}
+
+func (r *Reconciler) all(ctx context.Context, _ client.Object) []reconcile.Request {
+	reqs, err := fedobj.All(ctx, r.Client, "")
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "List FederatedObjects")
+	}
+	return reqs
+}
+
+// clusterChanged passes MemberCluster events that can change a placement:
+// creation, deletion, and changes of labels, taints or deletion state.
+var clusterChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld.(*v1alpha1.MemberCluster), e.ObjectNew.(*v1alpha1.MemberCluster)
+		return !equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
+			!equality.Semantic.DeepEqual(o.Spec.Taints, n.Spec.Taints) ||
+			o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero()
+	},
+}
+
+// followerName is the FederatedObject name of a core-group follower.
+func followerName(obj types.NamespacedName, kind string) types.NamespacedName {
+	return fedobj.Request(templatesKey(kind, obj)).NamespacedName
+}
+
+func templatesKey(kind string, obj types.NamespacedName) templates.Key {
+	return templates.Key{Kind: kind, Namespace: obj.Namespace, Name: obj.Name}
+}

@@ -1,0 +1,164 @@
+// Package status is the controller that brings the member copies' status
+// back into the host: it aggregates them with multi-cluster meaning
+// (package workload) into the template's own .status, so that kubectl get
+// and kubectl rollout status on the host tell the truth across clusters.
+package status
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/controller/fedobj"
+	"github.com/flotilla-io/flotilla/internal/controller/propagate"
+	"github.com/flotilla-io/flotilla/internal/controller/trigger"
+	"github.com/flotilla-io/flotilla/internal/dispatch"
+	"github.com/flotilla-io/flotilla/internal/member"
+	"github.com/flotilla-io/flotilla/internal/templates"
+	"github.com/flotilla-io/flotilla/internal/workload"
+)
+
+// Name is the controller's name for --controllers.
+const Name = "status"
+
+// +kubebuilder:rbac:groups=*,resources=*/status,verbs=get;patch;update
+
+// Reconciler aggregates member status into templates.
+type Reconciler struct {
+	// Client reads FederatedObjects (cached).
+	Client client.Client
+	// Dynamic writes the templates' status.
+	Dynamic dynamic.Interface
+	// Templates is the host template cache.
+	Templates *templates.Cache
+	// Pool holds the member sessions.
+	Pool *member.Pool
+	// MaxConcurrentReconciles bounds parallel reconciles (default 4).
+	MaxConcurrentReconciles int
+
+	queue trigger.Queue[reconcile.Request]
+}
+
+// SetupWithManager registers the controller with mgr.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.Templates.Subscribe(func(k templates.Key) { r.queue.Add(fedobj.Request(k)) })
+	r.Pool.Subscribe(func(e member.ObjectEvent) {
+		if req, ok := propagate.MemberEventRequest(r.Templates, e); ok {
+			r.queue.Add(req)
+		}
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(Name).
+		For(&v1alpha1.FederatedObject{}).
+		WatchesRawSource(r.queue.Source()).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 4)}).
+		Complete(r)
+}
+
+// Reconcile aggregates one FederatedObject's member status into its
+// template.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	fo := &v1alpha1.FederatedObject{}
+	if err := r.Client.Get(ctx, req.NamespacedName, fo); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !fo.DeletionTimestamp.IsZero() {
+		return reconcile.Result{}, nil
+	}
+	tmpl, err := r.Templates.Get(fedobj.Template(fo))
+	if errors.Is(err, templates.ErrNotSynced) {
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	}
+	if err != nil || tmpl == nil || tmpl.GetUID() != fo.Spec.Template.UID || !tmpl.GetDeletionTimestamp().IsZero() {
+		return reconcile.Result{}, nil
+	}
+	if !workload.Aggregated(tmpl) {
+		return reconcile.Result{}, nil
+	}
+	members, waiting := r.members(fo, tmpl)
+	status, changed := workload.AggregateStatus(tmpl, members, metav1.Now())
+	if !changed {
+		if waiting {
+			return reconcile.Result{RequeueAfter: time.Second}, nil
+		}
+		return reconcile.Result{}, nil
+	}
+	if err := r.writeStatus(ctx, tmpl, status); err != nil {
+		if apierrors.IsConflict(err) {
+			return reconcile.Result{RequeueAfter: 200 * time.Millisecond}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	if waiting {
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	}
+	return reconcile.Result{}, nil
+}
+
+// members collects the placed clusters' copies from the member caches.
+// waiting is true when a cache has not listed its member yet.
+func (r *Reconciler) members(fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured) (out []workload.Member, waiting bool) {
+	synced := map[string]v1alpha1.ClusterPropagationStatus{}
+	for _, c := range fo.Status.Clusters {
+		synced[c.Cluster] = c
+	}
+	for _, p := range fo.Spec.Placement {
+		m := workload.Member{Cluster: p.Cluster}
+		st := synced[p.Cluster]
+		m.Current = st.Reason == v1alpha1.PropagationOK && st.TemplateGeneration == tmpl.GetGeneration()
+		if sess := r.Pool.Get(p.Cluster); sess != nil {
+			if gvr, _, err := dispatch.Resource(sess.Mapper(), tmpl.GroupVersionKind()); err == nil {
+				obj, ok := sess.ManagedObject(gvr, tmpl.GetNamespace(), tmpl.GetName())
+				m.Object = obj
+				waiting = waiting || !ok
+			}
+		}
+		out = append(out, m)
+	}
+	return out, waiting
+}
+
+// writeStatus patches the template's status subresource with the
+// difference to status, guarded by the template's resourceVersion.
+func (r *Reconciler) writeStatus(ctx context.Context, tmpl *unstructured.Unstructured, status map[string]any) error {
+	key := templates.KeyOf(tmpl)
+	kind, ok := r.Templates.Lookup(key.GroupKind())
+	if !ok {
+		return fmt.Errorf("%s: %w", key, templates.ErrUnknownKind)
+	}
+	before, err := json.Marshal(map[string]any{"status": tmpl.Object["status"]})
+	if err != nil {
+		return err
+	}
+	after, err := json.Marshal(map[string]any{"status": status, "metadata": map[string]any{"resourceVersion": tmpl.GetResourceVersion()}})
+	if err != nil {
+		return err
+	}
+	patch, err := jsonpatch.CreateMergePatch(before, after)
+	if err != nil {
+		return fmt.Errorf("status patch for %s: %w", key, err)
+	}
+	res := r.Dynamic.Resource(kind.GVR)
+	var ri dynamic.ResourceInterface = res
+	if kind.Namespaced {
+		ri = res.Namespace(tmpl.GetNamespace())
+	}
+	if _, err := ri.Patch(ctx, tmpl.GetName(), types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "flotilla"}, "status"); err != nil {
+		return fmt.Errorf("update status of %s: %w", key, err)
+	}
+	return nil
+}

@@ -1,0 +1,48 @@
+// Package trigger bridges events from Flotilla's own caches (host
+// templates, member objects) into controller-runtime work queues.
+package trigger
+
+import (
+	"context"
+	"sync"
+
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+)
+
+// Queue collects requests from any goroutine and hands them to a
+// controller's work queue once the controller starts; requests that arrive
+// earlier are kept (deduplicated) until then.
+type Queue[T comparable] struct {
+	mu      sync.Mutex
+	q       workqueue.TypedRateLimitingInterface[T]
+	pending map[T]struct{}
+}
+
+// Add enqueues a request. It never blocks.
+func (b *Queue[T]) Add(item T) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.q != nil {
+		b.q.Add(item)
+		return
+	}
+	if b.pending == nil {
+		b.pending = map[T]struct{}{}
+	}
+	b.pending[item] = struct{}{}
+}
+
+// Source is the controller source that connects the queue.
+func (b *Queue[T]) Source() source.TypedSource[T] {
+	return source.TypedFunc[T](func(_ context.Context, q workqueue.TypedRateLimitingInterface[T]) error {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.q = q
+		for item := range b.pending {
+			q.Add(item)
+		}
+		b.pending = nil
+		return nil
+	})
+}

@@ -1,0 +1,146 @@
+package member
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+)
+
+// ObjectEvent says that a managed object in a member was added, changed or
+// deleted.
+type ObjectEvent struct {
+	// Cluster is the member's name.
+	Cluster string
+	// Resource is the object's resource.
+	Resource schema.GroupVersionResource
+	// Namespace and Name identify the object.
+	Namespace, Name string
+}
+
+// ObjectHandler receives ObjectEvents. It must not block.
+type ObjectHandler func(ObjectEvent)
+
+// objectCaches are a session's informers on the objects Flotilla manages in
+// the member (label flotilla.io/managed=true), one per resource, started on
+// first use and stopped with the session.
+type objectCaches struct {
+	client  dynamic.Interface
+	mu      sync.Mutex
+	m       map[schema.GroupVersionResource]cache.SharedIndexInformer
+	stopped bool // the session is stopping: start no informer
+}
+
+// stop keeps informers from starting once the session stops.
+func (c *objectCaches) stop() {
+	c.mu.Lock()
+	c.stopped = true
+	c.mu.Unlock()
+}
+
+func newObjectCaches(rt http.RoundTripper, cfg *rest.Config) (*objectCaches, error) {
+	client, err := dynamic.NewForConfigAndClient(cfg, &http.Client{Transport: rt})
+	if err != nil {
+		return nil, fmt.Errorf("dynamic client: %w", err)
+	}
+	return &objectCaches{client: client, m: map[schema.GroupVersionResource]cache.SharedIndexInformer{}}, nil
+}
+
+// Dynamic returns a dynamic client for the member.
+func (s *Session) Dynamic() dynamic.Interface { return s.objects.client }
+
+// Mapper maps kinds to the member's resources from its discovery (cached;
+// reset it when a kind is not found).
+func (s *Session) Mapper() meta.RESTMapper { return s.mapper }
+
+// ManagedObject returns the member's managed copy of an object from the
+// session's cache, starting the cache of the resource on first use. synced
+// is false until the cache has listed the member once; until then a missing
+// object means nothing.
+func (s *Session) ManagedObject(gvr schema.GroupVersionResource, namespace, name string) (obj *unstructured.Unstructured, synced bool) {
+	inf := s.objectInformer(gvr)
+	if !inf.HasSynced() {
+		return nil, false
+	}
+	key := name
+	if namespace != "" {
+		key = namespace + "/" + name
+	}
+	item, exists, err := inf.GetStore().GetByKey(key)
+	if err != nil || !exists {
+		return nil, true
+	}
+	return item.(*unstructured.Unstructured), true
+}
+
+// objectInformer returns the informer of gvr, starting it if needed.
+func (s *Session) objectInformer(gvr schema.GroupVersionResource) cache.SharedIndexInformer {
+	c := s.objects
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if inf, ok := c.m[gvr]; ok {
+		return inf
+	}
+	res := c.client.Resource(gvr)
+	selector := v1alpha1.LabelManaged + "=true"
+	inf := cache.NewSharedIndexInformerWithOptions(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector = selector
+			return res.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = selector
+			return res.Watch(ctx, o)
+		},
+	}, &unstructured.Unstructured{}, cache.SharedIndexInformerOptions{})
+	_ = inf.SetTransform(trimManagedFields)
+	notify := func(obj any) {
+		if s.onObject == nil {
+			return
+		}
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return
+		}
+		s.onObject(ObjectEvent{Cluster: s.Name, Resource: gvr, Namespace: u.GetNamespace(), Name: u.GetName()})
+	}
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: notify,
+		UpdateFunc: func(old, obj any) {
+			if o, n := old.(*unstructured.Unstructured), obj.(*unstructured.Unstructured); o.GetResourceVersion() == n.GetResourceVersion() {
+				return
+			}
+			notify(obj)
+		},
+		DeleteFunc: notify,
+	})
+	c.m[gvr] = inf
+	if !c.stopped {
+		s.wg.Go(func() { inf.RunWithContext(s.ctx) })
+	}
+	return inf
+}
+
+// trimManagedFields drops managed fields, which the controllers never read
+// and which are a large part of every object.
+func trimManagedFields(obj any) (any, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		u.SetManagedFields(nil)
+	}
+	return obj, nil
+}

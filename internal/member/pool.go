@@ -1,0 +1,113 @@
+package member
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+
+	"k8s.io/client-go/rest"
+)
+
+// Pool is the set of live member sessions, by MemberCluster name. The
+// cluster controller starts and stops sessions; the propagation controllers
+// look them up to reach members and subscribe to the events of the objects
+// they manage there.
+type Pool struct {
+	mu       sync.Mutex
+	m        map[string]*Session
+	closed   bool // after StopAll: no new sessions
+	handlers []ObjectHandler
+	// OnChange, when set, is called with the number of sessions after each
+	// change (for a metric).
+	OnChange func(n int)
+}
+
+// NewPool returns an empty pool.
+func NewPool() *Pool { return &Pool{m: map[string]*Session{}} }
+
+// Subscribe registers h for the events of managed objects in every member.
+// Call it before sessions start.
+func (p *Pool) Subscribe(h ObjectHandler) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.handlers = append(p.handlers, h)
+}
+
+// Get returns the session of a member, or nil.
+func (p *Pool) Get(name string) *Session {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.m[name]
+}
+
+// Start replaces the session of name (stopping the old one) with a new one;
+// see the package function Start for the arguments.
+func (p *Pool) Start(ctx context.Context, name, hash string, cfg *rest.Config, opts Options, initial *Observation, notify func(context.Context)) (*Session, error) {
+	p.Stop(name)
+	sess, err := Start(ctx, name, hash, cfg, opts, initial, notify)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		sess.Stop()
+		return nil, fmt.Errorf("session for %s not started: shutting down", name)
+	}
+	handlers := p.handlers
+	sess.onObject = func(e ObjectEvent) {
+		for _, h := range handlers {
+			h(e)
+		}
+	}
+	old := p.m[name]
+	p.m[name] = sess
+	p.changed()
+	p.mu.Unlock()
+	if old != nil { // a concurrent start for the same name (not expected: one worker per key)
+		old.Stop()
+	}
+	return sess, nil
+}
+
+// Stop ends the session of name, if any, and waits for its goroutines.
+func (p *Pool) Stop(name string) {
+	p.mu.Lock()
+	sess := p.m[name]
+	delete(p.m, name)
+	p.changed()
+	p.mu.Unlock()
+	if sess != nil {
+		sess.Stop()
+	}
+}
+
+// StopAll stops every session; no new session starts afterwards.
+func (p *Pool) StopAll() {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	for _, name := range p.Names() {
+		p.Stop(name)
+	}
+}
+
+// Names returns the names of the members with a session, sorted.
+func (p *Pool) Names() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]string, 0, len(p.m))
+	for name := range p.m {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// changed reports the session count; p.mu is held.
+func (p *Pool) changed() {
+	if p.OnChange != nil {
+		p.OnChange(len(p.m))
+	}
+}

@@ -1,0 +1,156 @@
+package policy
+
+import (
+	"cmp"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+)
+
+// Kinds of the policy references.
+const (
+	KindPropagationPolicy        = "PropagationPolicy"
+	KindClusterPropagationPolicy = "ClusterPropagationPolicy"
+)
+
+// Chosen is the policy that propagates an object.
+type Chosen struct {
+	// Ref names the policy.
+	Ref v1alpha1.PolicyReference
+	// Spec is the policy's spec.
+	Spec *v1alpha1.PropagationSpec
+}
+
+// Select returns the policy that propagates obj, or nil. An explicit policy
+// label wins (the namespaced label before the cluster one) if it names an
+// existing policy; otherwise the resource selectors decide: the highest
+// priority wins, then a PropagationPolicy over a ClusterPropagationPolicy,
+// then the first name. pps must be the policies of obj's namespace.
+func Select(obj *unstructured.Unstructured, pps []v1alpha1.PropagationPolicy, cpps []v1alpha1.ClusterPropagationPolicy) *Chosen {
+	if Ignored(obj) {
+		return nil
+	}
+	if name := obj.GetLabels()[v1alpha1.LabelPropagationPolicy]; name != "" && obj.GetNamespace() != "" {
+		for i := range pps {
+			if pps[i].Name == name && pps[i].Namespace == obj.GetNamespace() && pps[i].DeletionTimestamp.IsZero() {
+				return &Chosen{Ref: v1alpha1.PolicyReference{Kind: KindPropagationPolicy, Namespace: pps[i].Namespace, Name: name}, Spec: &pps[i].Spec}
+			}
+		}
+	}
+	if name := obj.GetLabels()[v1alpha1.LabelClusterPropagationPolicy]; name != "" {
+		for i := range cpps {
+			if cpps[i].Name == name && cpps[i].DeletionTimestamp.IsZero() {
+				return &Chosen{Ref: v1alpha1.PolicyReference{Kind: KindClusterPropagationPolicy, Name: name}, Spec: &cpps[i].Spec}
+			}
+		}
+	}
+	var candidates []Chosen
+	for i := range pps {
+		p := &pps[i]
+		if p.Namespace == obj.GetNamespace() && p.DeletionTimestamp.IsZero() && SelectsAny(p.Spec.ResourceSelectors, obj, p.Namespace) {
+			candidates = append(candidates, Chosen{Ref: v1alpha1.PolicyReference{Kind: KindPropagationPolicy, Namespace: p.Namespace, Name: p.Name}, Spec: &p.Spec})
+		}
+	}
+	for i := range cpps {
+		p := &cpps[i]
+		if p.DeletionTimestamp.IsZero() && SelectsAny(p.Spec.ResourceSelectors, obj, "") {
+			candidates = append(candidates, Chosen{Ref: v1alpha1.PolicyReference{Kind: KindClusterPropagationPolicy, Name: p.Name}, Spec: &p.Spec})
+		}
+	}
+	if len(candidates) == 0 {
+		return nil
+	}
+	best := slices.MinFunc(candidates, func(a, b Chosen) int {
+		if c := cmp.Compare(b.Spec.Priority, a.Spec.Priority); c != 0 {
+			return c
+		}
+		if a.Ref.Kind != b.Ref.Kind { // PropagationPolicy first
+			if a.Ref.Kind == KindPropagationPolicy {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(a.Ref.Name, b.Ref.Name)
+	})
+	return &best
+}
+
+// SelectsAny reports whether any selector selects obj. policyNamespace is
+// the namespace of a namespaced policy ("" for cluster policies): such a
+// policy selects only objects in it.
+func SelectsAny(selectors []v1alpha1.ResourceSelector, obj *unstructured.Unstructured, policyNamespace string) bool {
+	if policyNamespace != "" && obj.GetNamespace() != policyNamespace {
+		return false
+	}
+	for _, s := range selectors {
+		if Selects(s, obj, policyNamespace == "") {
+			return true
+		}
+	}
+	return false
+}
+
+// Selects reports whether one selector selects obj. The selector's version
+// is not compared: a kind is the same object in every version the host
+// serves. The namespace field counts only for cluster policies.
+func Selects(s v1alpha1.ResourceSelector, obj *unstructured.Unstructured, clusterPolicy bool) bool {
+	gv, err := schema.ParseGroupVersion(s.APIVersion)
+	if err != nil {
+		return false
+	}
+	gvk := obj.GroupVersionKind()
+	if gv.Group != gvk.Group || s.Kind != gvk.Kind {
+		return false
+	}
+	if clusterPolicy && s.Namespace != "" && s.Namespace != obj.GetNamespace() {
+		return false
+	}
+	if s.Name != "" && s.Name != obj.GetName() {
+		return false
+	}
+	if s.LabelSelector != nil {
+		sel, err := metav1.LabelSelectorAsSelector(s.LabelSelector)
+		if err != nil || !sel.Matches(labels.Set(obj.GetLabels())) {
+			return false
+		}
+	}
+	return true
+}
+
+// systemNamespaces hold each cluster's own machinery; nothing in them is
+// propagated.
+var systemNamespaces = map[string]bool{
+	"kube-system": true, "kube-public": true, "kube-node-lease": true, v1alpha1.SystemNamespace: true,
+}
+
+// Ignored reports whether an object is never propagated: it lives in a
+// system namespace, is one of those namespaces, or is what every cluster
+// makes for itself in each namespace (the kube-root-ca.crt ConfigMap, the
+// default ServiceAccount, service-account token Secrets).
+func Ignored(obj *unstructured.Unstructured) bool {
+	if systemNamespaces[obj.GetNamespace()] {
+		return true
+	}
+	gvk := obj.GroupVersionKind()
+	if gvk.Group != "" {
+		return false
+	}
+	switch gvk.Kind {
+	case "Namespace":
+		return systemNamespaces[obj.GetName()] || obj.GetName() == "default"
+	case "ConfigMap":
+		return obj.GetName() == "kube-root-ca.crt"
+	case "ServiceAccount":
+		return obj.GetName() == "default"
+	case "Secret":
+		t, _, _ := unstructured.NestedString(obj.Object, "type")
+		return t == string(corev1.SecretTypeServiceAccountToken)
+	}
+	return false
+}

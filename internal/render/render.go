@@ -1,0 +1,99 @@
+// Package render turns a host template into the object one member cluster
+// receives: host-assigned fields that mean nothing in a member are dropped,
+// the cluster's replicas are set, and the override rules for the cluster
+// are applied.
+package render
+
+import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/override"
+	"github.com/flotilla-io/flotilla/internal/workload"
+)
+
+// Input is one member copy to render.
+type Input struct {
+	// Template is the host object; it is not modified.
+	Template *unstructured.Unstructured
+	// Placement is the cluster's entry in the placement.
+	Placement v1alpha1.ClusterPlacement
+	// Overrides are the rules for the cluster, in order.
+	Overrides []override.Source
+}
+
+// Render returns the object for one cluster.
+func Render(in Input) (*unstructured.Unstructured, error) {
+	obj := in.Template.DeepCopy()
+	Sanitize(obj)
+	if _, ok := workload.Replicas(obj); ok {
+		switch {
+		case obj.GetAnnotations()[v1alpha1.AnnotationRetainReplicas] == "true":
+			// A member-side actor (an HPA) owns the replicas.
+			unstructured.RemoveNestedField(obj.Object, "spec", "replicas")
+		case in.Placement.Replicas != nil:
+			workload.SetReplicas(obj, *in.Placement.Replicas)
+		}
+	}
+	if err := override.Apply(obj, in.Overrides); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+// Sanitize drops from a template what the host's apiserver assigned and a
+// member must assign for itself: every object's server-set metadata and
+// status, a Service's cluster IPs and node ports, and a Job's generated
+// selector and the labels that carry the host Job's UID.
+func Sanitize(obj *unstructured.Unstructured) {
+	for _, f := range []string{"uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "managedFields", "selfLink", "ownerReferences", "finalizers"} {
+		unstructured.RemoveNestedField(obj.Object, "metadata", f)
+	}
+	unstructured.RemoveNestedField(obj.Object, "status")
+	gvk := obj.GroupVersionKind()
+	switch {
+	case gvk.Group == "" && gvk.Kind == "Service":
+		sanitizeService(obj)
+	case gvk.Group == "batch" && gvk.Kind == "Job":
+		sanitizeJob(obj)
+	}
+}
+
+func sanitizeService(obj *unstructured.Unstructured) {
+	if ip, _, _ := unstructured.NestedString(obj.Object, "spec", "clusterIP"); ip != "None" {
+		unstructured.RemoveNestedField(obj.Object, "spec", "clusterIP")
+		unstructured.RemoveNestedField(obj.Object, "spec", "clusterIPs")
+	}
+	// The member picks its own IP families and node ports.
+	unstructured.RemoveNestedField(obj.Object, "spec", "ipFamilies")
+	unstructured.RemoveNestedField(obj.Object, "spec", "ipFamilyPolicy")
+	ports, found, _ := unstructured.NestedSlice(obj.Object, "spec", "ports")
+	if !found {
+		return
+	}
+	for i := range ports {
+		if p, ok := ports[i].(map[string]any); ok {
+			delete(p, "nodePort")
+		}
+	}
+	_ = unstructured.SetNestedSlice(obj.Object, ports, "spec", "ports")
+}
+
+// jobUIDLabels are the labels the apiserver puts on a Job's selector and
+// pod template with the Job's UID.
+var jobUIDLabels = []string{"controller-uid", "batch.kubernetes.io/controller-uid"}
+
+func sanitizeJob(obj *unstructured.Unstructured) {
+	if manual, _, _ := unstructured.NestedBool(obj.Object, "spec", "manualSelector"); manual {
+		return
+	}
+	unstructured.RemoveNestedField(obj.Object, "spec", "selector")
+	labels, found, _ := unstructured.NestedStringMap(obj.Object, "spec", "template", "metadata", "labels")
+	if !found {
+		return
+	}
+	for _, l := range jobUIDLabels {
+		delete(labels, l)
+	}
+	_ = unstructured.SetNestedStringMap(obj.Object, labels, "spec", "template", "metadata", "labels")
+}

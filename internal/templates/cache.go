@@ -1,0 +1,404 @@
+package templates
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+)
+
+// Kind is a resource the cache watches.
+type Kind struct {
+	// GVK is the kind in the host's preferred version.
+	GVK schema.GroupVersionKind
+	// GVR is its resource.
+	GVR schema.GroupVersionResource
+	// Namespaced says whether its objects live in namespaces.
+	Namespaced bool
+}
+
+// ErrNotSynced is returned while a kind's informer has not listed the host
+// yet: a missing object means nothing then.
+var ErrNotSynced = errors.New("template cache not synced yet")
+
+// ErrUnknownKind is returned for a kind the host does not serve (or not yet:
+// a CRD just installed).
+var ErrUnknownKind = errors.New("the host does not serve this kind")
+
+// Cache watches the host's template kinds. It is a manager Runnable.
+type Cache struct {
+	client   dynamic.Interface
+	disco    discovery.DiscoveryInterface
+	interval time.Duration
+	kick     chan struct{}
+
+	mu       sync.RWMutex
+	kinds    map[schema.GroupKind]*watched
+	handlers []func(Key)
+	ctx      context.Context
+	primed   chan struct{} // closed after the first discovery started its informers
+}
+
+type watched struct {
+	Kind
+	informer cache.SharedIndexInformer
+	cancel   context.CancelFunc
+}
+
+// Indexes of each informer.
+const (
+	indexPropagationPolicy        = "propagation-policy"
+	indexClusterPropagationPolicy = "cluster-propagation-policy"
+)
+
+// New returns a cache for the host at cfg that rediscovers the host's kinds
+// every interval (and soon after a CRD changes).
+func New(cfg *rest.Config, interval time.Duration) (*Cache, error) {
+	client, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("template cache: %w", err)
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("template cache: %w", err)
+	}
+	return &Cache{client: client, disco: disco, interval: interval, kick: make(chan struct{}, 1),
+		kinds: map[schema.GroupKind]*watched{}, primed: make(chan struct{})}, nil
+}
+
+// Subscribe registers h for changes of any template; call before Start. h
+// must not block.
+func (c *Cache) Subscribe(h func(Key)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.handlers = append(c.handlers, h)
+}
+
+// Start discovers the host's kinds, watches them, and keeps rediscovering
+// until ctx ends.
+func (c *Cache) Start(ctx context.Context) error {
+	logger := klog.FromContext(ctx).WithName("templates")
+	c.mu.Lock()
+	c.ctx = ctx
+	c.mu.Unlock()
+	first := true
+	for {
+		if err := c.discover(ctx); err != nil {
+			logger.Error(err, "Discovering host kinds (some kinds may be missing until the next try)")
+		}
+		if first {
+			close(c.primed)
+			first = false
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-c.kick:
+		case <-time.After(c.interval):
+		}
+	}
+}
+
+// Rediscover asks for a discovery soon (a CRD changed).
+func (c *Cache) Rediscover() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// WaitForSync waits until the first discovery's informers have listed the
+// host.
+func (c *Cache) WaitForSync(ctx context.Context) bool {
+	select {
+	case <-c.primed:
+	case <-ctx.Done():
+		return false
+	}
+	c.mu.RLock()
+	var synced []cache.InformerSynced
+	for _, w := range c.kinds {
+		synced = append(synced, w.informer.HasSynced)
+	}
+	c.mu.RUnlock()
+	return cache.WaitForCacheSync(ctx.Done(), synced...)
+}
+
+// Lookup returns the watched kind of a group and kind.
+func (c *Cache) Lookup(gk schema.GroupKind) (Kind, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	w, ok := c.kinds[gk]
+	if !ok {
+		return Kind{}, false
+	}
+	return w.Kind, true
+}
+
+// Get returns a template, nil if it does not exist, ErrUnknownKind or
+// ErrNotSynced. The object is shared: callers must not modify it.
+func (c *Cache) Get(k Key) (*unstructured.Unstructured, error) {
+	w, err := c.informer(k.GroupKind())
+	if err != nil {
+		return nil, err
+	}
+	key := k.Name
+	if k.Namespace != "" {
+		key = k.Namespace + "/" + k.Name
+	}
+	item, exists, err := w.informer.GetStore().GetByKey(key)
+	if err != nil || !exists {
+		return nil, err
+	}
+	return item.(*unstructured.Unstructured), nil
+}
+
+// List returns the templates of a kind in a namespace ("" for all).
+func (c *Cache) List(gk schema.GroupKind, namespace string) ([]*unstructured.Unstructured, error) {
+	w, err := c.informer(gk)
+	if err != nil {
+		return nil, err
+	}
+	var items []any
+	if namespace == "" || !w.Namespaced {
+		items = w.informer.GetStore().List()
+	} else if items, err = w.informer.GetIndexer().ByIndex(cache.NamespaceIndex, namespace); err != nil {
+		return nil, err
+	}
+	out := make([]*unstructured.Unstructured, 0, len(items))
+	for _, it := range items {
+		u := it.(*unstructured.Unstructured)
+		if namespace == "" || u.GetNamespace() == namespace {
+			out = append(out, u)
+		}
+	}
+	return out, nil
+}
+
+// LabelledFor returns the keys of the templates, of every kind, that name a
+// policy with the explicit policy label: a PropagationPolicy when namespace
+// is set, a ClusterPropagationPolicy otherwise.
+func (c *Cache) LabelledFor(namespace, policy string) []Key {
+	index, value := indexClusterPropagationPolicy, policy
+	if namespace != "" {
+		index, value = indexPropagationPolicy, namespace+"/"+policy
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var out []Key
+	for _, w := range c.kinds {
+		items, _ := w.informer.GetIndexer().ByIndex(index, value)
+		for _, it := range items {
+			out = append(out, KeyOf(it.(*unstructured.Unstructured)))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
+}
+
+func (c *Cache) informer(gk schema.GroupKind) (*watched, error) {
+	select {
+	case <-c.primed:
+	default:
+		return nil, fmt.Errorf("%s: %w", gk, ErrNotSynced)
+	}
+	c.mu.RLock()
+	w, ok := c.kinds[gk]
+	c.mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("%s: %w", gk, ErrUnknownKind)
+	}
+	if !w.informer.HasSynced() {
+		return nil, fmt.Errorf("%s: %w", gk, ErrNotSynced)
+	}
+	return w, nil
+}
+
+// discover brings the set of informers in line with the host's kinds.
+func (c *Cache) discover(ctx context.Context) error {
+	lists, err := c.disco.ServerPreferredResources()
+	if len(lists) == 0 && err != nil {
+		return err
+	}
+	found := map[schema.GroupKind]Kind{}
+	for _, list := range lists {
+		gv, perr := schema.ParseGroupVersion(list.GroupVersion)
+		if perr != nil {
+			continue
+		}
+		for _, r := range list.APIResources {
+			if strings.Contains(r.Name, "/") || !hasVerbs(r.Verbs, "list", "watch") || Excluded(gv.Group, r.Name) {
+				continue
+			}
+			gk := schema.GroupKind{Group: gv.Group, Kind: r.Kind}
+			found[gk] = Kind{GVK: gv.WithKind(r.Kind), GVR: gv.WithResource(r.Name), Namespaced: r.Namespaced}
+		}
+	}
+	var failed *discovery.ErrGroupDiscoveryFailed
+	partial := errors.As(err, &failed)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for gk, w := range c.kinds {
+		k, ok := found[gk]
+		if ok && k == w.Kind {
+			continue
+		}
+		if !ok && partial && failed.Groups[w.GVK.GroupVersion()] != nil {
+			continue // its group failed to answer: keep watching
+		}
+		w.cancel()
+		delete(c.kinds, gk)
+	}
+	for gk, k := range found {
+		if _, ok := c.kinds[gk]; !ok {
+			c.kinds[gk] = c.watch(ctx, k)
+		}
+	}
+	return err
+}
+
+// watch starts an informer for a kind; c.mu is held.
+func (c *Cache) watch(ctx context.Context, k Kind) *watched {
+	ctx, cancel := context.WithCancel(ctx)
+	inf := dynamicinformer.NewFilteredDynamicInformer(c.client, k.GVR, "", 0, cache.Indexers{
+		cache.NamespaceIndex:          cache.MetaNamespaceIndexFunc,
+		indexPropagationPolicy:        labelIndex(v1alpha1.LabelPropagationPolicy, true),
+		indexClusterPropagationPolicy: labelIndex(v1alpha1.LabelClusterPropagationPolicy, false),
+	}, nil).Informer()
+	_ = inf.SetTransform(trim)
+	handlers := c.handlers
+	notify := func(obj any) {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			key := KeyOf(u)
+			for _, h := range handlers {
+				h(key)
+			}
+		}
+	}
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: notify,
+		UpdateFunc: func(old, obj any) {
+			if Relevant(old.(*unstructured.Unstructured), obj.(*unstructured.Unstructured)) {
+				notify(obj)
+			}
+		},
+		DeleteFunc: notify,
+	})
+	if k.GVR.Group == "apiextensions.k8s.io" {
+		// A new or removed CRD changes the kinds; its establishment is a
+		// status update, so every event counts.
+		kick := func(any) { c.Rediscover() }
+		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: kick, UpdateFunc: func(_, o any) { kick(o) }, DeleteFunc: kick})
+	}
+	go inf.RunWithContext(ctx)
+	return &watched{Kind: k, informer: inf, cancel: cancel}
+}
+
+// Relevant reports whether an update of a template matters to propagation:
+// a new generation (for kinds that count them), any change of a kind that
+// does not (ConfigMaps, Secrets), or a change of labels, annotations,
+// finalizers or deletion. A status-only update of a Deployment is not.
+func Relevant(old, obj *unstructured.Unstructured) bool {
+	if old.GetResourceVersion() == obj.GetResourceVersion() {
+		return false
+	}
+	if obj.GetGeneration() == 0 || old.GetGeneration() != obj.GetGeneration() {
+		return true
+	}
+	return !equality.Semantic.DeepEqual(old.GetLabels(), obj.GetLabels()) ||
+		!equality.Semantic.DeepEqual(old.GetAnnotations(), obj.GetAnnotations()) ||
+		!equality.Semantic.DeepEqual(old.GetFinalizers(), obj.GetFinalizers()) ||
+		(old.GetDeletionTimestamp() == nil) != (obj.GetDeletionTimestamp() == nil)
+}
+
+func labelIndex(label string, namespaced bool) cache.IndexFunc {
+	return func(obj any) ([]string, error) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return nil, nil
+		}
+		v, ok := u.GetLabels()[label]
+		if !ok || v == "" {
+			return nil, nil
+		}
+		if namespaced {
+			if u.GetNamespace() == "" {
+				return nil, nil
+			}
+			return []string{u.GetNamespace() + "/" + v}, nil
+		}
+		return []string{v}, nil
+	}
+}
+
+// LastApplied is kubectl's client-side apply record. It describes the host
+// object, not the member copies, and doubles the size of every object, so
+// the cache drops it.
+const LastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// trim drops what the controllers never read: managed fields and kubectl's
+// last-applied record.
+func trim(obj any) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	u.SetManagedFields(nil)
+	if a := u.GetAnnotations(); a != nil {
+		if _, ok := a[LastApplied]; ok {
+			delete(a, LastApplied)
+			if len(a) == 0 {
+				a = nil
+			}
+			u.SetAnnotations(a)
+		}
+	}
+	return u, nil
+}
+
+func hasVerbs(verbs []string, want ...string) bool {
+	for _, w := range want {
+		found := false
+		for _, v := range verbs {
+			if v == w {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// KindOf returns the watched kind of a group and resource (as a member
+// reports it in an object event).
+func (c *Cache) KindOf(gr schema.GroupResource) (Kind, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, w := range c.kinds {
+		if w.GVR.GroupResource() == gr {
+			return w.Kind, true
+		}
+	}
+	return Kind{}, false
+}
