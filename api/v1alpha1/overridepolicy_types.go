@@ -139,7 +139,6 @@ type MapOverrider struct {
 }
 
 // JSONPatchOperation is one RFC 6902 operation.
-// +kubebuilder:validation:XValidation:rule="self.op == 'remove' || has(self.value)",message="value is required for add and replace"
 type JSONPatchOperation struct {
 	// Op is add, remove or replace.
 	// +kubebuilder:validation:Enum=add;remove;replace

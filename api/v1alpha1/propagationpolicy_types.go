@@ -48,6 +48,7 @@ const (
 )
 
 // ClusterWeight is one cluster's share of the replicas in Divide mode.
+// +kubebuilder:validation:XValidation:rule="!has(self.minReplicas) || !has(self.maxReplicas) || self.minReplicas <= self.maxReplicas",message="minReplicas must not exceed maxReplicas"
 type ClusterWeight struct {
 	// Cluster is the MemberCluster's name.
 	// +kubebuilder:validation:MinLength=1
@@ -84,9 +85,8 @@ type ReplicaScheduling struct {
 	// empty, every chosen cluster has weight 1; otherwise a chosen cluster
 	// without an entry has weight 0.
 	// +kubebuilder:validation:MaxItems=1000
-	// +kubebuilder:validation:XValidation:rule="self.all(w, self.exists_one(o, o.cluster == w.cluster))",message="each cluster may have only one weight entry"
-	// +kubebuilder:validation:XValidation:rule="self.all(w, !has(w.minReplicas) || !has(w.maxReplicas) || w.minReplicas <= w.maxReplicas)",message="minReplicas must not exceed maxReplicas"
-	// +listType=atomic
+	// +listType=map
+	// +listMapKey=cluster
 	// +optional
 	Weights []ClusterWeight `json:"weights,omitempty"`
 }

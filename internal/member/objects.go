@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -28,6 +29,10 @@ type ObjectEvent struct {
 	Resource schema.GroupVersionResource
 	// Namespace and Name identify the object.
 	Namespace, Name string
+	// StatusOnly says that an update changed nothing but the object's
+	// status: the generation (of a kind that counts them), labels and
+	// annotations are as they were.
+	StatusOnly bool
 }
 
 // ObjectHandler receives ObjectEvents. It must not block.
@@ -106,7 +111,7 @@ func (s *Session) objectInformer(gvr schema.GroupVersionResource) cache.SharedIn
 		},
 	}, &unstructured.Unstructured{}, cache.SharedIndexInformerOptions{})
 	_ = inf.SetTransform(trimManagedFields)
-	notify := func(obj any) {
+	notify := func(obj any, statusOnly bool) {
 		if s.onObject == nil {
 			return
 		}
@@ -117,23 +122,31 @@ func (s *Session) objectInformer(gvr schema.GroupVersionResource) cache.SharedIn
 		if !ok {
 			return
 		}
-		s.onObject(ObjectEvent{Cluster: s.Name, Resource: gvr, Namespace: u.GetNamespace(), Name: u.GetName()})
+		s.onObject(ObjectEvent{Cluster: s.Name, Resource: gvr, Namespace: u.GetNamespace(), Name: u.GetName(), StatusOnly: statusOnly})
 	}
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: notify,
+		AddFunc: func(obj any) { notify(obj, false) },
 		UpdateFunc: func(old, obj any) {
-			if o, n := old.(*unstructured.Unstructured), obj.(*unstructured.Unstructured); o.GetResourceVersion() == n.GetResourceVersion() {
+			o, n := old.(*unstructured.Unstructured), obj.(*unstructured.Unstructured)
+			if o.GetResourceVersion() == n.GetResourceVersion() {
 				return
 			}
-			notify(obj)
+			notify(obj, statusOnly(o, n))
 		},
-		DeleteFunc: notify,
+		DeleteFunc: func(obj any) { notify(obj, false) },
 	})
 	c.m[gvr] = inf
 	if !c.stopped {
 		s.wg.Go(func() { inf.RunWithContext(s.ctx) })
 	}
 	return inf
+}
+
+// statusOnly reports whether an update changed only status.
+func statusOnly(old, obj *unstructured.Unstructured) bool {
+	return obj.GetGeneration() != 0 && old.GetGeneration() == obj.GetGeneration() &&
+		equality.Semantic.DeepEqual(old.GetLabels(), obj.GetLabels()) &&
+		equality.Semantic.DeepEqual(old.GetAnnotations(), obj.GetAnnotations())
 }
 
 // trimManagedFields drops managed fields, which the controllers never read

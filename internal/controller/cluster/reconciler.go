@@ -49,7 +49,7 @@ type Reconciler struct {
 	// Nil makes a private one.
 	Pool *member.Pool
 
-	events   chan event.GenericEvent
+	events chan event.GenericEvent
 }
 
 // SetupWithManager registers the controller and the shutdown of all member

@@ -21,15 +21,19 @@ import (
 
 // cleanup runs when a FederatedObject is deleted. If the template is being
 // deleted (or is gone) the member copies are deleted, unless the template
-// says flotilla.io/orphan: "true"; if the template still exists, it is
-// only no longer selected, and the copies are left in place. A cluster
+// says flotilla.io/orphan: "true". If the template still exists and a
+// policy propagated it, it is only no longer selected, and the copies are
+// left in place; a follower no workload references any more has its
+// copies deleted. A cluster
 // that is not Ready keeps its copy (an event says so) rather than holding
 // the deletion forever.
 func (r *Reconciler) cleanup(ctx context.Context, fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured) (reconcile.Result, error) {
 	if !controllerutil.ContainsFinalizer(fo, v1alpha1.FinalizerCleanup) {
 		return reconcile.Result{}, nil
 	}
-	orphan := tmpl != nil && (tmpl.GetDeletionTimestamp().IsZero() || tmpl.GetAnnotations()[v1alpha1.AnnotationOrphan] == "true")
+	orphan := tmpl != nil && (tmpl.GetAnnotations()[v1alpha1.AnnotationOrphan] == "true" ||
+		// No longer selected by a policy: the copies stay.
+		(tmpl.GetDeletionTimestamp().IsZero() && fo.Spec.Policy != nil))
 	if !orphan {
 		var failed []string
 		for _, name := range clustersOf(fo) {
@@ -41,6 +45,9 @@ func (r *Reconciler) cleanup(ctx context.Context, fo *v1alpha1.FederatedObject, 
 				return reconcile.Result{}, err
 			}
 			sess, why := r.session(mc, name)
+			if why == noSessionYet {
+				return reconcile.Result{RequeueAfter: time.Second}, nil
+			}
 			if sess == nil {
 				if tmpl != nil {
 					r.event(tmpl, corev1.EventTypeWarning, "CopyLeft", "Delete", fmt.Sprintf("%s: the copy was not deleted: %s", name, why))

@@ -26,8 +26,15 @@ func (r *Reconciler) syncCluster(ctx context.Context, tmpl *unstructured.Unstruc
 	}
 	mc := env.clusters[p.Cluster]
 	sess, why := r.session(mc, p.Cluster)
+	if sess == nil && why == noSessionYet && prev.Reason != "" {
+		// Ready, but its session is starting (a controller restart): keep
+		// what was recorded and come back shortly.
+		return result{status: prev, pending: true}
+	}
 	if sess == nil {
-		return fail(v1alpha1.PropagationClusterNotReady, why)
+		res := fail(v1alpha1.PropagationClusterNotReady, why)
+		res.pending = why == noSessionYet
+		return res
 	}
 	desired, err := render.Render(render.Input{Template: tmpl, Placement: p, Overrides: policy.Overrides(tmpl, mc, env.cops, env.ops)})
 	if err != nil {
@@ -64,6 +71,10 @@ func (r *Reconciler) syncCluster(ctx context.Context, tmpl *unstructured.Unstruc
 	return res
 }
 
+// noSessionYet is why a Ready cluster has no session: the cluster
+// controller has not started it yet.
+const noSessionYet = "no connection to the cluster yet"
+
 // session returns the member's session when the cluster is Ready, or why
 // not.
 func (r *Reconciler) session(mc *v1alpha1.MemberCluster, name string) (*member.Session, string) {
@@ -79,7 +90,7 @@ func (r *Reconciler) session(mc *v1alpha1.MemberCluster, name string) (*member.S
 	}
 	sess := r.Pool.Get(name)
 	if sess == nil {
-		return nil, "no connection to the cluster yet"
+		return nil, noSessionYet
 	}
 	return sess, ""
 }
@@ -92,6 +103,9 @@ func (r *Reconciler) deleteCopy(ctx context.Context, fo *v1alpha1.FederatedObjec
 		return result{status: st, drop: true} // the cluster left the federation
 	}
 	sess, why := r.session(mc, prev.Cluster)
+	if why == noSessionYet {
+		return result{status: prev, pending: true}
+	}
 	if sess == nil {
 		st.Message = "the copy will be deleted when the cluster is Ready: " + why
 		return result{status: st}

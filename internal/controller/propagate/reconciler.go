@@ -102,6 +102,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	for _, res := range results {
+		if res.pending {
+			return reconcile.Result{RequeueAfter: time.Second}, nil
+		}
+	}
+	for _, res := range results {
 		if res.status.Reason == v1alpha1.PropagationApplyFailed || res.status.Reason == v1alpha1.PropagationDeleting {
 			return reconcile.Result{RequeueAfter: retryAfter}, nil
 		}
@@ -172,6 +177,7 @@ type result struct {
 	status  v1alpha1.ClusterPropagationStatus
 	outcome string // what was done: Created, Updated, Adopted, Deleted, or ""
 	drop    bool   // the copy is gone and the cluster left the placement
+	pending bool   // the cluster's session is starting: try again shortly
 }
 
 // syncAll brings every placed cluster's copy up to date and deletes the

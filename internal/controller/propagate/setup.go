@@ -27,6 +27,9 @@ import (
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.Templates.Subscribe(func(k templates.Key) { r.queue.Add(fedobj.Request(k)) })
 	r.Pool.Subscribe(func(e member.ObjectEvent) {
+		if e.StatusOnly {
+			return // drift is in spec, labels or annotations
+		}
 		if req, ok := MemberEventRequest(r.Templates, e); ok {
 			r.queue.Add(req)
 		}
