@@ -2,8 +2,11 @@
 
 GO        ?= go
 BIN       := bin/flotilla
-# Flags for `make up`, e.g. make up UP_FLAGS="--members 2 --nodes 5".
+# Flags for `make up`, e.g. make up UP_FLAGS="--members 2 --nodes 5"
+# (give a state directory as --state-dir=DIR).
 UP_FLAGS  ?=
+# The manifests `make up` applies to the host once it is up.
+SAMPLE    ?= config/samples/propagation.yaml
 # Timeout for the whole test suite (unit, integration and e2e).
 TEST_TIMEOUT ?= 25m
 
@@ -18,8 +21,9 @@ build: ## Build bin/flotilla.
 components: build ## Build the pinned Kubernetes components into the cache (once; ~6 min cold).
 	@./$(BIN) components >/dev/null
 
-up: build ## Start the local environment (host + 3 members) in ~/.flotilla.
+up: build ## Start the local environment (host control plane + controller-manager + 3 members) and apply the sample.
 	./$(BIN) up $(UP_FLAGS)
+	kubectl --kubeconfig "$$(./$(BIN) kubeconfig $(filter --state-dir=%,$(UP_FLAGS)))" apply -f $(SAMPLE)
 
 down: build ## Stop every process of the local environment.
 	./$(BIN) down

@@ -67,6 +67,7 @@ func sanitizeService(obj *unstructured.Unstructured) {
 	// The member picks its own IP families and node ports.
 	unstructured.RemoveNestedField(obj.Object, "spec", "ipFamilies")
 	unstructured.RemoveNestedField(obj.Object, "spec", "ipFamilyPolicy")
+	unstructured.RemoveNestedField(obj.Object, "spec", "healthCheckNodePort")
 	ports, found, _ := unstructured.NestedSlice(obj.Object, "spec", "ports")
 	if !found {
 		return
@@ -88,6 +89,16 @@ func sanitizeJob(obj *unstructured.Unstructured) {
 		return
 	}
 	unstructured.RemoveNestedField(obj.Object, "spec", "selector")
+	// A Job created without labels gets its pod template's, UID included.
+	if own := obj.GetLabels(); own != nil {
+		for _, l := range jobUIDLabels {
+			delete(own, l)
+		}
+		if len(own) == 0 {
+			own = nil
+		}
+		obj.SetLabels(own)
+	}
 	labels, found, _ := unstructured.NestedStringMap(obj.Object, "spec", "template", "metadata", "labels")
 	if !found {
 		return

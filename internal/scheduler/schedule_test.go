@@ -57,6 +57,10 @@ func weight(c string, w int32) v1alpha1.ClusterWeight {
 	return v1alpha1.ClusterWeight{Cluster: c, Weight: w}
 }
 
+func weightMax(c string, w, max int32) v1alpha1.ClusterWeight {
+	return v1alpha1.ClusterWeight{Cluster: c, Weight: w, MaxReplicas: ptr.To(max)}
+}
+
 func placed(kv ...any) []v1alpha1.ClusterPlacement {
 	var out []v1alpha1.ClusterPlacement
 	for i := 0; i < len(kv); i += 2 {
@@ -206,9 +210,12 @@ func TestSchedule(t *testing.T) {
 		{name: "total 0 keeps every cluster with 0",
 			in:   Input{Policy: divide(), Replicas: ptr.To[int32](0), Clusters: three()},
 			want: "member-1=0 member-2=0 member-3=0", wantMsg: "3/3 clusters"},
-		{name: "total 0 keeps weight-0 clusters too",
+		{name: "total 0 keeps the weighted clusters with 0, unlisted ones are not placed",
 			in:   Input{Policy: divide(weight("member-1", 1)), Replicas: ptr.To[int32](0), Clusters: three()},
-			want: "member-1=0 member-2=0 member-3=0", wantMsg: "3/3 clusters"},
+			want: "member-1=0", wantMsg: "1/3 clusters"},
+		{name: "capped weighted clusters do not spill into unlisted ones",
+			in:   Input{Policy: divide(weightMax("member-1", 1, 1), weightMax("member-2", 1, 2)), Replicas: ptr.To[int32](10), Clusters: three()},
+			want: "member-1=1 member-2=2", wantMsg: "2/3 clusters"},
 		{name: "divide without replicas behaves like duplicate",
 			in:   Input{Policy: divide(weight("member-1", 1)), Clusters: three(unreachable)},
 			want: "member-1 member-2", wantMsg: "2/3 clusters: member-3 untolerated taint flotilla.io/unreachable:NoSchedule"},

@@ -174,3 +174,10 @@ func TestWaterLevelFeedsSplit(t *testing.T) {
 		t.Errorf("Split = %v, want [7 2 8]", got)
 	}
 }
+
+func TestSplitZeroWeightGetsNoSpill(t *testing.T) {
+	got := Split(10, []Target{{Name: "a", Weight: 1, Max: 1}, {Name: "b", Weight: 1, Max: 2}, {Name: "c", Weight: 0, Max: NoMax}}, "seed")
+	if want := []int64{1, 2, 0}; !slices.Equal(got, want) {
+		t.Errorf("Split = %v, want %v (the zero-weight target must not take what the capped ones cannot hold)", got, want)
+	}
+}

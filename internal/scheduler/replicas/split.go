@@ -85,8 +85,8 @@ func Split(total int64, targets []Target, seed string) []int64 {
 			if left == 0 {
 				break
 			}
-			if hi[i] >= 0 && out[i] >= hi[i] {
-				continue
+			if w[i] == 0 || (hi[i] >= 0 && out[i] >= hi[i]) {
+				continue // a zero weight gets no share beyond its minimum
 			}
 			out[i]++
 			left--
