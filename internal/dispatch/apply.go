@@ -2,6 +2,9 @@ package dispatch
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -62,7 +65,21 @@ type Options struct {
 	// Live is the member's current object when the caller has it (from a
 	// cache); nil makes Apply read it.
 	Live *unstructured.Unstructured
+	// KeepLive are field paths (such as spec.replicas) whose value, when the
+	// member's object has one, is kept as the member has it: a member-side
+	// actor (an HPA) owns it. The federation still applies the field, with
+	// the member's value, so that ownership never lapses and the apiserver
+	// never resets it.
+	KeepLive [][]string
 }
+
+// LabelTemplateHash, on member copies, is a hash of everything the
+// federation sets. A change of it (a field added to, changed in or
+// removed from the rendered object) makes Apply write even when the member
+// already holds every remaining field, so that removals reach the member.
+// It is a label, not an annotation, because a Deployment's generation
+// counts annotation changes (an adoption would bump it).
+const LabelTemplateHash = "flotilla.io/template-hash"
 
 // Apply makes the member's copy of desired hold desired's fields: it marks
 // the object managed, drops what the member's apiserver owns (status, uid,
@@ -98,6 +115,16 @@ func (a *Applier) Apply(ctx context.Context, desired *unstructured.Unstructured,
 		if err != nil {
 			return "", fmt.Errorf("read %s: %w", describe(obj), err)
 		}
+	}
+	if live != nil {
+		for _, path := range opts.KeepLive {
+			if v, found, _ := unstructured.NestedFieldCopy(live.Object, path...); found {
+				_ = unstructured.SetNestedField(obj.Object, v, path...)
+			}
+		}
+	}
+	if err := setTemplateHash(obj); err != nil {
+		return "", err
 	}
 	outcome := Created
 	if live != nil {
@@ -146,6 +173,21 @@ func (a *Applier) Delete(ctx context.Context, gvk schema.GroupVersionKind, names
 		return "", fmt.Errorf("delete %s: %w", what, err)
 	}
 	return Deleted, nil
+}
+
+// setTemplateHash records in obj a hash of obj (without the hash).
+func setTemplateHash(obj *unstructured.Unstructured) error {
+	labels := obj.GetLabels()
+	delete(labels, LabelTemplateHash)
+	obj.SetLabels(labels)
+	b, err := json.Marshal(obj.Object) // map keys sorted: deterministic
+	if err != nil {
+		return fmt.Errorf("hash %s: %w", describe(obj), err)
+	}
+	sum := sha256.Sum256(b)
+	labels[LabelTemplateHash] = hex.EncodeToString(sum[:8])
+	obj.SetLabels(labels)
+	return nil
 }
 
 // isManaged reports whether Flotilla manages a member object: it carries

@@ -199,7 +199,9 @@ func PrepareHost(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err != nil {
 		return err
 	}
-	for _, ns := range []string{opts.CredentialsNamespace, opts.LeaderElectionNamespace} {
+	// flotilla-system also holds the FederatedObjects of cluster-scoped
+	// objects.
+	for _, ns := range []string{opts.CredentialsNamespace, opts.LeaderElectionNamespace, v1alpha1.SystemNamespace} {
 		_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create namespace %s: %w", ns, err)

@@ -26,19 +26,21 @@ type Input struct {
 func Render(in Input) (*unstructured.Unstructured, error) {
 	obj := in.Template.DeepCopy()
 	Sanitize(obj)
-	if _, ok := workload.Replicas(obj); ok {
-		switch {
-		case obj.GetAnnotations()[v1alpha1.AnnotationRetainReplicas] == "true":
-			// A member-side actor (an HPA) owns the replicas.
-			unstructured.RemoveNestedField(obj.Object, "spec", "replicas")
-		case in.Placement.Replicas != nil:
-			workload.SetReplicas(obj, *in.Placement.Replicas)
-		}
+	if _, ok := workload.Replicas(obj); ok && in.Placement.Replicas != nil {
+		workload.SetReplicas(obj, *in.Placement.Replicas)
 	}
 	if err := override.Apply(obj, in.Overrides); err != nil {
 		return nil, err
 	}
 	return obj, nil
+}
+
+// RetainsReplicas reports whether the template asks, with the annotation
+// flotilla.io/retain-replicas: "true", that member copies keep the
+// replicas a member-side actor (an HPA) set: the rendered replicas are then
+// only the initial value.
+func RetainsReplicas(tmpl *unstructured.Unstructured) bool {
+	return tmpl.GetAnnotations()[v1alpha1.AnnotationRetainReplicas] == "true"
 }
 
 // Sanitize drops from a template what the host's apiserver assigned and a

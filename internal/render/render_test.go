@@ -96,8 +96,7 @@ func TestRenderReplicas(t *testing.T) {
 		{"share of zero", newDeployment(int64(6), nil), ptr.To[int32](0), 0, true},
 		{"share set when the template has no replicas", newDeployment(nil, nil), ptr.To[int32](3), 3, true},
 		{"no share keeps the template's replicas", newDeployment(int64(6), nil), nil, 6, true},
-		{"retain-replicas removes spec.replicas", newDeployment(int64(6), retain), ptr.To[int32](2), 0, false},
-		{"retain-replicas without a share", newDeployment(int64(6), retain), nil, 0, false},
+		{"retain-replicas still sets the share (the initial value; the member keeps its own later)", newDeployment(int64(6), retain), ptr.To[int32](2), 2, true},
 		{"retain-replicas other than true is ignored", newDeployment(int64(6), map[string]any{v1alpha1.AnnotationRetainReplicas: "false"}), ptr.To[int32](2), 2, true},
 		{"custom kind with integer replicas", widget, ptr.To[int32](1), 1, true},
 		{"kind without replicas is untouched", configMap, ptr.To[int32](2), 0, false},
@@ -114,6 +113,9 @@ func TestRenderReplicas(t *testing.T) {
 				t.Errorf("spec.replicas = %d (found %v), want %d (found %v)", n, found, tt.want, tt.wantFound)
 			}
 		})
+	}
+	if !RetainsReplicas(newDeployment(int64(6), retain)) || RetainsReplicas(newDeployment(int64(6), nil)) {
+		t.Errorf("RetainsReplicas does not follow the %s annotation", v1alpha1.AnnotationRetainReplicas)
 	}
 	// The ConfigMap gained no spec.
 	got, _ := Render(Input{Template: configMap, Placement: v1alpha1.ClusterPlacement{Replicas: ptr.To[int32](2)}})

@@ -113,7 +113,7 @@ func divideReplicas(in Input, eligible []v1alpha1.MemberCluster, current map[str
 		if len(weights) > 0 && t.Weight == 0 && t.Min == 0 {
 			continue // no entry (or weight 0): no replicas
 		}
-		if held, ok := current[c.Name]; ok && hasTaint(c.Spec.Taints, corev1.TaintEffectNoSchedule) {
+		if held, ok := current[c.Name]; ok && held.Replicas != nil && hasTaint(c.Spec.Taints, corev1.TaintEffectNoSchedule) {
 			// Keeps what it has, gets no more.
 			n := int64(ptr.Deref(held.Replicas, 0))
 			if t.Max == replicas.NoMax || t.Max > n {

@@ -5,6 +5,7 @@
 package federate
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -71,7 +72,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WatchesRawSource(policySource(mgr, r, &v1alpha1.PropagationPolicy{})).
 		WatchesRawSource(policySource(mgr, r, &v1alpha1.ClusterPropagationPolicy{})).
 		WatchesRawSource(federatedObjectSource(mgr)).
-		WithOptions(controller.TypedOptions[templates.Key]{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 4)}).
+		WithOptions(controller.TypedOptions[templates.Key]{MaxConcurrentReconciles: cmp.Or(r.MaxConcurrentReconciles, 4)}).
 		Complete(r)
 }
 

@@ -45,6 +45,9 @@ func (r *Reconciler) syncCluster(ctx context.Context, tmpl *unstructured.Unstruc
 		return fail(v1alpha1.PropagationApplyFailed, err.Error())
 	}
 	opts := dispatch.Options{Adopt: env.adopt}
+	if render.RetainsReplicas(tmpl) {
+		opts.KeepLive = [][]string{{"spec", "replicas"}}
+	}
 	if live, synced := sess.ManagedObject(gvr, desired.GetNamespace(), desired.GetName()); synced && live != nil {
 		opts.Live = live
 	}

@@ -61,6 +61,10 @@ type Reconciler struct {
 // bring it back sooner when something changes).
 const retryAfter = 15 * time.Second
 
+// conflictRetryAfter is when a cluster whose copy is in Conflict is looked
+// at again.
+const conflictRetryAfter = 30 * time.Second
+
 // Reconcile propagates one FederatedObject.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	fo := &v1alpha1.FederatedObject{}
@@ -107,8 +111,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	for _, res := range results {
-		if res.status.Reason == v1alpha1.PropagationApplyFailed || res.status.Reason == v1alpha1.PropagationDeleting {
+		switch res.status.Reason {
+		case v1alpha1.PropagationApplyFailed, v1alpha1.PropagationDeleting:
 			return reconcile.Result{RequeueAfter: retryAfter}, nil
+		case v1alpha1.PropagationConflict:
+			// Unmanaged member objects are not watched: look again later in
+			// case someone removed the conflicting object.
+			return reconcile.Result{RequeueAfter: conflictRetryAfter}, nil
 		}
 	}
 	return reconcile.Result{}, nil

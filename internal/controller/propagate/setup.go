@@ -1,6 +1,7 @@
 package propagate
 
 import (
+	"cmp"
 	"context"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -43,7 +44,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&v1alpha1.ClusterPropagationPolicy{}, handler.EnqueueRequestsFromMapFunc(r.inNamespace), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha1.MemberCluster{}, handler.EnqueueRequestsFromMapFunc(r.onCluster), builder.WithPredicates(ReadinessOrLabelsChanged)).
 		WatchesRawSource(r.queue.Source()).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 8)}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(r.MaxConcurrentReconciles, 8)}).
 		Complete(r)
 }
 

@@ -5,6 +5,7 @@
 package schedule
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -71,7 +72,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&v1alpha1.ClusterPropagationPolicy{}, handler.EnqueueRequestsFromMapFunc(r.forPolicy), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha1.MemberCluster{}, handler.EnqueueRequestsFromMapFunc(r.all), builder.WithPredicates(clusterChanged)).
 		WatchesRawSource(r.queue.Source()).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 4)}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(r.MaxConcurrentReconciles, 4)}).
 		Complete(r)
 }
 
