@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -90,6 +91,17 @@ func TestPropagation(t *testing.T) {
 			}
 			return nil
 		})
+	})
+
+	t.Run("the sample make up applies works as the README says", func(t *testing.T) {
+		cmd := exec.Command("kubectl", "apply", "-f", filepath.Join(repoRoot, "config", "samples", "propagation.yaml"))
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+f.kubeconfig(localenv.HostName))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("kubectl apply the sample: %v\n%s", err, out)
+		}
+		f.waitMemberReplicas(t, "demo", "web", map[string]int32{"member-1": 2, "member-2": 2, "member-3": 2})
+		f.waitHostReady(t, "demo", "web", 6)
+		f.rolloutStatus(t, "demo", "web")
 	})
 
 	t.Run("a member-side image edit is reverted and a member-side label stays", func(t *testing.T) {

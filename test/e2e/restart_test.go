@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"syscall"
@@ -117,6 +118,13 @@ func restartWritesNothing(t *testing.T, f *fed, n int) {
 		return nil
 	})
 	t.Logf("member writes to federated kinds unchanged across the restart: %v", before)
+	if status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cm.PID)); err == nil {
+		for _, line := range strings.Split(string(status), "\n") {
+			if strings.HasPrefix(line, "VmRSS:") {
+				t.Logf("controller-manager with %d federated workloads (%d member copies): %s", n, n*len(members), strings.Join(strings.Fields(line), " "))
+			}
+		}
+	}
 }
 
 // federatedResources are the resources whose writes memberWrites counts.
