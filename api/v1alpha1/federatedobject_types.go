@@ -97,13 +97,17 @@ const (
 	// PropagationDeleting: the copy is being deleted (the cluster left the
 	// placement, or the object is being deleted).
 	PropagationDeleting PropagationReason = "Deleting"
+	// PropagationPending: a write to the cluster is in progress (the member
+	// is slow to answer, or its cache of the kind is still listing).
+	PropagationPending PropagationReason = "Pending"
 )
 
 // ClusterPropagationStatus is the state of one cluster's copy.
 type ClusterPropagationStatus struct {
 	// Cluster is the MemberCluster's name.
 	Cluster string `json:"cluster"`
-	// Reason is OK, Conflict, ClusterNotReady, ApplyFailed or Deleting.
+	// Reason is OK, Conflict, ClusterNotReady, ApplyFailed, Deleting or
+	// Pending.
 	Reason PropagationReason `json:"reason"`
 	// Message explains a Reason other than OK.
 	// +optional

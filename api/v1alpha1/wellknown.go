@@ -68,6 +68,15 @@ const (
 	// FinalizerPropagation, on host objects Flotilla propagates, holds
 	// their deletion until the member copies are gone.
 	FinalizerPropagation = "flotilla.io/propagation"
+	// AnnotationRelease, on a FederatedObject being deleted, says what
+	// happens to the member copies: ReleaseDelete or ReleaseOrphan.
+	// Flotilla sets it before it deletes a FederatedObject.
+	AnnotationRelease = "flotilla.io/release"
+	// ReleaseDelete deletes the member copies (the host object is deleted).
+	ReleaseDelete = "delete"
+	// ReleaseOrphan keeps them (the object is no longer propagated, or the
+	// host object asked for it with AnnotationOrphan).
+	ReleaseOrphan = "orphan"
 	// FinalizerCleanup, on FederatedObjects, holds their deletion until the
 	// member copies are deleted or orphaned.
 	FinalizerCleanup = "flotilla.io/cleanup"

@@ -116,15 +116,17 @@ func (a *Applier) Apply(ctx context.Context, desired *unstructured.Unstructured,
 			return "", fmt.Errorf("read %s: %w", describe(obj), err)
 		}
 	}
+	// The hash is of the intent: a member-side change of a kept field
+	// (an HPA scaling) must not look like a template change.
+	if err := setTemplateHash(obj); err != nil {
+		return "", err
+	}
 	if live != nil {
 		for _, path := range opts.KeepLive {
 			if v, found, _ := unstructured.NestedFieldCopy(live.Object, path...); found {
 				_ = unstructured.SetNestedField(obj.Object, v, path...)
 			}
 		}
-	}
-	if err := setTemplateHash(obj); err != nil {
-		return "", err
 	}
 	outcome := Created
 	if live != nil {
@@ -149,7 +151,12 @@ func (a *Applier) Apply(ctx context.Context, desired *unstructured.Unstructured,
 // Delete deletes the member's copy of an object if Flotilla manages it;
 // an unmanaged object with that name is left alone (Conflict).
 func (a *Applier) Delete(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (Outcome, error) {
-	res, err := a.resource(gvk, namespace)
+	// Any version the member serves will do; a member that does not serve
+	// the kind at all has no copy.
+	res, err := a.resource(schema.GroupVersionKind{Group: gvk.Group, Kind: gvk.Kind}, namespace)
+	if meta.IsNoMatchError(err) {
+		return Absent, nil
+	}
 	if err != nil {
 		return "", err
 	}
@@ -165,7 +172,9 @@ func (a *Applier) Delete(ctx context.Context, gvk schema.GroupVersionKind, names
 		return Conflict, fmt.Errorf("%s: %w", what, ErrConflict)
 	}
 	uid := live.GetUID()
-	err = res.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	// Background: a Job's pods go with it (Jobs default to orphaning them).
+	background := metav1.DeletePropagationBackground
+	err = res.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}, PropagationPolicy: &background})
 	if apierrors.IsNotFound(err) {
 		return Absent, nil
 	}

@@ -52,10 +52,11 @@ var Controllers = []Controller{
 	}},
 	{Name: federate.Name, Setup: func(mgr ctrl.Manager, opts Options, shared *Shared) error {
 		r := &federate.Reconciler{
-			Client:    mgr.GetClient(),
-			Dynamic:   shared.Dynamic,
-			Templates: shared.Templates,
-			Recorder:  mgr.GetEventRecorder("flotilla-" + federate.Name),
+			Client:            mgr.GetClient(),
+			Dynamic:           shared.Dynamic,
+			Templates:         shared.Templates,
+			Recorder:          mgr.GetEventRecorder("flotilla-" + federate.Name),
+			IgnoredNamespaces: []string{opts.CredentialsNamespace, opts.LeaderElectionNamespace},
 		}
 		return r.SetupWithManager(mgr)
 	}},

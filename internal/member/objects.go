@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -45,6 +46,7 @@ type objectCaches struct {
 	client  dynamic.Interface
 	mu      sync.Mutex
 	m       map[schema.GroupVersionResource]cache.SharedIndexInformer
+	started map[schema.GroupVersionResource]time.Time
 	stopped bool // the session is stopping: start no informer
 }
 
@@ -60,7 +62,7 @@ func newObjectCaches(rt http.RoundTripper, cfg *rest.Config) (*objectCaches, err
 	if err != nil {
 		return nil, fmt.Errorf("dynamic client: %w", err)
 	}
-	return &objectCaches{client: client, m: map[schema.GroupVersionResource]cache.SharedIndexInformer{}}, nil
+	return &objectCaches{client: client, m: map[schema.GroupVersionResource]cache.SharedIndexInformer{}, started: map[schema.GroupVersionResource]time.Time{}}, nil
 }
 
 // Dynamic returns a dynamic client for the member.
@@ -70,13 +72,55 @@ func (s *Session) Dynamic() dynamic.Interface { return s.objects.client }
 // reset it when a kind is not found).
 func (s *Session) Mapper() meta.RESTMapper { return s.mapper }
 
+// CacheState says how far a session's cache of a resource is.
+type CacheState int
+
+const (
+	// CacheSynced: the cache has listed the member; a missing object is
+	// absent (or not managed).
+	CacheSynced CacheState = iota
+	// CacheSyncing: the cache is listing; a missing object means nothing
+	// yet.
+	CacheSyncing
+	// CacheStalled: the cache has not synced for StallAfter (the member is
+	// slow, or forbids the list); read the member directly.
+	CacheStalled
+)
+
+// StallAfter is how long a cache may take to sync before callers stop
+// waiting for it.
+const StallAfter = 10 * time.Second
+
 // ManagedObject returns the member's managed copy of an object from the
-// session's cache, starting the cache of the resource on first use. synced
-// is false until the cache has listed the member once; until then a missing
-// object means nothing.
-func (s *Session) ManagedObject(gvr schema.GroupVersionResource, namespace, name string) (obj *unstructured.Unstructured, synced bool) {
-	inf := s.objectInformer(gvr)
+// session's cache, starting the cache of the resource on first use, and
+// the cache's state: until it is CacheSynced a missing object means
+// nothing.
+func (s *Session) ManagedObject(gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, CacheState) {
+	inf, started := s.objectInformer(gvr)
 	if !inf.HasSynced() {
+		if time.Since(started) > StallAfter {
+			return nil, CacheStalled
+		}
+		return nil, CacheSyncing
+	}
+	key := name
+	if namespace != "" {
+		key = namespace + "/" + name
+	}
+	item, exists, err := inf.GetStore().GetByKey(key)
+	if err != nil || !exists {
+		return nil, CacheSynced
+	}
+	return item.(*unstructured.Unstructured), CacheSynced
+}
+
+// PeekManagedObject returns the member's managed copy of an object if the
+// session already caches its resource and has synced; it starts nothing.
+func (s *Session) PeekManagedObject(gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, bool) {
+	s.objects.mu.Lock()
+	inf, ok := s.objects.m[gvr]
+	s.objects.mu.Unlock()
+	if !ok || !inf.HasSynced() {
 		return nil, false
 	}
 	key := name
@@ -85,18 +129,19 @@ func (s *Session) ManagedObject(gvr schema.GroupVersionResource, namespace, name
 	}
 	item, exists, err := inf.GetStore().GetByKey(key)
 	if err != nil || !exists {
-		return nil, true
+		return nil, false
 	}
 	return item.(*unstructured.Unstructured), true
 }
 
-// objectInformer returns the informer of gvr, starting it if needed.
-func (s *Session) objectInformer(gvr schema.GroupVersionResource) cache.SharedIndexInformer {
+// objectInformer returns the informer of gvr, starting it if needed, and
+// when it started.
+func (s *Session) objectInformer(gvr schema.GroupVersionResource) (cache.SharedIndexInformer, time.Time) {
 	c := s.objects
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if inf, ok := c.m[gvr]; ok {
-		return inf
+		return inf, c.started[gvr]
 	}
 	res := c.client.Resource(gvr)
 	selector := v1alpha1.LabelManaged + "=true"
@@ -136,10 +181,36 @@ func (s *Session) objectInformer(gvr schema.GroupVersionResource) cache.SharedIn
 		DeleteFunc: func(obj any) { notify(obj, false) },
 	})
 	c.m[gvr] = inf
+	c.started[gvr] = time.Now()
 	if !c.stopped {
 		s.wg.Go(func() { inf.RunWithContext(s.ctx) })
 	}
-	return inf
+	return inf, c.started[gvr]
+}
+
+// throttledMapper is a member's RESTMapper whose Reset (a full
+// rediscovery, asked for when a kind is not found) runs at most once per
+// resetInterval, so that a kind a member lacks does not make every
+// reconcile rediscover the member.
+type throttledMapper struct {
+	meta.ResettableRESTMapper
+	mu   sync.Mutex
+	last time.Time
+}
+
+// resetInterval bounds how often a member is rediscovered for unknown kinds.
+const resetInterval = 10 * time.Second
+
+// Reset rediscovers, unless it did less than resetInterval ago.
+func (m *throttledMapper) Reset() {
+	m.mu.Lock()
+	if time.Since(m.last) < resetInterval {
+		m.mu.Unlock()
+		return
+	}
+	m.last = time.Now()
+	m.mu.Unlock()
+	m.ResettableRESTMapper.Reset()
 }
 
 // statusOnly reports whether an update changed only status.

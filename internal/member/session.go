@@ -153,7 +153,7 @@ func Start(ctx context.Context, name, hash string, cfg *rest.Config, opts Option
 		Name: name, Hash: hash, opts: opts, client: client, discovery: disco, transport: rt,
 		notify: notify, logger: klog.FromContext(ctx),
 		ctx: ctx, cancel: cancel, kick: make(chan struct{}, 1),
-		objects: objects, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco)),
+		objects: objects, mapper: &throttledMapper{ResettableRESTMapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))},
 		damper: NewDamper(opts.FailureThreshold, opts.SuccessThreshold, initial),
 	}
 	s.wg.Go(func() { s.notifyLoop(ctx) })

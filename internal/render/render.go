@@ -87,6 +87,9 @@ func sanitizeService(obj *unstructured.Unstructured) {
 var jobUIDLabels = []string{"controller-uid", "batch.kubernetes.io/controller-uid"}
 
 func sanitizeJob(obj *unstructured.Unstructured) {
+	// A member's TTL controller would delete the finished copy, which the
+	// federation would then recreate and run again.
+	unstructured.RemoveNestedField(obj.Object, "spec", "ttlSecondsAfterFinished")
 	if manual, _, _ := unstructured.NestedBool(obj.Object, "spec", "manualSelector"); manual {
 		return
 	}

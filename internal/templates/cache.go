@@ -96,20 +96,28 @@ func (c *Cache) Start(ctx context.Context) error {
 	c.mu.Lock()
 	c.ctx = ctx
 	c.mu.Unlock()
-	first := true
+	primed := false
 	for {
-		if err := c.discover(ctx); err != nil {
+		err := c.discover(ctx)
+		if err != nil {
 			logger.Error(err, "Discovering host kinds (some kinds may be missing until the next try)")
 		}
-		if first {
+		// Prime only once the host answered: an empty set of kinds would
+		// make every template look unknown.
+		var partial *discovery.ErrGroupDiscoveryFailed
+		if !primed && (err == nil || errors.As(err, &partial)) {
 			close(c.primed)
-			first = false
+			primed = true
+		}
+		wait := c.interval
+		if !primed {
+			wait = time.Second
 		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-c.kick:
-		case <-time.After(c.interval):
+		case <-time.After(wait):
 		}
 	}
 }

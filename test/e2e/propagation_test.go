@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -48,14 +49,17 @@ func TestPropagation(t *testing.T) {
 		start := time.Now()
 		f.waitMemberReplicas(t, ns, "web", map[string]int32{"member-1": 2, "member-2": 2, "member-3": 2})
 		t.Logf("2/2/2 Ready pods in the members %s after the policy was created", time.Since(start).Round(100*time.Millisecond))
-		for _, m := range members {
-			if _, err := f.typed[m].CoreV1().ConfigMaps(ns).Get(context.Background(), "web-config", metav1.GetOptions{}); err != nil {
-				t.Errorf("ConfigMap web-config in %s: %v", m, err)
+		testenv.Eventually(t, 30*time.Second, "the ConfigMap (a follower) and the Service in every member", func(ctx context.Context) error {
+			for _, m := range members {
+				if _, err := f.typed[m].CoreV1().ConfigMaps(ns).Get(ctx, "web-config", metav1.GetOptions{}); err != nil {
+					return fmt.Errorf("ConfigMap web-config in %s: %v", m, err)
+				}
+				if _, err := f.typed[m].CoreV1().Services(ns).Get(ctx, "web", metav1.GetOptions{}); err != nil {
+					return fmt.Errorf("Service web in %s: %v", m, err)
+				}
 			}
-			if _, err := f.typed[m].CoreV1().Services(ns).Get(context.Background(), "web", metav1.GetOptions{}); err != nil {
-				t.Errorf("Service web in %s: %v", m, err)
-			}
-		}
+			return nil
+		})
 		f.waitHostReady(t, ns, "web", 6)
 		f.rolloutStatus(t, ns, "web")
 
@@ -76,18 +80,33 @@ func TestPropagation(t *testing.T) {
 		if err := f.host.Delete(context.Background(), &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}); err != nil {
 			t.Fatal(err)
 		}
-		testenv.Eventually(t, 60*time.Second, "the Deployment and its ConfigMap gone from every member and from the host", func(ctx context.Context) error {
+		testenv.Eventually(t, 60*time.Second, "the Deployment gone from every member and from the host", func(ctx context.Context) error {
 			for _, m := range members {
 				if _, err := f.typed[m].AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 					return fmt.Errorf("Deployment in %s: %v", m, err)
-				}
-				if _, err := f.typed[m].CoreV1().ConfigMaps(ns).Get(ctx, "web-config", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-					return fmt.Errorf("ConfigMap in %s: %v", m, err)
 				}
 			}
 			err := f.host.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, &appsv1.Deployment{})
 			if !apierrors.IsNotFound(err) {
 				return fmt.Errorf("host Deployment: %v", err)
+			}
+			return nil
+		})
+		// The ConfigMap is a host object of its own: its copies stay until it
+		// is deleted (a running pod may still need it).
+		for _, m := range members {
+			if _, err := f.typed[m].CoreV1().ConfigMaps(ns).Get(context.Background(), "web-config", metav1.GetOptions{}); err != nil {
+				t.Errorf("ConfigMap in %s after the Deployment was deleted: %v", m, err)
+			}
+		}
+		if err := f.host.Delete(context.Background(), configMap(ns, "web-config")); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, 60*time.Second, "the ConfigMap gone from every member once deleted in the host", func(ctx context.Context) error {
+			for _, m := range members {
+				if _, err := f.typed[m].CoreV1().ConfigMaps(ns).Get(ctx, "web-config", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+					return fmt.Errorf("ConfigMap in %s: %v", m, err)
+				}
 			}
 			return nil
 		})
@@ -235,6 +254,58 @@ func TestPropagation(t *testing.T) {
 			return nil
 		})
 		t.Logf("%d propagate reconciles in %s with the broken override pending", n, window)
+	})
+
+	t.Run("a stopped member does not delay the others", func(t *testing.T) {
+		ns := f.namespace(t, "slow")
+		f.create(t, deployment(ns, "web", 1, ""))
+		f.create(t, namespacedPolicy(ns, "all", nil))
+		f.waitMemberReplicas(t, ns, "web", map[string]int32{"member-1": 1, "member-2": 1, "member-3": 1})
+		apiserver := f.component(t, "member-3", "kube-apiserver")
+		if err := syscall.Kill(apiserver.PID, syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		stopped := true
+		cont := func() {
+			if stopped {
+				stopped = false
+				if err := syscall.Kill(apiserver.PID, syscall.SIGCONT); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+		t.Cleanup(cont)
+		start := time.Now()
+		f.setImage(t, ns, "web", "registry.example.com/web:2.0")
+		f.waitImages(t, ns, "web", map[string]string{"member-1": "registry.example.com/web:2.0", "member-2": "registry.example.com/web:2.0"})
+		if d := time.Since(start); d > 10*time.Second {
+			t.Errorf("healthy members updated %s after the change: the stopped member delayed them", d.Round(100*time.Millisecond))
+		} else {
+			t.Logf("healthy members updated %s after the change while member-3's apiserver was stopped", d.Round(100*time.Millisecond))
+		}
+		cont()
+		f.waitImages(t, ns, "web", map[string]string{"member-3": "registry.example.com/web:2.0"})
+	})
+
+	t.Run("deleting a namespace deletes its objects' copies", func(t *testing.T) {
+		ns := f.namespace(t, "nsdelete")
+		f.create(t, deployment(ns, "web", 1, ""))
+		f.create(t, namespacedPolicy(ns, "all", nil))
+		f.waitMemberReplicas(t, ns, "web", map[string]int32{"member-1": 1, "member-2": 1, "member-3": 1})
+		if err := f.host.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, 90*time.Second, "copies gone from the members and the host namespace gone", func(ctx context.Context) error {
+			for _, m := range members {
+				if _, err := f.typed[m].AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+					return fmt.Errorf("Deployment in %s: %v", m, err)
+				}
+			}
+			if err := f.host.Get(ctx, types.NamespacedName{Name: ns}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("host namespace: %v", err)
+			}
+			return nil
+		})
 	})
 
 	t.Run("a restarted controller-manager with 500 workloads writes nothing to members", func(t *testing.T) {

@@ -34,7 +34,7 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, tmpl *unstructured.Uns
 }
 
 // setFinalizers writes a template's finalizers with a merge patch guarded
-// by its resourceVersion; a conflict is left to the next event.
+// by its resourceVersion; a conflict asks for a retry.
 func (r *Reconciler) setFinalizers(ctx context.Context, tmpl *unstructured.Unstructured, finalizers []string) error {
 	key := templates.KeyOf(tmpl)
 	kind, ok := r.Templates.Lookup(key.GroupKind())
@@ -58,7 +58,10 @@ func (r *Reconciler) setFinalizers(ctx context.Context, tmpl *unstructured.Unstr
 		ri = res.Namespace(tmpl.GetNamespace())
 	}
 	_, err = ri.Patch(ctx, tmpl.GetName(), types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "flotilla"})
-	if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+	switch {
+	case apierrors.IsConflict(err):
+		return errRetry
+	case err != nil && !apierrors.IsNotFound(err):
 		return fmt.Errorf("set finalizers of %s: %w", key, err)
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -59,6 +60,9 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// MaxConcurrentReconciles bounds parallel reconciles (default 4).
 	MaxConcurrentReconciles int
+	// IgnoredNamespaces are never propagated from, besides the system
+	// namespaces (the credentials and leader-election namespaces).
+	IgnoredNamespaces []string
 
 	queue trigger.Queue[templates.Key]
 }
@@ -95,11 +99,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, key templates.Key) (reconcil
 	} else if err != nil {
 		return reconcile.Result{}, err
 	}
+	if fo != nil && templates.KeyOfReference(fo.Spec.Template) != key {
+		// Another object's FederatedObject has this name (names are
+		// name.kind.group, which two odd names can share): leave it.
+		ctrl.LoggerFrom(ctx).Error(nil, "FederatedObject name taken by another object; not propagating this one", "federatedObject", key.FederatedName(), "holder", templates.KeyOfReference(fo.Spec.Template))
+		return reconcile.Result{}, nil
+	}
 	if tmpl == nil {
-		return reconcile.Result{}, r.deleteFederatedObject(ctx, fo)
+		return r.result(r.deleteFederatedObject(ctx, fo, v1alpha1.ReleaseDelete))
 	}
 	if !tmpl.GetDeletionTimestamp().IsZero() {
-		return reconcile.Result{}, r.release(ctx, tmpl, fo)
+		mode := v1alpha1.ReleaseDelete
+		if tmpl.GetAnnotations()[v1alpha1.AnnotationOrphan] == "true" {
+			mode = v1alpha1.ReleaseOrphan
+		}
+		return r.result(r.release(ctx, tmpl, fo, mode))
 	}
 	chosen, err := r.choose(ctx, tmpl)
 	if err != nil {
@@ -110,22 +124,39 @@ func (r *Reconciler) Reconcile(ctx context.Context, key templates.Key) (reconcil
 		if follower, err = r.isFollower(ctx, tmpl); err != nil {
 			return reconcile.Result{}, err
 		}
+		// Once a follower, always a follower (until deleted): when the last
+		// workload referencing it goes (or stops being propagated), its
+		// copies stay where they are, since pods there may still use them.
+		follower = follower || (fo != nil && fo.Spec.Policy == nil && fo.DeletionTimestamp.IsZero())
 	}
 	if chosen == nil && !follower {
-		return reconcile.Result{}, r.release(ctx, tmpl, fo)
+		// No longer selected (or referenced): the copies stay.
+		return r.result(r.release(ctx, tmpl, fo, v1alpha1.ReleaseOrphan))
 	}
 	if fo != nil && !fo.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, nil // selected again: recreated once the old one is gone
 	}
 	if err := r.addFinalizer(ctx, tmpl); err != nil {
-		return reconcile.Result{}, err
+		return r.result(err)
 	}
-	return reconcile.Result{}, r.ensure(ctx, key, tmpl, fo, chosen)
+	return r.result(r.ensure(ctx, key, tmpl, fo, chosen))
+}
+
+// errRetry asks for a quick retry: a write lost a race with another writer
+// and the event that brings the object back may never come.
+var errRetry = errors.New("retry")
+
+// result turns an error into a reconcile result: errRetry requeues soon.
+func (r *Reconciler) result(err error) (reconcile.Result, error) {
+	if errors.Is(err, errRetry) {
+		return reconcile.Result{RequeueAfter: 200 * time.Millisecond}, nil
+	}
+	return reconcile.Result{}, err
 }
 
 // choose returns the policy that propagates tmpl, or nil.
 func (r *Reconciler) choose(ctx context.Context, tmpl *unstructured.Unstructured) (*policy.Chosen, error) {
-	if policy.Ignored(tmpl) {
+	if policy.Ignored(tmpl) || slices.Contains(r.IgnoredNamespaces, tmpl.GetNamespace()) {
 		return nil, nil
 	}
 	var pps v1alpha1.PropagationPolicyList
@@ -147,7 +178,7 @@ var followerKinds = map[string]bool{"ConfigMap": true, "Secret": true, "ServiceA
 // isFollower reports whether a propagated workload references tmpl.
 func (r *Reconciler) isFollower(ctx context.Context, tmpl *unstructured.Unstructured) (bool, error) {
 	gvk := tmpl.GroupVersionKind()
-	if gvk.Group != "" || !followerKinds[gvk.Kind] || tmpl.GetNamespace() == "" || policy.Ignored(tmpl) {
+	if gvk.Group != "" || !followerKinds[gvk.Kind] || tmpl.GetNamespace() == "" || policy.Ignored(tmpl) || slices.Contains(r.IgnoredNamespaces, tmpl.GetNamespace()) {
 		return false, nil
 	}
 	leaders := &v1alpha1.FederatedObjectList{}
@@ -209,9 +240,10 @@ func (r *Reconciler) ensure(ctx context.Context, key templates.Key, tmpl *unstru
 	policyChanged := !equality.Semantic.DeepEqual(fo.Spec.Policy, policyRef)
 	fo = fo.DeepCopy()
 	fo.Spec.Template, fo.Spec.Policy, fo.Spec.Followers = ref, policyRef, followers
+	fo.OwnerReferences = []metav1.OwnerReference{{APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name, UID: ref.UID}}
 	if err := r.Client.Update(ctx, fo); err != nil {
 		if apierrors.IsConflict(err) {
-			return nil // changed meanwhile: its event brings us back
+			return errRetry
 		}
 		return fmt.Errorf("update FederatedObject %s/%s: %w", fo.Namespace, fo.Name, err)
 	}
@@ -231,25 +263,39 @@ func describePolicy(ref *v1alpha1.PolicyReference) string {
 	return fmt.Sprintf("Propagated by %s %s", ref.Kind, ref.Name)
 }
 
-// release stops propagating tmpl: the FederatedObject is deleted (its
-// cleanup decides what happens to the member copies) and, once it is gone,
-// the template's finalizer is removed.
-func (r *Reconciler) release(ctx context.Context, tmpl *unstructured.Unstructured, fo *v1alpha1.FederatedObject) error {
+// release stops propagating tmpl: the FederatedObject is deleted, saying
+// whether its cleanup deletes or keeps the member copies (mode), and, once
+// it is gone, the template's finalizer is removed.
+func (r *Reconciler) release(ctx context.Context, tmpl *unstructured.Unstructured, fo *v1alpha1.FederatedObject, mode string) error {
 	if fo != nil {
-		return r.deleteFederatedObject(ctx, fo)
+		return r.deleteFederatedObject(ctx, fo, mode)
 	}
 	return r.removeFinalizer(ctx, tmpl)
 }
 
-func (r *Reconciler) deleteFederatedObject(ctx context.Context, fo *v1alpha1.FederatedObject) error {
+// deleteFederatedObject records mode in fo, then deletes it.
+func (r *Reconciler) deleteFederatedObject(ctx context.Context, fo *v1alpha1.FederatedObject, mode string) error {
 	if fo == nil || !fo.DeletionTimestamp.IsZero() {
 		return nil
+	}
+	if fo.Annotations[v1alpha1.AnnotationRelease] != mode {
+		fo = fo.DeepCopy()
+		if fo.Annotations == nil {
+			fo.Annotations = map[string]string{}
+		}
+		fo.Annotations[v1alpha1.AnnotationRelease] = mode
+		if err := r.Client.Update(ctx, fo); err != nil {
+			if apierrors.IsConflict(err) {
+				return errRetry
+			}
+			return client.IgnoreNotFound(err)
+		}
 	}
 	err := r.Client.Delete(ctx, fo, client.Preconditions{UID: ptr.To(fo.UID)})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("delete FederatedObject %s/%s: %w", fo.Namespace, fo.Name, err)
 	}
-	ctrl.LoggerFrom(ctx).Info("Stopped federating object", "federatedObject", client.ObjectKeyFromObject(fo))
+	ctrl.LoggerFrom(ctx).Info("Stopped federating object", "federatedObject", client.ObjectKeyFromObject(fo), "memberCopies", mode)
 	return nil
 }
 

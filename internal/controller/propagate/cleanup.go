@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/flotilla-io/flotilla/internal/dispatch"
+	"github.com/flotilla-io/flotilla/internal/templates"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -31,39 +34,9 @@ func (r *Reconciler) cleanup(ctx context.Context, fo *v1alpha1.FederatedObject, 
 	if !controllerutil.ContainsFinalizer(fo, v1alpha1.FinalizerCleanup) {
 		return reconcile.Result{}, nil
 	}
-	orphan := tmpl != nil && (tmpl.GetAnnotations()[v1alpha1.AnnotationOrphan] == "true" ||
-		// No longer selected by a policy: the copies stay.
-		(tmpl.GetDeletionTimestamp().IsZero() && fo.Spec.Policy != nil))
-	if !orphan {
-		var failed []string
-		for _, name := range clustersOf(fo) {
-			mc := &v1alpha1.MemberCluster{}
-			if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, mc); err != nil {
-				if apierrors.IsNotFound(err) {
-					continue
-				}
-				return reconcile.Result{}, err
-			}
-			sess, why := r.session(mc, name)
-			if why == noSessionYet {
-				return reconcile.Result{RequeueAfter: time.Second}, nil
-			}
-			if sess == nil {
-				if tmpl != nil {
-					r.event(tmpl, corev1.EventTypeWarning, "CopyLeft", "Delete", fmt.Sprintf("%s: the copy was not deleted: %s", name, why))
-				}
-				continue
-			}
-			outcome, err := r.delete(ctx, sess, fo)
-			if err != nil && !errors.Is(err, dispatch.ErrConflict) {
-				failed = append(failed, fmt.Sprintf("%s: %v", name, err))
-				continue
-			}
-			ctrl.LoggerFrom(ctx).Info("Deleted member copy", "cluster", name, "outcome", outcome)
-		}
-		if len(failed) > 0 {
-			ctrl.LoggerFrom(ctx).Info("Deleting member copies failed; retrying", "errors", failed)
-			return reconcile.Result{RequeueAfter: 5 * time.Second}, nil
+	if !r.orphans(fo, tmpl) {
+		if res, done := r.deleteCopies(ctx, fo, tmpl); !done {
+			return res, nil
 		}
 	}
 	controllerutil.RemoveFinalizer(fo, v1alpha1.FinalizerCleanup)
@@ -74,6 +47,109 @@ func (r *Reconciler) cleanup(ctx context.Context, fo *v1alpha1.FederatedObject, 
 		return reconcile.Result{}, fmt.Errorf("remove finalizer of %s/%s: %w", fo.Namespace, fo.Name, err)
 	}
 	return reconcile.Result{}, nil
+}
+
+// orphans decides whether a deleted FederatedObject's member copies stay.
+// The federate controller records its reason (AnnotationRelease). A
+// FederatedObject deleted by someone else (the namespace controller, the
+// garbage collector, a user) keeps its copies unless the host object or
+// its namespace is being deleted, or the host object is gone.
+func (r *Reconciler) orphans(fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured) bool {
+	switch fo.Annotations[v1alpha1.AnnotationRelease] {
+	case v1alpha1.ReleaseOrphan:
+		return true
+	case v1alpha1.ReleaseDelete:
+		return false
+	}
+	if tmpl == nil || !tmpl.GetDeletionTimestamp().IsZero() {
+		return tmpl != nil && tmpl.GetAnnotations()[v1alpha1.AnnotationOrphan] == "true"
+	}
+	if ns := tmpl.GetNamespace(); ns != "" {
+		if n, err := r.Templates.Get(templates.Key{Kind: "Namespace", Name: ns}); err == nil && n != nil && !n.GetDeletionTimestamp().IsZero() {
+			return tmpl.GetAnnotations()[v1alpha1.AnnotationOrphan] == "true"
+		}
+	}
+	return true
+}
+
+// deleteCopies deletes the copies in every cluster, all clusters at once,
+// each as a flight. done is false while some are still being deleted or
+// failed (res says when to look again).
+func (r *Reconciler) deleteCopies(ctx context.Context, fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured) (res reconcile.Result, done bool) {
+	key := types.NamespacedName{Namespace: fo.Namespace, Name: fo.Name}
+	clusters := clustersOf(fo)
+	if kind, ok := r.Templates.Lookup(templates.KeyOfReference(fo.Spec.Template).GroupKind()); ok {
+		for _, name := range r.Pool.Names() { // copies the status never recorded
+			if sess := r.Pool.Get(name); sess != nil && !slices.Contains(clusters, name) {
+				if _, found := sess.PeekManagedObject(kind.GVR, fo.Spec.Template.Namespace, fo.Spec.Template.Name); found {
+					clusters = append(clusters, name)
+				}
+			}
+		}
+	}
+	type outcome struct {
+		cluster, problem string
+		waiting          bool
+	}
+	outcomes := make([]outcome, len(clusters))
+	var wg sync.WaitGroup
+	for i, name := range clusters {
+		wg.Go(func() {
+			o := outcome{cluster: name}
+			defer func() { outcomes[i] = o }()
+			mc := &v1alpha1.MemberCluster{}
+			if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, mc); err != nil {
+				if !apierrors.IsNotFound(err) {
+					o.problem = err.Error()
+				}
+				return // a cluster that left the federation keeps nothing of ours to delete
+			}
+			sess, why := r.session(mc, name)
+			switch {
+			case why == noSessionYet:
+				o.waiting = true
+				return
+			case sess == nil:
+				if tmpl != nil {
+					r.event(tmpl, corev1.EventTypeWarning, "CopyLeft", "Delete", fmt.Sprintf("%s: the copy was not deleted: %s", name, why))
+				}
+				return
+			}
+			job := func() result {
+				_, err := r.delete(sess, fo)
+				if err != nil && !errors.Is(err, dispatch.ErrConflict) {
+					return result{status: v1alpha1.ClusterPropagationStatus{Cluster: name, Reason: v1alpha1.PropagationDeleting, Message: err.Error()}}
+				}
+				return result{drop: true}
+			}
+			res, finished := r.flights.run(flightKey{fo: key, cluster: name}, "cleanup", r.waitBudget(), job, r.wake(key))
+			switch {
+			case !finished:
+				o.waiting = true
+			case !res.drop:
+				o.problem = res.status.Message
+			default:
+				ctrl.LoggerFrom(ctx).Info("Deleted member copy", "cluster", name)
+			}
+		})
+	}
+	wg.Wait()
+	var failed []string
+	waiting := false
+	for _, o := range outcomes {
+		waiting = waiting || o.waiting
+		if o.problem != "" {
+			failed = append(failed, o.cluster+": "+o.problem)
+		}
+	}
+	switch {
+	case len(failed) > 0:
+		ctrl.LoggerFrom(ctx).Info("Deleting member copies failed; retrying", "errors", failed)
+		return reconcile.Result{RequeueAfter: 5 * time.Second}, false
+	case waiting:
+		return reconcile.Result{RequeueAfter: time.Second}, false
+	}
+	return reconcile.Result{}, true
 }
 
 // clustersOf returns the clusters that may hold a copy.

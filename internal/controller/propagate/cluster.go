@@ -2,13 +2,18 @@ package propagate
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/dispatch"
@@ -17,8 +22,11 @@ import (
 	"github.com/flotilla-io/flotilla/internal/render"
 )
 
-// syncCluster brings one cluster's copy up to date.
-func (r *Reconciler) syncCluster(ctx context.Context, tmpl *unstructured.Unstructured, p v1alpha1.ClusterPlacement, env *environment, prev v1alpha1.ClusterPropagationStatus) result {
+// syncCluster brings one cluster's copy up to date. The write runs as a
+// flight: when the member takes longer than the wait budget, the previous
+// state is reported as Pending and the FederatedObject is woken when the
+// write ends.
+func (r *Reconciler) syncCluster(fo types.NamespacedName, tmpl *unstructured.Unstructured, p v1alpha1.ClusterPlacement, env *environment, prev v1alpha1.ClusterPropagationStatus) result {
 	st := v1alpha1.ClusterPropagationStatus{Cluster: p.Cluster, TemplateGeneration: prev.TemplateGeneration}
 	fail := func(reason v1alpha1.PropagationReason, msg string) result {
 		st.Reason, st.Message = reason, msg
@@ -26,52 +34,96 @@ func (r *Reconciler) syncCluster(ctx context.Context, tmpl *unstructured.Unstruc
 	}
 	mc := env.clusters[p.Cluster]
 	sess, why := r.session(mc, p.Cluster)
-	if sess == nil && why == noSessionYet && prev.Reason != "" {
+	if sess == nil && why == noSessionYet {
 		// Ready, but its session is starting (a controller restart): keep
 		// what was recorded and come back shortly.
-		return result{status: prev, pending: true}
+		if prev.Reason != "" {
+			return result{status: prev, pending: true}
+		}
+		res := fail(v1alpha1.PropagationPending, why)
+		res.pending = true
+		return res
 	}
 	if sess == nil {
-		res := fail(v1alpha1.PropagationClusterNotReady, why)
-		res.pending = why == noSessionYet
-		return res
+		return fail(v1alpha1.PropagationClusterNotReady, why)
 	}
 	desired, err := render.Render(render.Input{Template: tmpl, Placement: p, Overrides: policy.Overrides(tmpl, mc, env.cops, env.ops)})
 	if err != nil {
 		return fail(v1alpha1.PropagationApplyFailed, "render: "+err.Error())
 	}
-	gvr, _, err := dispatch.Resource(sess.Mapper(), desired.GroupVersionKind())
-	if err != nil {
-		return fail(v1alpha1.PropagationApplyFailed, err.Error())
-	}
 	opts := dispatch.Options{Adopt: env.adopt}
 	if render.RetainsReplicas(tmpl) {
 		opts.KeepLive = [][]string{{"spec", "replicas"}}
 	}
-	if live, synced := sess.ManagedObject(gvr, desired.GetNamespace(), desired.GetName()); synced && live != nil {
-		opts.Live = live
+	job := func() result {
+		res := result{status: st}
+		outcome, err := r.apply(sess, desired, opts)
+		switch {
+		case errors.Is(err, errCacheSyncing):
+			res.status, res.pending = prev, true
+			if prev.Reason == "" {
+				res.status.Cluster, res.status.Reason, res.status.Message = p.Cluster, v1alpha1.PropagationPending, err.Error()
+			}
+		case errors.Is(err, dispatch.ErrConflict):
+			res.status.Reason, res.status.Message = v1alpha1.PropagationConflict, err.Error()+"; set the annotation "+v1alpha1.AnnotationConflictResolution+": adopt (or conflictResolution: Adopt in the policy) to take it over"
+		case err != nil:
+			res.status.Reason, res.status.Message = v1alpha1.PropagationApplyFailed, err.Error()
+		default:
+			res.status.Reason, res.status.TemplateGeneration = v1alpha1.PropagationOK, tmpl.GetGeneration()
+			if outcome != dispatch.Unchanged {
+				res.outcome = string(outcome)
+			}
+		}
+		return res
+	}
+	if res, done := r.flights.run(flightKey{fo: fo, cluster: p.Cluster}, intent(desired, opts), r.waitBudget(), job, r.wake(fo)); done {
+		return res
+	}
+	return r.inFlight(prev, p.Cluster)
+}
+
+// errCacheSyncing: the member's cache of the kind is still listing.
+var errCacheSyncing = errors.New("waiting for the member's cache of the kind to sync")
+
+// apply writes desired into one member (creating its namespace if needed).
+func (r *Reconciler) apply(sess *member.Session, desired *unstructured.Unstructured, opts dispatch.Options) (dispatch.Outcome, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), r.applyTimeout())
+	defer cancel()
+	gvr, _, err := dispatch.Resource(sess.Mapper(), desired.GroupVersionKind())
+	if err != nil {
+		return "", err
+	}
+	live, state := sess.ManagedObject(gvr, desired.GetNamespace(), desired.GetName())
+	switch state {
+	case member.CacheSyncing:
+		return "", errCacheSyncing
+	case member.CacheSynced:
+		opts.Live = live // nil: absent or unmanaged, Apply reads it
 	}
 	applier := &dispatch.Applier{Client: sess.Dynamic(), Mapper: sess.Mapper()}
-	ctx, cancel := context.WithTimeout(ctx, r.applyTimeout())
-	defer cancel()
 	outcome, err := applier.Apply(ctx, desired, opts)
 	if err != nil && missingNamespace(err) {
 		if err = r.ensureNamespace(ctx, applier, desired.GetNamespace()); err == nil {
 			outcome, err = applier.Apply(ctx, desired, opts)
 		}
 	}
-	switch {
-	case errors.Is(err, dispatch.ErrConflict):
-		return fail(v1alpha1.PropagationConflict, err.Error()+"; set the annotation "+v1alpha1.AnnotationConflictResolution+": adopt (or conflictResolution: Adopt in the policy) to take it over")
-	case err != nil:
-		return fail(v1alpha1.PropagationApplyFailed, err.Error())
+	return outcome, err
+}
+
+// intent identifies what a write of desired with opts would make the member
+// hold, so that a finished write is recognised as current.
+func intent(desired *unstructured.Unstructured, opts dispatch.Options) string {
+	b, _ := json.Marshal(desired.Object)
+	sum := sha256.Sum256(append(b, fmt.Sprintf("|adopt=%v|keep=%v", opts.Adopt, opts.KeepLive)...))
+	return hex.EncodeToString(sum[:])
+}
+
+// inFlight is the state reported while a write is still running.
+func (r *Reconciler) inFlight(prev v1alpha1.ClusterPropagationStatus, cluster string) result {
+	if prev.Reason != "" {
+		return result{status: prev, inFlight: true}
 	}
-	st.Reason, st.TemplateGeneration = v1alpha1.PropagationOK, tmpl.GetGeneration()
-	res := result{status: st}
-	if outcome != dispatch.Unchanged {
-		res.outcome = string(outcome)
-	}
-	return res
+	return result{status: v1alpha1.ClusterPropagationStatus{Cluster: cluster, Reason: v1alpha1.PropagationPending, Message: "the member has not answered yet"}, inFlight: true}
 }
 
 // noSessionYet is why a Ready cluster has no session: the cluster
@@ -79,10 +131,14 @@ func (r *Reconciler) syncCluster(ctx context.Context, tmpl *unstructured.Unstruc
 const noSessionYet = "no connection to the cluster yet"
 
 // session returns the member's session when the cluster is Ready, or why
-// not.
+// not. A Ready cluster without a session (the cluster controller starting
+// it) is noSessionYet for sessionGrace, then not Ready.
 func (r *Reconciler) session(mc *v1alpha1.MemberCluster, name string) (*member.Session, string) {
 	if mc == nil {
 		return nil, fmt.Sprintf("MemberCluster %s does not exist", name)
+	}
+	if !mc.DeletionTimestamp.IsZero() {
+		return nil, "the MemberCluster is being deleted"
 	}
 	if c := meta.FindStatusCondition(mc.Status.Conditions, v1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
 		msg := "the cluster is not Ready"
@@ -91,15 +147,24 @@ func (r *Reconciler) session(mc *v1alpha1.MemberCluster, name string) (*member.S
 		}
 		return nil, msg
 	}
-	sess := r.Pool.Get(name)
-	if sess == nil {
-		return nil, noSessionYet
+	if sess := r.Pool.Get(name); sess != nil {
+		r.missing.Delete(name)
+		return sess, ""
 	}
-	return sess, ""
+	since, _ := r.missing.LoadOrStore(name, time.Now())
+	if time.Since(since.(time.Time)) > sessionGrace {
+		return nil, "no connection to the cluster: the cluster controller has not connected to it (is it enabled and running?)"
+	}
+	return nil, noSessionYet
 }
 
-// deleteCopy deletes the copy in a cluster that left the placement.
-func (r *Reconciler) deleteCopy(ctx context.Context, fo *v1alpha1.FederatedObject, mc *v1alpha1.MemberCluster, prev v1alpha1.ClusterPropagationStatus) result {
+// sessionGrace is how long a Ready cluster may lack a session before its
+// copies count as not Ready.
+const sessionGrace = 30 * time.Second
+
+// deleteCopy deletes the copy in a cluster that left the placement, as a
+// flight (see syncCluster).
+func (r *Reconciler) deleteCopy(fo *v1alpha1.FederatedObject, mc *v1alpha1.MemberCluster, prev v1alpha1.ClusterPropagationStatus) result {
 	st := prev
 	st.Reason = v1alpha1.PropagationDeleting
 	if mc == nil {
@@ -113,29 +178,37 @@ func (r *Reconciler) deleteCopy(ctx context.Context, fo *v1alpha1.FederatedObjec
 		st.Message = "the copy will be deleted when the cluster is Ready: " + why
 		return result{status: st}
 	}
-	outcome, err := r.delete(ctx, sess, fo)
-	switch {
-	case errors.Is(err, dispatch.ErrConflict):
-		return result{status: st, drop: true} // no longer ours: leave it
-	case err != nil:
-		st.Message = err.Error()
-		return result{status: st}
+	key := types.NamespacedName{Namespace: fo.Namespace, Name: fo.Name}
+	job := func() result {
+		outcome, err := r.delete(sess, fo)
+		switch {
+		case errors.Is(err, dispatch.ErrConflict):
+			return result{status: st, drop: true} // no longer ours: leave it
+		case err != nil:
+			res := result{status: st}
+			res.status.Message = err.Error()
+			return res
+		}
+		res := result{status: st, drop: true}
+		if outcome == dispatch.Deleted {
+			res.outcome = string(outcome)
+		}
+		return res
 	}
-	res := result{status: st, drop: true}
-	if outcome == dispatch.Deleted {
-		res.outcome = string(outcome)
+	if res, done := r.flights.run(flightKey{fo: key, cluster: prev.Cluster}, "delete", r.waitBudget(), job, r.wake(key)); done {
+		return res
 	}
-	return res
+	return result{status: st, inFlight: true}
 }
 
 // delete deletes a FederatedObject's copy from one member.
-func (r *Reconciler) delete(ctx context.Context, sess *member.Session, fo *v1alpha1.FederatedObject) (dispatch.Outcome, error) {
+func (r *Reconciler) delete(sess *member.Session, fo *v1alpha1.FederatedObject) (dispatch.Outcome, error) {
 	ref := fo.Spec.Template
 	applier := &dispatch.Applier{Client: sess.Dynamic(), Mapper: sess.Mapper()}
 	u := &unstructured.Unstructured{}
 	u.SetAPIVersion(ref.APIVersion)
 	u.SetKind(ref.Kind)
-	ctx, cancel := context.WithTimeout(ctx, r.applyTimeout())
+	ctx, cancel := context.WithTimeout(context.Background(), r.applyTimeout())
 	defer cancel()
 	return applier.Delete(ctx, u.GroupVersionKind(), ref.Namespace, ref.Name)
 }

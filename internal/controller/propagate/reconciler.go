@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -53,8 +54,13 @@ type Reconciler struct {
 	ApplyTimeout time.Duration
 	// MaxConcurrentReconciles bounds parallel reconciles (default 8).
 	MaxConcurrentReconciles int
+	// WaitBudget is how long a reconcile waits for a member's write before
+	// reporting it Pending and moving on (default 2 s).
+	WaitBudget time.Duration
 
-	queue trigger.Queue[reconcile.Request]
+	queue   trigger.Queue[reconcile.Request]
+	flights flights
+	missing sync.Map // cluster name → when a Ready cluster was first seen without a session
 }
 
 // retryAfter is when a cluster whose copy failed is tried again (events
@@ -75,8 +81,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	switch {
 	case errors.Is(err, templates.ErrNotSynced):
 		return reconcile.Result{RequeueAfter: time.Second}, nil
-	case errors.Is(err, templates.ErrUnknownKind) && !fo.DeletionTimestamp.IsZero():
-		tmpl = nil // the kind is gone from the host: so is the template
+	case errors.Is(err, templates.ErrUnknownKind) && !fo.DeletionTimestamp.IsZero() && fo.Annotations[v1alpha1.AnnotationRelease] != "":
+		tmpl = nil // the release mode decides; the template is not needed
 	case err != nil:
 		return reconcile.Result{RequeueAfter: 30 * time.Second}, nil
 	}
@@ -93,7 +99,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	results := r.syncAll(ctx, fo, tmpl, env)
+	results := r.syncAll(fo, tmpl, env)
 	status := r.status(fo, results)
 	r.recordEvents(tmpl, fo.Status.Clusters, results)
 	if !equality.Semantic.DeepEqual(status, fo.Status) {
@@ -110,6 +116,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{RequeueAfter: time.Second}, nil
 		}
 	}
+	// A write still in flight wakes the object when it ends.
 	for _, res := range results {
 		switch res.status.Reason {
 		case v1alpha1.PropagationApplyFailed, v1alpha1.PropagationDeleting:
@@ -183,15 +190,17 @@ func (r *Reconciler) policySpec(ctx context.Context, ref v1alpha1.PolicyReferenc
 
 // result is one cluster's outcome.
 type result struct {
-	status  v1alpha1.ClusterPropagationStatus
-	outcome string // what was done: Created, Updated, Adopted, Deleted, or ""
-	drop    bool   // the copy is gone and the cluster left the placement
-	pending bool   // the cluster's session is starting: try again shortly
+	status   v1alpha1.ClusterPropagationStatus
+	outcome  string // what was done: Created, Updated, Adopted, Deleted, or ""
+	drop     bool   // the copy is gone and the cluster left the placement
+	pending  bool   // the cluster's session or cache is starting: try again shortly
+	inFlight bool   // a write is still running; it wakes the object when it ends
 }
 
 // syncAll brings every placed cluster's copy up to date and deletes the
 // copies of clusters that left the placement, all clusters in parallel.
-func (r *Reconciler) syncAll(ctx context.Context, fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured, env *environment) []result {
+func (r *Reconciler) syncAll(fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured, env *environment) []result {
+	key := types.NamespacedName{Namespace: fo.Namespace, Name: fo.Name}
 	prev := map[string]v1alpha1.ClusterPropagationStatus{}
 	for _, c := range fo.Status.Clusters {
 		prev[c.Cluster] = c
@@ -200,12 +209,10 @@ func (r *Reconciler) syncAll(ctx context.Context, fo *v1alpha1.FederatedObject, 
 	var jobs []func() result
 	for _, p := range fo.Spec.Placement {
 		placed[p.Cluster] = true
-		jobs = append(jobs, func() result { return r.syncCluster(ctx, tmpl, p, env, prev[p.Cluster]) })
+		jobs = append(jobs, func() result { return r.syncCluster(key, tmpl, p, env, prev[p.Cluster]) })
 	}
-	for _, c := range fo.Status.Clusters {
-		if !placed[c.Cluster] {
-			jobs = append(jobs, func() result { return r.deleteCopy(ctx, fo, env.clusters[c.Cluster], c) })
-		}
+	for _, c := range r.leftClusters(fo, tmpl, placed) {
+		jobs = append(jobs, func() result { return r.deleteCopy(fo, env.clusters[c.Cluster], c) })
 	}
 	results := make([]result, len(jobs))
 	var wg sync.WaitGroup

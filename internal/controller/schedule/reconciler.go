@@ -161,13 +161,20 @@ func (r *Reconciler) followerPlacement(ctx context.Context, fo *v1alpha1.Federat
 		return nil, err
 	}
 	var names []string
+	live := 0
 	for _, l := range leaders.Items {
 		if !l.DeletionTimestamp.IsZero() {
 			continue
 		}
+		live++
 		for _, p := range l.Spec.Placement {
 			names = append(names, p.Cluster)
 		}
+	}
+	if live == 0 {
+		// No workload references it any more: the federate controller
+		// releases it and its copies stay where they are.
+		return fo.Spec.Placement, nil
 	}
 	slices.Sort(names)
 	names = slices.Compact(names)

@@ -14,20 +14,22 @@ import (
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/controller/fedobj"
 	"github.com/flotilla-io/flotilla/internal/controller/propagate"
 	"github.com/flotilla-io/flotilla/internal/controller/trigger"
-	"github.com/flotilla-io/flotilla/internal/dispatch"
 	"github.com/flotilla-io/flotilla/internal/member"
 	"github.com/flotilla-io/flotilla/internal/templates"
 	"github.com/flotilla-io/flotilla/internal/workload"
@@ -65,6 +67,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		For(&v1alpha1.FederatedObject{}).
+		// A cluster turning unready (or Ready) changes what counts.
+		Watches(&v1alpha1.MemberCluster{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			reqs, err := fedobj.ForCluster(ctx, r.Client, o.GetName())
+			if err != nil {
+				ctrl.LoggerFrom(ctx).Error(err, "List FederatedObjects of cluster", "cluster", o.GetName())
+			}
+			return reqs
+		}), builder.WithPredicates(propagate.ReadinessOrLabelsChanged)).
 		WatchesRawSource(r.queue.Source()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(r.MaxConcurrentReconciles, 4)}).
 		Complete(r)
@@ -90,12 +100,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !workload.Aggregated(tmpl) {
 		return reconcile.Result{}, nil
 	}
-	members, waiting := r.members(fo, tmpl)
+	members, waiting, err := r.members(ctx, fo, tmpl)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if waiting {
+		// A Ready member's copy is not known yet (a restart): writing now
+		// would report it missing and flip conditions for a second.
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	}
 	status, changed := workload.AggregateStatus(tmpl, members, metav1.Now())
 	if !changed {
-		if waiting {
-			return reconcile.Result{RequeueAfter: time.Second}, nil
-		}
 		return reconcile.Result{}, nil
 	}
 	if err := r.writeStatus(ctx, tmpl, status); err != nil {
@@ -104,15 +119,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, err
 	}
-	if waiting {
-		return reconcile.Result{RequeueAfter: time.Second}, nil
-	}
 	return reconcile.Result{}, nil
 }
 
-// members collects the placed clusters' copies from the member caches.
-// waiting is true when a cache has not listed its member yet.
-func (r *Reconciler) members(fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured) (out []workload.Member, waiting bool) {
+// members collects the placed clusters' copies from the member caches. A
+// cluster that is not Ready counts as holding no copy. waiting is true when
+// a Ready cluster's session or cache is not there yet. The caches are
+// looked up by the host's resource of the kind, without touching the
+// member, so a slow member never holds a worker here.
+func (r *Reconciler) members(ctx context.Context, fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured) (out []workload.Member, waiting bool, err error) {
+	kind, ok := r.Templates.Lookup(templates.KeyOf(tmpl).GroupKind())
+	if !ok {
+		return nil, false, nil
+	}
 	synced := map[string]v1alpha1.ClusterPropagationStatus{}
 	for _, c := range fo.Status.Clusters {
 		synced[c.Cluster] = c
@@ -121,16 +140,25 @@ func (r *Reconciler) members(fo *v1alpha1.FederatedObject, tmpl *unstructured.Un
 		m := workload.Member{Cluster: p.Cluster}
 		st := synced[p.Cluster]
 		m.Current = st.Reason == v1alpha1.PropagationOK && st.TemplateGeneration == tmpl.GetGeneration()
-		if sess := r.Pool.Get(p.Cluster); sess != nil {
-			if gvr, _, err := dispatch.Resource(sess.Mapper(), tmpl.GroupVersionKind()); err == nil {
-				obj, ok := sess.ManagedObject(gvr, tmpl.GetNamespace(), tmpl.GetName())
-				m.Object = obj
-				waiting = waiting || !ok
+		mc := &v1alpha1.MemberCluster{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Name: p.Cluster}, mc); client.IgnoreNotFound(err) != nil {
+			return nil, false, err
+		}
+		ready := mc.DeletionTimestamp.IsZero() && meta.IsStatusConditionTrue(mc.Status.Conditions, v1alpha1.ConditionReady)
+		if ready {
+			sess := r.Pool.Get(p.Cluster)
+			if sess == nil {
+				return nil, true, nil
 			}
+			obj, state := sess.ManagedObject(kind.GVR, tmpl.GetNamespace(), tmpl.GetName())
+			if state == member.CacheSyncing {
+				return nil, true, nil
+			}
+			m.Object = obj
 		}
 		out = append(out, m)
 	}
-	return out, waiting
+	return out, false, nil
 }
 
 // writeStatus patches the template's status subresource with the
