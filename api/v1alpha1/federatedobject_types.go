@@ -131,6 +131,15 @@ type FederatedObjectStatus struct {
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
+	// SchedulingBasis is a digest of what the last placement decision was
+	// based on (the policy's placement, the object's replicas and requests,
+	// the clusters' names, labels, taints, readiness and served kinds, the
+	// profile and its webhooks). The scheduler decides again only when it
+	// changes, so a restart or a change of free capacity alone moves
+	// nothing.
+	// +optional
+	SchedulingBasis string `json:"schedulingBasis,omitempty"`
+
 	// Clusters are the copies, in cluster name order: those in the
 	// placement and those still being deleted.
 	// +listType=atomic

@@ -65,6 +65,13 @@ const (
 	// AnnotationRetainReplicas: "true" leaves spec.replicas of the member
 	// copies to member-side actors (a member HPA).
 	AnnotationRetainReplicas = "flotilla.io/retain-replicas"
+	// AnnotationClusterNames, on a propagated object, narrows its policy's
+	// clusters to these (comma-separated names); it can never add a cluster
+	// the policy does not allow.
+	AnnotationClusterNames = "flotilla.io/cluster-names"
+	// AnnotationMaxClusters, on a propagated object, lowers its policy's
+	// maxClusters (never raises it).
+	AnnotationMaxClusters = "flotilla.io/max-clusters"
 	// FinalizerPropagation, on host objects Flotilla propagates, holds
 	// their deletion until the member copies are gone.
 	FinalizerPropagation = "flotilla.io/propagation"

@@ -62,9 +62,10 @@ var Controllers = []Controller{
 	}},
 	{Name: schedule.Name, Setup: func(mgr ctrl.Manager, opts Options, shared *Shared) error {
 		r := &schedule.Reconciler{
-			Client:    mgr.GetClient(),
-			Templates: shared.Templates,
-			Recorder:  mgr.GetEventRecorder("flotilla-" + schedule.Name),
+			Client:               mgr.GetClient(),
+			Templates:            shared.Templates,
+			Recorder:             mgr.GetEventRecorder("flotilla-" + schedule.Name),
+			CredentialsNamespace: opts.CredentialsNamespace,
 		}
 		return r.SetupWithManager(mgr)
 	}},

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -20,7 +21,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,8 +34,8 @@ import (
 	"github.com/flotilla-io/flotilla/internal/controller/trigger"
 	"github.com/flotilla-io/flotilla/internal/policy"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
+	"github.com/flotilla-io/flotilla/internal/scheduler/framework"
 	"github.com/flotilla-io/flotilla/internal/templates"
-	"github.com/flotilla-io/flotilla/internal/workload"
 )
 
 // Name is the controller's name for --controllers.
@@ -43,7 +43,9 @@ const Name = "schedule"
 
 // +kubebuilder:rbac:groups=flotilla.io,resources=federatedobjects,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=flotilla.io,resources=federatedobjects/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=flotilla.io,resources=memberclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=flotilla.io,resources=memberclusters;schedulerpluginwebhooks,verbs=get;list;watch
+// +kubebuilder:rbac:groups=flotilla.io,resources=schedulingprofiles,verbs=get;list;watch
+// +kubebuilder:rbac:groups=flotilla.io,resources=schedulingprofiles/status,verbs=get;update;patch
 
 // Reconciler places FederatedObjects.
 type Reconciler struct {
@@ -55,8 +57,11 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// MaxConcurrentReconciles bounds parallel reconciles (default 4).
 	MaxConcurrentReconciles int
+	// CredentialsNamespace holds the webhooks' client certificate Secrets.
+	CredentialsNamespace string
 
-	queue trigger.Queue[reconcile.Request]
+	queue    trigger.Queue[reconcile.Request]
+	profiles profileCache
 }
 
 // SetupWithManager registers the controller with mgr.
@@ -71,6 +76,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&v1alpha1.PropagationPolicy{}, handler.EnqueueRequestsFromMapFunc(r.forPolicy), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha1.ClusterPropagationPolicy{}, handler.EnqueueRequestsFromMapFunc(r.forPolicy), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha1.MemberCluster{}, handler.EnqueueRequestsFromMapFunc(r.all), builder.WithPredicates(clusterChanged)).
+		Watches(&v1alpha1.SchedulingProfile{}, handler.EnqueueRequestsFromMapFunc(r.all), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&v1alpha1.SchedulerPluginWebhook{}, handler.EnqueueRequestsFromMapFunc(r.all), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(r.queue.Source()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(r.MaxConcurrentReconciles, 4)}).
 		Complete(r)
@@ -85,71 +92,155 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !fo.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, nil
 	}
-	var placement []v1alpha1.ClusterPlacement
-	var message string
 	if fo.Spec.Policy == nil {
-		var err error
-		if placement, err = r.followerPlacement(ctx, fo); err != nil {
-			return reconcile.Result{}, err
-		}
-		message = fmt.Sprintf("follows its workloads to %d clusters", len(placement))
-	} else {
-		spec, err := r.policySpec(ctx, *fo.Spec.Policy)
+		placement, err := r.followerPlacement(ctx, fo)
 		if err != nil {
 			return reconcile.Result{}, err
 		}
-		if spec == nil {
-			return reconcile.Result{}, nil // the federate controller releases the object
+		if err := r.place(ctx, fo, placement, ""); err != nil {
+			return r.result(err)
 		}
-		tmpl, err := r.Templates.Get(fedobj.Template(fo))
-		if errors.Is(err, templates.ErrNotSynced) {
-			return reconcile.Result{RequeueAfter: time.Second}, nil
-		}
-		if err != nil || tmpl == nil {
-			return reconcile.Result{}, nil // the federate controller deals with it
-		}
-		clusters := &v1alpha1.MemberClusterList{}
-		if err := r.Client.List(ctx, clusters); err != nil {
-			return reconcile.Result{}, err
-		}
-		in := scheduler.Input{Policy: spec, Clusters: clusters.Items, Current: fo.Spec.Placement, Seed: fo.Name}
-		if n, ok := workload.Replicas(tmpl); ok {
-			in.Replicas = ptr.To(n)
-		}
-		res := scheduler.Schedule(in)
-		placement, message = res.Placement, res.Message
+		return r.result(r.setStatus(ctx, fo, scheduledCondition(fo, len(placement) > 0, "Scheduled", fmt.Sprintf("follows its workloads to %d clusters", len(placement))), ""))
 	}
-	if !equality.Semantic.DeepEqual(placement, fo.Spec.Placement) && !(len(placement) == 0 && len(fo.Spec.Placement) == 0) {
-		fo.Spec.Placement = placement
-		if err := r.Client.Update(ctx, fo); err != nil {
-			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-				return reconcile.Result{RequeueAfter: 200 * time.Millisecond}, nil
-			}
-			return reconcile.Result{}, fmt.Errorf("update placement of %s: %w", req, err)
-		}
-		ctrl.LoggerFrom(ctx).Info("Placed", "placement", describe(placement))
-		if r.Recorder != nil {
-			r.Recorder.Eventf(fo, nil, corev1.EventTypeNormal, "Scheduled", "Schedule", "%s: %s", describe(placement), message)
-		}
+	spec, err := r.policySpec(ctx, *fo.Spec.Policy)
+	if err != nil || spec == nil {
+		return reconcile.Result{}, err // a missing policy: the federate controller releases the object
 	}
-	return reconcile.Result{}, r.setCondition(ctx, fo, placement, message)
+	tmpl, err := r.Templates.Get(fedobj.Template(fo))
+	if errors.Is(err, templates.ErrNotSynced) {
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	}
+	if err != nil || tmpl == nil {
+		return reconcile.Result{}, nil // the federate controller deals with it
+	}
+	profile, version, err := r.profile(ctx, spec.Placement.SchedulingProfile)
+	if err != nil {
+		// Fixed by a profile or webhook change, whose events come back here.
+		return r.result(r.setStatus(ctx, fo, scheduledCondition(fo, false, "ProfileInvalid", err.Error()), fo.Status.SchedulingBasis))
+	}
+	u := scheduler.NewUnit(fo, tmpl, &spec.Placement)
+	candidates, err := r.candidates(ctx, u)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	now := time.Now()
+	next := reconcile.Result{}
+	if at := scheduler.NextExpiry(u, candidates, now); !at.IsZero() {
+		next.RequeueAfter = at.Sub(now) + time.Second
+	}
+	basis := scheduler.Basis(u, candidates, version, now)
+	if basis == fo.Status.SchedulingBasis && meta.FindStatusCondition(fo.Status.Conditions, v1alpha1.ConditionScheduled) != nil {
+		return next, nil // nothing the last decision depended on changed
+	}
+	res, err := profile.Schedule(ctx, u, candidates)
+	if err != nil {
+		// A failing plugin (a webhook): keep the placement in force, say why,
+		// and try again on a back-off (no basis recorded).
+		if serr := r.setStatus(ctx, fo, scheduledCondition(fo, false, "SchedulerError", err.Error()), fo.Status.SchedulingBasis); serr != nil {
+			return r.result(serr)
+		}
+		return reconcile.Result{}, fmt.Errorf("schedule %s: %w", req, err)
+	}
+	if err := r.place(ctx, fo, res.Placement, res.Message); err != nil {
+		return r.result(err)
+	}
+	reason := "Scheduled"
+	if len(res.Placement) == 0 {
+		reason = "Unschedulable"
+	}
+	if err := r.setStatus(ctx, fo, scheduledCondition(fo, len(res.Placement) > 0, reason, res.Message), basis); err != nil {
+		return r.result(err)
+	}
+	return next, nil
 }
 
-// setCondition records the decision in the Scheduled condition.
-func (r *Reconciler) setCondition(ctx context.Context, fo *v1alpha1.FederatedObject, placement []v1alpha1.ClusterPlacement, message string) error {
-	cond := metav1.Condition{Type: v1alpha1.ConditionScheduled, Status: metav1.ConditionTrue, Reason: "Scheduled", Message: message, ObservedGeneration: fo.Generation}
-	if len(placement) == 0 {
-		cond.Status, cond.Reason = metav1.ConditionFalse, "NoClusters"
+// candidates are the clusters a decision considers: all of them, or for a
+// sticky object already placed, the clusters it is on.
+func (r *Reconciler) candidates(ctx context.Context, u *framework.Unit) ([]*v1alpha1.MemberCluster, error) {
+	list := &v1alpha1.MemberClusterList{}
+	if err := r.Client.List(ctx, list); err != nil {
+		return nil, err
 	}
+	out := make([]*v1alpha1.MemberCluster, 0, len(list.Items))
+	for i := range list.Items {
+		c := &list.Items[i]
+		if u.Placement.Sticky && len(u.Current) > 0 {
+			if _, placed := u.CurrentReplicas(c.Name); !placed {
+				continue
+			}
+		}
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// place writes a new placement (and an event saying why) when it changed.
+func (r *Reconciler) place(ctx context.Context, fo *v1alpha1.FederatedObject, placement []v1alpha1.ClusterPlacement, why string) error {
+	if equality.Semantic.DeepEqual(placement, fo.Spec.Placement) || (len(placement) == 0 && len(fo.Spec.Placement) == 0) {
+		return nil
+	}
+	before := describe(fo.Spec.Placement)
+	fo.Spec.Placement = placement
+	if err := r.Client.Update(ctx, fo); err != nil {
+		if apierrors.IsConflict(err) {
+			return errRetry
+		}
+		return client.IgnoreNotFound(err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Placed", "placement", describe(placement), "before", before)
+	if r.Recorder != nil {
+		msg := fmt.Sprintf("%s (was %s)", describe(placement), before)
+		if why != "" {
+			msg += ": " + why
+		}
+		r.Recorder.Eventf(fo, nil, corev1.EventTypeNormal, "Scheduled", "Schedule", "%s", msg)
+	}
+	return nil
+}
+
+// scheduledCondition is the Scheduled condition for an outcome.
+func scheduledCondition(fo *v1alpha1.FederatedObject, ok bool, reason, message string) metav1.Condition {
+	c := metav1.Condition{Type: v1alpha1.ConditionScheduled, Status: metav1.ConditionTrue, Reason: reason, Message: message, ObservedGeneration: fo.Generation}
+	if !ok {
+		c.Status = metav1.ConditionFalse
+	}
+	if len(c.Message) > 32768 {
+		c.Message = c.Message[:32768]
+	}
+	return c
+}
+
+// setStatus records the Scheduled condition and the decision's basis.
+func (r *Reconciler) setStatus(ctx context.Context, fo *v1alpha1.FederatedObject, cond metav1.Condition, basis string) error {
 	before := fo.Status.DeepCopy()
 	meta.SetStatusCondition(&fo.Status.Conditions, cond)
+	fo.Status.SchedulingBasis = basis
 	if equality.Semantic.DeepEqual(before, &fo.Status) {
 		return nil
 	}
-	if err := r.Client.Status().Update(ctx, fo); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("update status of %s/%s: %w", fo.Namespace, fo.Name, err)
+	if err := r.Client.Status().Update(ctx, fo); err != nil {
+		if apierrors.IsConflict(err) {
+			return errRetry
+		}
+		return client.IgnoreNotFound(err)
+	}
+	if cond.Status == metav1.ConditionFalse && r.Recorder != nil {
+		if old := meta.FindStatusCondition(before.Conditions, v1alpha1.ConditionScheduled); old == nil || old.Reason != cond.Reason || old.Message != cond.Message {
+			r.Recorder.Eventf(fo, nil, corev1.EventTypeWarning, cond.Reason, "Schedule", "%s", cond.Message)
+		}
 	}
 	return nil
+}
+
+// errRetry: a write lost a race; try again shortly.
+var errRetry = errors.New("retry")
+
+func (r *Reconciler) result(err error) (reconcile.Result, error) {
+	if errors.Is(err, errRetry) {
+		return reconcile.Result{RequeueAfter: 200 * time.Millisecond}, nil
+	}
+	return reconcile.Result{}, err
 }
 
 // followerPlacement is the union of the clusters of the workloads that

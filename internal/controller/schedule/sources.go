@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -55,13 +56,16 @@ func (r *Reconciler) all(ctx context.Context, _ client.Object) []reconcile.Reque
 }
 
 // clusterChanged passes MemberCluster events that can change a placement:
-// creation, deletion, and changes of labels, taints or deletion state.
+// creation, deletion, and changes of labels, taints, readiness, served
+// kinds or deletion state; not the frequent capacity updates.
 var clusterChanged = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		o, n := e.ObjectOld.(*v1alpha1.MemberCluster), e.ObjectNew.(*v1alpha1.MemberCluster)
 		return !equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
 			!equality.Semantic.DeepEqual(o.Spec.Taints, n.Spec.Taints) ||
-			o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero()
+			o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero() ||
+			meta.IsStatusConditionTrue(o.Status.Conditions, v1alpha1.ConditionReady) != meta.IsStatusConditionTrue(n.Status.Conditions, v1alpha1.ConditionReady) ||
+			!equality.Semantic.DeepEqual(o.Status.APIResources, n.Status.APIResources)
 	},
 }
 

@@ -1,0 +1,130 @@
+// Package apienablement is the APIEnablement filter plugin: it keeps an
+// object off the member clusters that do not serve its kind.
+package apienablement
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/scheduler/framework"
+)
+
+// Name is the plugin's name in scheduling profiles.
+const Name = "APIEnablement"
+
+// stateKey is where Prepare leaves the decision's exclusion reason.
+const stateKey = Name
+
+// APIEnablement is a filter: a cluster passes when its status.apiResources
+// lists the unit's group, version and kind. A cluster whose resources have
+// not been discovered yet (an empty list) passes, so a newly joined member
+// is not held back; propagation reports the kind as unserved if it is.
+//
+// Excluded clusters get the reason "do not serve <group>/<version> <Kind>"
+// ("do not serve v1 ConfigMap" for the core group).
+type APIEnablement struct{}
+
+var (
+	_ framework.PreparePlugin = (*APIEnablement)(nil)
+	_ framework.FilterPlugin  = (*APIEnablement)(nil)
+)
+
+// New builds the plugin. It takes no arguments.
+func New(args []byte) (framework.Plugin, error) {
+	if err := noArgs(args); err != nil {
+		return nil, err
+	}
+	return &APIEnablement{}, nil
+}
+
+// Name returns Name.
+func (*APIEnablement) Name() string { return Name }
+
+// Prepare formats the exclusion reason once for the decision.
+func (*APIEnablement) Prepare(_ context.Context, state framework.CycleState, u *framework.Unit, _ []*v1alpha1.MemberCluster) *framework.Status {
+	state[stateKey] = reason(u.GVK)
+	return nil
+}
+
+// Filter excludes a cluster that has discovered its resources and does not
+// serve the unit's kind.
+func (*APIEnablement) Filter(_ context.Context, state framework.CycleState, u *framework.Unit, c *v1alpha1.MemberCluster) *framework.Status {
+	rs := c.Status.APIResources
+	if len(rs) == 0 || serves(rs, u.GVK) {
+		return nil
+	}
+	r, ok := state[stateKey].(string)
+	if !ok {
+		r = reason(u.GVK)
+	}
+	return &framework.Status{Code: framework.Unschedulable, Reason: r}
+}
+
+func reason(gvk schema.GroupVersionKind) string {
+	return "do not serve " + gvk.GroupVersion().String() + " " + gvk.Kind
+}
+
+// serves reports whether rs lists gvk. The list is kept sorted by group,
+// version and resource, so two binary searches bound the group/version run
+// and only its kinds are compared; a linear scan backs them up in case a
+// list is not sorted.
+func serves(rs []v1alpha1.APIResource, gvk schema.GroupVersionKind) bool {
+	lo := search(rs, gvk, 0)
+	hi := search(rs[lo:], gvk, 1) + lo
+	for i := lo; i < hi; i++ {
+		if rs[i].Kind == gvk.Kind {
+			return true
+		}
+	}
+	for i := range rs {
+		if r := &rs[i]; r.Kind == gvk.Kind && r.Version == gvk.Version && r.Group == gvk.Group {
+			return true
+		}
+	}
+	return false
+}
+
+// search returns the first index whose group/version compares with gvk's
+// at least at: 0 finds the start of gvk's run, 1 its end.
+func search(rs []v1alpha1.APIResource, gvk schema.GroupVersionKind, at int) int {
+	lo, hi := 0, len(rs)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if compare(&rs[m], gvk) < at {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// compare orders r's group/version against gvk's.
+func compare(r *v1alpha1.APIResource, gvk schema.GroupVersionKind) int {
+	if c := strings.Compare(r.Group, gvk.Group); c != 0 {
+		return c
+	}
+	return strings.Compare(r.Version, gvk.Version)
+}
+
+// noArgs accepts absent, null or empty-object arguments and rejects any
+// other.
+func noArgs(args []byte) error {
+	if len(bytes.TrimSpace(args)) == 0 {
+		return nil
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(args, &fields); err != nil {
+		return fmt.Errorf("invalid arguments: %w", err)
+	}
+	if len(fields) > 0 {
+		return fmt.Errorf("takes no arguments, got %s", args)
+	}
+	return nil
+}

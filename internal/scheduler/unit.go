@@ -1,0 +1,85 @@
+package scheduler
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	resourcehelper "k8s.io/component-helpers/resource"
+	"k8s.io/utils/ptr"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/scheduler/framework"
+	"github.com/flotilla-io/flotilla/internal/workload"
+)
+
+// NewUnit describes a FederatedObject's template for the scheduler: its
+// kind, replicas, one replica's requests, and the policy's placement
+// narrowed by the object's own annotations (AnnotationClusterNames,
+// AnnotationMaxClusters). Annotations can only narrow: a user who may edit
+// the object cannot escape the policy owner's constraints.
+func NewUnit(fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured, placement *v1alpha1.Placement) *framework.Unit {
+	u := &framework.Unit{
+		Key:       fo.Namespace + "/" + fo.Name,
+		GVK:       tmpl.GroupVersionKind(),
+		Namespace: tmpl.GetNamespace(),
+		Name:      tmpl.GetName(),
+		Placement: Narrow(placement, tmpl.GetAnnotations()),
+		Current:   fo.Spec.Placement,
+		Requests:  Requests(tmpl),
+	}
+	if n, ok := workload.Replicas(tmpl); ok {
+		u.Replicas = ptr.To(n)
+	}
+	return u
+}
+
+// Narrow applies the narrowing annotations to a copy of a placement.
+func Narrow(p *v1alpha1.Placement, annotations map[string]string) *v1alpha1.Placement {
+	out := p.DeepCopy()
+	if v, ok := annotations[v1alpha1.AnnotationClusterNames]; ok {
+		var names []string
+		for _, n := range strings.Split(v, ",") {
+			if n = strings.TrimSpace(n); n != "" && (len(p.ClusterNames) == 0 || slices.Contains(p.ClusterNames, n)) {
+				names = append(names, n)
+			}
+		}
+		if len(names) == 0 {
+			names = []string{""} // nothing allowed: matches no cluster
+		}
+		slices.Sort(names)
+		out.ClusterNames = slices.Compact(names)
+	}
+	if v, ok := annotations[v1alpha1.AnnotationMaxClusters]; ok {
+		if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n >= 1 && (p.MaxClusters == nil || int32(n) < *p.MaxClusters) {
+			out.MaxClusters = ptr.To(int32(n))
+		}
+	}
+	return out
+}
+
+// Requests returns one replica's resource requests from an object's pod
+// template (containers, init containers and overhead, as the kube-scheduler
+// counts them); nil when the object has no pod template.
+func Requests(tmpl *unstructured.Unstructured) corev1.ResourceList {
+	path := workload.PodSpecPath(tmpl)
+	if path == nil {
+		return nil
+	}
+	raw, found, _ := unstructured.NestedMap(tmpl.Object, path...)
+	if !found {
+		return nil
+	}
+	pod := &corev1.Pod{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &pod.Spec); err != nil {
+		return nil
+	}
+	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	if len(reqs) == 0 {
+		return nil
+	}
+	return reqs
+}
