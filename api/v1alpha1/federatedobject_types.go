@@ -160,6 +160,9 @@ type FederatedObjectStatus struct {
 // +kubebuilder:printcolumn:name="PROPAGATED",type=string,JSONPath=`.status.conditions[?(@.type=="Propagated")].status`
 // +kubebuilder:printcolumn:name="REASON",type=string,JSONPath=`.status.conditions[?(@.type=="Propagated")].reason`
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="CLUSTERS",type=string,JSONPath=`.spec.placement[*].cluster`,priority=1
+// +kubebuilder:printcolumn:name="REPLICAS",type=string,JSONPath=`.spec.placement[*].replicas`,priority=1
+// +kubebuilder:printcolumn:name="SCHEDULING",type=string,JSONPath=`.status.conditions[?(@.type=="Scheduled")].message`,priority=1
 type FederatedObject struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

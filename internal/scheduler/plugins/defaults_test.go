@@ -1,0 +1,563 @@
+package plugins_test
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/scheduler"
+	"github.com/flotilla-io/flotilla/internal/scheduler/framework"
+	"github.com/flotilla-io/flotilla/internal/scheduler/plugins"
+)
+
+// deployment is the kind of every test unit.
+var deployment = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+
+// served is what a test cluster serves unless a case says otherwise: sorted
+// by group, version and resource, as the cluster controller keeps it.
+var served = []v1alpha1.APIResource{
+	{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Scope: v1alpha1.ScopeNamespaced},
+	{Group: "apps", Version: "v1", Kind: "Deployment", Resource: "deployments", Scope: v1alpha1.ScopeNamespaced},
+}
+
+var (
+	unreachable = corev1.Taint{Key: v1alpha1.TaintUnreachable, Effect: corev1.TaintEffectNoSchedule}
+	notReady    = corev1.Taint{Key: v1alpha1.TaintNotReady, Effect: corev1.TaintEffectNoExecute}
+	preferNot   = corev1.Taint{Key: "example.com/busy", Effect: corev1.TaintEffectPreferNoSchedule}
+)
+
+type opt func(*v1alpha1.MemberCluster)
+
+func taints(ts ...corev1.Taint) opt {
+	return func(c *v1alpha1.MemberCluster) { c.Spec.Taints = append(c.Spec.Taints, ts...) }
+}
+
+func deleting(c *v1alpha1.MemberCluster) {
+	ts := metav1.NewTime(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
+	c.DeletionTimestamp, c.Finalizers = &ts, []string{"flotilla.io/cluster"}
+}
+
+func unready(c *v1alpha1.MemberCluster) {
+	c.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: "Unhealthy"}}
+}
+
+func serving(rs ...v1alpha1.APIResource) opt {
+	return func(c *v1alpha1.MemberCluster) { c.Status.APIResources = rs }
+}
+
+// free gives a cluster 100 cpu and 100Gi of memory, pct percent available.
+func free(pct int) opt {
+	return func(c *v1alpha1.MemberCluster) {
+		c.Status.Resources = v1alpha1.ResourceSummary{
+			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100"), corev1.ResourceMemory: resource.MustParse("100Gi")},
+			Available: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(strconv.Itoa(pct)),
+				corev1.ResourceMemory: resource.MustParse(fmt.Sprintf("%dGi", pct))},
+		}
+	}
+}
+
+// cluster is a Ready MemberCluster serving ConfigMaps and Deployments.
+func cluster(name string, labels map[string]string, opts ...opt) *v1alpha1.MemberCluster {
+	c := &v1alpha1.MemberCluster{}
+	c.Name, c.Labels = name, labels
+	c.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Healthy"}}
+	c.Status.APIResources = served
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
+
+// three returns member-1 and member-2 (region eu) and member-3 (region us,
+// with a GPU), with 80%, 50% and 20% of their capacity free, so
+// LeastAllocated ranks them in that order; opts apply to member-3.
+func three(opts ...opt) []*v1alpha1.MemberCluster {
+	return []*v1alpha1.MemberCluster{
+		cluster("member-1", map[string]string{"region": "eu", "zone": "eu-1a", "generation": "3"}, free(80)),
+		cluster("member-2", map[string]string{"region": "eu", "zone": "eu-1b", "generation": "5"}, free(50)),
+		cluster("member-3", map[string]string{"region": "us", "zone": "us-1a", "generation": "7", "gpu": "a100"}, append([]opt{free(20)}, opts...)...),
+	}
+}
+
+// with applies opts to clusters[i] of cs and returns cs.
+func with(cs []*v1alpha1.MemberCluster, i int, opts ...opt) []*v1alpha1.MemberCluster {
+	for _, o := range opts {
+		o(cs[i])
+	}
+	return cs
+}
+
+type popt func(*v1alpha1.Placement)
+
+func policy(opts ...popt) v1alpha1.Placement {
+	var p v1alpha1.Placement
+	for _, o := range opts {
+		o(&p)
+	}
+	return p
+}
+
+func divide(ws ...v1alpha1.ClusterWeight) popt {
+	return func(p *v1alpha1.Placement) {
+		p.ReplicaScheduling.Type, p.ReplicaScheduling.Weights = v1alpha1.ReplicaSchedulingDivide, ws
+	}
+}
+
+func names(n ...string) popt { return func(p *v1alpha1.Placement) { p.ClusterNames = n } }
+
+func selector(key, value string) popt {
+	return func(p *v1alpha1.Placement) {
+		p.ClusterSelector = &metav1.LabelSelector{MatchLabels: map[string]string{key: value}}
+	}
+}
+
+func maxClusters(n int32) popt { return func(p *v1alpha1.Placement) { p.MaxClusters = ptr.To(n) } }
+
+func tolerate(ts ...corev1.Toleration) popt {
+	return func(p *v1alpha1.Placement) { p.Tolerations = ts }
+}
+
+func avoidDisruption(on bool) popt {
+	return func(p *v1alpha1.Placement) { p.ReplicaScheduling.AvoidDisruption = ptr.To(on) }
+}
+
+func spreadOver(key string, minGroups int32) popt {
+	return func(p *v1alpha1.Placement) {
+		p.SpreadConstraints = []v1alpha1.SpreadConstraint{{TopologyKey: key, MinGroups: ptr.To(minGroups)}}
+	}
+}
+
+// require adds a required term: each expression is "key op value,value".
+func require(exprs ...string) popt {
+	return func(p *v1alpha1.Placement) {
+		if p.ClusterAffinity == nil {
+			p.ClusterAffinity = &v1alpha1.ClusterAffinity{}
+		}
+		p.ClusterAffinity.RequiredTerms = append(p.ClusterAffinity.RequiredTerms, term(exprs...))
+	}
+}
+
+func prefer(weight int32, exprs ...string) popt {
+	return func(p *v1alpha1.Placement) {
+		if p.ClusterAffinity == nil {
+			p.ClusterAffinity = &v1alpha1.ClusterAffinity{}
+		}
+		p.ClusterAffinity.Preferred = append(p.ClusterAffinity.Preferred, v1alpha1.PreferredClusterTerm{Weight: weight, Term: term(exprs...)})
+	}
+}
+
+func term(exprs ...string) v1alpha1.ClusterSelectorTerm {
+	var t v1alpha1.ClusterSelectorTerm
+	for _, e := range exprs {
+		f := strings.Fields(e)
+		r := v1alpha1.ClusterSelectorRequirement{Key: f[0], Operator: v1alpha1.ClusterSelectorOperator(f[1])}
+		if len(f) > 2 {
+			r.Values = strings.Split(f[2], ",")
+		}
+		t.MatchExpressions = append(t.MatchExpressions, r)
+	}
+	return t
+}
+
+func weight(c string, w int32) v1alpha1.ClusterWeight { return v1alpha1.ClusterWeight{Cluster: c, Weight: w} }
+
+func bounded(c string, w int32, lo, hi *int32) v1alpha1.ClusterWeight {
+	return v1alpha1.ClusterWeight{Cluster: c, Weight: w, MinReplicas: lo, MaxReplicas: hi}
+}
+
+func n(v int32) *int32 { return &v }
+
+// placed parses "member-1=2 member-2" (no "=": no replica count).
+func placed(s string) []v1alpha1.ClusterPlacement {
+	var out []v1alpha1.ClusterPlacement
+	for _, f := range strings.Fields(s) {
+		name, count, ok := strings.Cut(f, "=")
+		p := v1alpha1.ClusterPlacement{Cluster: name}
+		if ok {
+			v, _ := strconv.Atoi(count)
+			p.Replicas = ptr.To(int32(v))
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// format writes a placement as placed reads it.
+func format(ps []v1alpha1.ClusterPlacement) string {
+	parts := make([]string, 0, len(ps))
+	for _, p := range ps {
+		if p.Replicas == nil {
+			parts = append(parts, p.Cluster)
+		} else {
+			parts = append(parts, fmt.Sprintf("%s=%d", p.Cluster, *p.Replicas))
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// unit is a shop/web Deployment with the placement narrowed by
+// annotations, as scheduler.NewUnit builds it.
+func unit(p v1alpha1.Placement, annotations map[string]string, replicas *int32, current string) *framework.Unit {
+	return &framework.Unit{Key: "shop/web", GVK: deployment, Namespace: "shop", Name: "web", Replicas: replicas,
+		Placement: scheduler.Narrow(&p, annotations), Current: placed(current)}
+}
+
+func defaultProfile(tb testing.TB) *framework.Profile {
+	tb.Helper()
+	p, err := framework.Build("", nil, plugins.Registry(), plugins.Defaults(), nil)
+	if err != nil {
+		tb.Fatalf("Build: %v", err)
+	}
+	return p
+}
+
+type scheduleCase struct {
+	name        string
+	placement   v1alpha1.Placement
+	annotations map[string]string
+	replicas    *int32
+	current     string
+	clusters    []*v1alpha1.MemberCluster
+	want        string // placement, as format writes it
+	msg         string
+	excluded    string // names of the excluded clusters
+	err         string
+}
+
+func runCases(t *testing.T, tests []scheduleCase) {
+	t.Helper()
+	p := defaultProfile(t)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := p.Schedule(context.Background(), unit(tt.placement, tt.annotations, tt.replicas, tt.current), tt.clusters)
+			if tt.err != "" || err != nil {
+				if err == nil || err.Error() != tt.err {
+					t.Fatalf("error = %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if got := format(res.Placement); got != tt.want {
+				t.Errorf("placement = %q, want %q", got, tt.want)
+			}
+			if res.Message != tt.msg {
+				t.Errorf("message = %q, want %q", res.Message, tt.msg)
+			}
+			var out []string
+			for name := range res.Excluded {
+				out = append(out, name)
+			}
+			slices.Sort(out)
+			if got := strings.Join(out, " "); got != tt.excluded {
+				t.Errorf("excluded = %q, want %q", got, tt.excluded)
+			}
+			if res.Total != len(tt.clusters) || res.Feasible != res.Total-len(res.Excluded) {
+				t.Errorf("total %d, feasible %d with %d excluded of %d clusters", res.Total, res.Feasible, len(res.Excluded), len(tt.clusters))
+			}
+		})
+	}
+}
+
+// TestDefaultProfileFromSchedule ports the table test of the scheduler the
+// framework replaced: the same inputs through the default profile, with
+// the framework's messages.
+func TestDefaultProfileFromSchedule(t *testing.T) {
+	runCases(t, []scheduleCase{
+		{name: "duplicate over all clusters", clusters: three(), want: "member-1 member-2 member-3", msg: "3/3 clusters"},
+		{name: "duplicate ignores the object's replicas", replicas: n(5), clusters: three(),
+			want: "member-1 member-2 member-3", msg: "3/3 clusters"},
+		{name: "cluster names", placement: policy(names("member-3", "member-1")), clusters: three(),
+			want: "member-1 member-3", msg: "2/3 clusters; excluded: 1 not in clusterNames", excluded: "member-2"},
+		{name: "cluster selector", placement: policy(selector("region", "eu")), clusters: three(),
+			want: "member-1 member-2", msg: "2/3 clusters; excluded: 1 do not match clusterSelector", excluded: "member-3"},
+		{name: "names and selector intersect", placement: policy(names("member-1", "member-3"), selector("region", "eu")), clusters: three(),
+			want: "member-1", msg: "1/3 clusters; excluded: 1 do not match clusterSelector, 1 not in clusterNames", excluded: "member-2 member-3"},
+		{name: "invalid selector fails the decision", clusters: three(), placement: policy(func(p *v1alpha1.Placement) {
+			p.ClusterSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "region", Operator: "Bogus"}}}
+		}), err: `Placement: clusterSelector: "Bogus" is not a valid label selector operator`},
+		{name: "no cluster matches", placement: policy(names("member-9")), clusters: three(),
+			msg: "0/3 clusters available: 3 not in clusterNames", excluded: "member-1 member-2 member-3"},
+		{name: "no clusters at all", placement: policy(divide()), replicas: n(3), msg: "0/0 clusters available"},
+		{name: "cluster being deleted is excluded", clusters: with(three(), 1, deleting),
+			want: "member-1 member-3", msg: "2/3 clusters; excluded: 1 being deleted", excluded: "member-2"},
+		{name: "cluster being deleted is excluded even where placed", clusters: with(three()[:2], 1, deleting), current: "member-1 member-2",
+			want: "member-1", msg: "1/2 clusters; excluded: 1 being deleted", excluded: "member-2"},
+		{name: "every candidate excluded", clusters: with(three()[:1], 0, deleting),
+			msg: "0/1 clusters available: 1 being deleted", excluded: "member-1"},
+		{name: "NoSchedule keeps a new cluster out", clusters: three(taints(unreachable)),
+			want: "member-1 member-2", msg: "2/3 clusters; excluded: 1 untolerated taint flotilla.io/unreachable", excluded: "member-3"},
+		{name: "NoSchedule keeps a placed cluster", clusters: three(taints(unreachable)), current: "member-3",
+			want: "member-1 member-2 member-3", msg: "3/3 clusters"},
+		{name: "NoExecute removes a placed cluster", clusters: three(taints(notReady)), current: "member-1 member-2 member-3",
+			want: "member-1 member-2", msg: "2/3 clusters; excluded: 1 untolerated taint flotilla.io/not-ready", excluded: "member-3"},
+		{name: "PreferNoSchedule does not block", clusters: three(taints(preferNot)), want: "member-1 member-2 member-3", msg: "3/3 clusters"},
+		{name: "first blocking taint is reported", clusters: three(taints(preferNot, unreachable, notReady)),
+			want: "member-1 member-2", msg: "2/3 clusters; excluded: 1 untolerated taint flotilla.io/unreachable", excluded: "member-3"},
+		{name: "several exclusions", clusters: with(three(taints(notReady)), 0, deleting),
+			want: "member-2", msg: "1/3 clusters; excluded: 1 being deleted, 1 untolerated taint flotilla.io/not-ready", excluded: "member-1 member-3"},
+		{name: "divide 6 over 3 equal clusters", placement: policy(divide()), replicas: n(6), clusters: three(),
+			want: "member-1=2 member-2=2 member-3=2", msg: "3/3 clusters"},
+		{name: "divide 9 over 3 equal clusters", placement: policy(divide()), replicas: n(9), clusters: three(),
+			want: "member-1=3 member-2=3 member-3=3", msg: "3/3 clusters"},
+		{name: "divide over the selected clusters only", placement: policy(divide(), selector("region", "eu")), replicas: n(6), clusters: three(),
+			want: "member-1=3 member-2=3", msg: "2/3 clusters; excluded: 1 do not match clusterSelector", excluded: "member-3"},
+		{name: "divide skips a NoSchedule cluster it is not on", placement: policy(divide()), replicas: n(6), clusters: three(taints(unreachable)),
+			want: "member-1=3 member-2=3", msg: "2/3 clusters; excluded: 1 untolerated taint flotilla.io/unreachable", excluded: "member-3"},
+		{name: "weights 2:1", placement: policy(divide(weight("member-1", 2), weight("member-2", 1)), names("member-1", "member-2")),
+			replicas: n(6), clusters: three(), want: "member-1=4 member-2=2", msg: "2/3 clusters; excluded: 1 not in clusterNames", excluded: "member-3"},
+		{name: "unlisted clusters get no replicas and are left out", placement: policy(divide(weight("member-1", 2), weight("member-2", 1))),
+			replicas: n(9), clusters: three(), want: "member-1=6 member-2=3", msg: "2/3 clusters"},
+		{name: "weight entries for unknown clusters are ignored", placement: policy(divide(weight("member-1", 1), weight("member-9", 100), weight("member-3", 1))),
+			replicas: n(4), clusters: three(), want: "member-1=2 member-3=2", msg: "2/3 clusters"},
+		{name: "max caps a cluster, the rest goes to the others", placement: policy(divide(bounded("member-1", 1, nil, n(2)), weight("member-2", 1), weight("member-3", 1))),
+			replicas: n(10), clusters: three(), want: "member-1=2 member-2=4 member-3=4", msg: "3/3 clusters"},
+		{name: "min raises a cluster", placement: policy(divide(bounded("member-1", 1, n(4), nil), weight("member-2", 1), weight("member-3", 1))),
+			replicas: n(6), clusters: three(), want: "member-1=4 member-2=1 member-3=1", msg: "3/3 clusters"},
+		{name: "min gives a zero-weight cluster replicas", placement: policy(divide(weight("member-1", 1), bounded("member-2", 0, n(2), nil))),
+			replicas: n(6), clusters: three(), want: "member-1=4 member-2=2", msg: "2/3 clusters"},
+		{name: "maximums that cannot hold the total", placement: policy(divide(bounded("member-1", 1, nil, n(1)), bounded("member-2", 1, nil, n(2))), names("member-1", "member-2")),
+			replicas: n(10), clusters: three(), want: "member-1=1 member-2=2", msg: "2/3 clusters; excluded: 1 not in clusterNames", excluded: "member-3"},
+		{name: "NoSchedule cluster holding 3 keeps at most 3 on scale up", placement: policy(divide()), replicas: n(15), clusters: three(taints(unreachable)),
+			current: "member-1=3 member-2=3 member-3=3", want: "member-1=6 member-2=6 member-3=3", msg: "3/3 clusters"},
+		{name: "NoSchedule cluster holding 3 shrinks on scale down", placement: policy(divide()), replicas: n(3), clusters: three(taints(unreachable)),
+			current: "member-1=3 member-2=3 member-3=3", want: "member-1=1 member-2=1 member-3=1", msg: "3/3 clusters"},
+		{name: "NoSchedule cap lowers a weight's max", placement: policy(divide(weight("member-1", 1), weight("member-2", 1), bounded("member-3", 1, n(5), n(10)))),
+			replicas: n(12), clusters: three(taints(unreachable)), current: "member-3=2", want: "member-1=5 member-2=5 member-3=2", msg: "3/3 clusters"},
+		{name: "NoExecute cluster holding replicas loses them", placement: policy(divide()), replicas: n(6), clusters: three(taints(notReady)),
+			current: "member-1=2 member-2=2 member-3=2", want: "member-1=3 member-2=3",
+			msg: "2/3 clusters; excluded: 1 untolerated taint flotilla.io/not-ready", excluded: "member-3"},
+		{name: "total 0 keeps every cluster with 0", placement: policy(divide()), replicas: n(0), clusters: three(),
+			want: "member-1=0 member-2=0 member-3=0", msg: "3/3 clusters"},
+		{name: "total 0 keeps the weighted clusters with 0, unlisted ones are not placed", placement: policy(divide(weight("member-1", 1))),
+			replicas: n(0), clusters: three(), want: "member-1=0", msg: "1/3 clusters"},
+		{name: "capped weighted clusters do not spill into unlisted ones", placement: policy(divide(bounded("member-1", 1, nil, n(1)), bounded("member-2", 1, nil, n(2)))),
+			replicas: n(10), clusters: three(), want: "member-1=1 member-2=2", msg: "2/3 clusters"},
+		{name: "divide without replicas behaves like duplicate", placement: policy(divide(weight("member-1", 1))), clusters: three(taints(unreachable)),
+			want: "member-1 member-2", msg: "2/3 clusters; excluded: 1 untolerated taint flotilla.io/unreachable", excluded: "member-3"},
+	})
+}
+
+// TestDefaultProfileFilters covers what the old scheduler could not do:
+// tolerations, readiness, API enablement and required cluster affinity,
+// with the explanation grouping and counting the reasons.
+func TestDefaultProfileFilters(t *testing.T) {
+	anHourAgo := metav1.NewTime(time.Now().Add(-time.Hour))
+	staleNotReady := corev1.Taint{Key: v1alpha1.TaintNotReady, Effect: corev1.TaintEffectNoExecute, TimeAdded: &anHourAgo}
+	configMapOnly := serving(served[0])
+	runCases(t, []scheduleCase{
+		{name: "a toleration lets a NoSchedule cluster in", clusters: three(taints(unreachable)),
+			placement: policy(tolerate(corev1.Toleration{Key: v1alpha1.TaintUnreachable, Operator: corev1.TolerationOpExists})),
+			want: "member-1 member-2 member-3", msg: "3/3 clusters"},
+		{name: "a tolerated NoSchedule cluster gets its full share", clusters: three(taints(unreachable)), replicas: n(9), current: "member-3=1",
+			placement: policy(divide(), tolerate(corev1.Toleration{Key: v1alpha1.TaintUnreachable, Effect: corev1.TaintEffectNoSchedule, Operator: corev1.TolerationOpExists})),
+			want: "member-1=3 member-2=3 member-3=3", msg: "3/3 clusters"},
+		{name: "a toleration for another key does not help", clusters: three(taints(unreachable)),
+			placement: policy(tolerate(corev1.Toleration{Key: "example.com/other", Operator: corev1.TolerationOpExists})),
+			want: "member-1 member-2", msg: "2/3 clusters; excluded: 1 untolerated taint flotilla.io/unreachable", excluded: "member-3"},
+		{name: "NoExecute tolerated for a while keeps a fresh taint", clusters: three(taints(staleNotReady)), current: "member-3",
+			placement: policy(tolerate(corev1.Toleration{Key: v1alpha1.TaintNotReady, Operator: corev1.TolerationOpExists, TolerationSeconds: ptr.To[int64](7200)})),
+			want: "member-1 member-2 member-3", msg: "3/3 clusters"},
+		{name: "NoExecute toleration that ran out excludes", clusters: three(taints(staleNotReady)), current: "member-3",
+			placement: policy(tolerate(corev1.Toleration{Key: v1alpha1.TaintNotReady, Operator: corev1.TolerationOpExists, TolerationSeconds: ptr.To[int64](300)})),
+			want: "member-1 member-2", msg: "2/3 clusters; excluded: 1 untolerated taint flotilla.io/not-ready", excluded: "member-3"},
+		{name: "a cluster that is not Ready gets no new object", clusters: three(unready),
+			want: "member-1 member-2", msg: "2/3 clusters; excluded: 1 not Ready", excluded: "member-3"},
+		{name: "a cluster that is not Ready keeps what it holds", clusters: three(unready), current: "member-3",
+			want: "member-1 member-2 member-3", msg: "3/3 clusters"},
+		{name: "a cluster without a Ready condition is not Ready", clusters: three(func(c *v1alpha1.MemberCluster) { c.Status.Conditions = nil }),
+			want: "member-1 member-2", msg: "2/3 clusters; excluded: 1 not Ready", excluded: "member-3"},
+		{name: "a cluster that does not serve the kind", clusters: with(three(), 1, configMapOnly),
+			want: "member-1 member-3", msg: "2/3 clusters; excluded: 1 do not serve apps/v1 Deployment", excluded: "member-2"},
+		{name: "a cluster that does not serve the kind even where placed", clusters: with(three(), 1, configMapOnly), current: "member-1 member-2 member-3",
+			want: "member-1 member-3", msg: "2/3 clusters; excluded: 1 do not serve apps/v1 Deployment", excluded: "member-2"},
+		{name: "undiscovered resources pass", clusters: with(three(), 1, serving()), want: "member-1 member-2 member-3", msg: "3/3 clusters"},
+		{name: "no cluster serves the kind", clusters: with(three(configMapOnly), 0, configMapOnly), placement: policy(names("member-1", "member-3")),
+			msg: "0/3 clusters available: 2 do not serve apps/v1 Deployment, 1 not in clusterNames", excluded: "member-1 member-2 member-3"},
+		{name: "the explanation groups and counts reasons, first filter first",
+			clusters: []*v1alpha1.MemberCluster{
+				cluster("a", nil, deleting, configMapOnly), cluster("b", nil, configMapOnly), cluster("c", nil, configMapOnly, taints(unreachable)),
+				cluster("d", nil, taints(unreachable), unready), cluster("e", nil, unready), cluster("f", nil, taints(notReady)),
+			},
+			msg:      "0/6 clusters available: 2 do not serve apps/v1 Deployment, 2 untolerated taint flotilla.io/unreachable, 1 being deleted, 1 not Ready, 1 untolerated taint flotilla.io/not-ready",
+			excluded: "a b c d e f"},
+		{name: "required In", placement: policy(require("region In us")), clusters: three(),
+			want: "member-3", msg: "1/3 clusters; excluded: 2 do not match required cluster affinity", excluded: "member-1 member-2"},
+		{name: "required NotIn", placement: policy(require("region NotIn us,ap")), clusters: three(),
+			want: "member-1 member-2", msg: "2/3 clusters; excluded: 1 do not match required cluster affinity", excluded: "member-3"},
+		{name: "required Exists", placement: policy(require("gpu Exists")), clusters: three(),
+			want: "member-3", msg: "1/3 clusters; excluded: 2 do not match required cluster affinity", excluded: "member-1 member-2"},
+		{name: "required Gt", placement: policy(require("generation Gt 4")), clusters: three(),
+			want: "member-2 member-3", msg: "2/3 clusters; excluded: 1 do not match required cluster affinity", excluded: "member-1"},
+		{name: "required expressions of a term all hold", placement: policy(require("region In eu", "generation Gt 4")), clusters: three(),
+			want: "member-2", msg: "1/3 clusters; excluded: 2 do not match required cluster affinity", excluded: "member-1 member-3"},
+		{name: "required terms are alternatives", placement: policy(require("gpu Exists"), require("generation Lt 4")), clusters: three(),
+			want: "member-1 member-3", msg: "2/3 clusters; excluded: 1 do not match required cluster affinity", excluded: "member-2"},
+		{name: "required affinity and clusterNames", placement: policy(require("region In eu"), names("member-2", "member-3")), clusters: three(),
+			want: "member-2", msg: "1/3 clusters; excluded: 1 do not match required cluster affinity, 1 not in clusterNames", excluded: "member-1 member-3"},
+		{name: "invalid affinity fails the decision", placement: policy(require("region Bogus eu")), clusters: three(),
+			err: `ClusterAffinity: clusterAffinity.requiredTerms[0].matchExpressions[0]: unknown operator "Bogus"`},
+	})
+}
+
+// TestDefaultProfileSelect covers scoring and selection: three() ranks
+// member-1, member-2, member-3 by free capacity (LeastAllocated).
+func TestDefaultProfileSelect(t *testing.T) {
+	runCases(t, []scheduleCase{
+		{name: "maxClusters keeps the clusters with the most free capacity", placement: policy(maxClusters(2)), clusters: three(),
+			want: "member-1 member-2", msg: "2/3 clusters"},
+		{name: "preferred affinity outweighs free capacity", placement: policy(maxClusters(1), prefer(10, "region In us")), clusters: three(),
+			want: "member-3", msg: "1/3 clusters"},
+		{name: "the matched share of preferred weights ranks", placement: policy(maxClusters(1), prefer(30, "gpu Exists"), prefer(70, "generation Lt 6")), clusters: three(),
+			want: "member-2", msg: "1/3 clusters"},
+		{name: "PreferNoSchedule taints lower the score", placement: policy(maxClusters(1)),
+			clusters: with(three(), 0, taints(preferNot, corev1.Taint{Key: "a", Effect: corev1.TaintEffectPreferNoSchedule},
+				corev1.Taint{Key: "b", Effect: corev1.TaintEffectPreferNoSchedule}, corev1.Taint{Key: "c", Effect: corev1.TaintEffectPreferNoSchedule})),
+			want: "member-2", msg: "1/3 clusters"},
+		{name: "maxClusters and divide", placement: policy(maxClusters(2), divide()), replicas: n(7), clusters: three(),
+			want: "member-1=4 member-2=3", msg: "2/3 clusters"},
+		{name: "spread minGroups with maxClusters picks one cluster per region", placement: policy(maxClusters(2), spreadOver("region", 2)), clusters: three(),
+			want: "member-1 member-3", msg: "2/3 clusters"},
+		{name: "spread drops clusters without the label", placement: policy(spreadOver("gpu", 1)), clusters: three(), want: "member-3", msg: "1/3 clusters"},
+		{name: "spread needs more groups than there are", placement: policy(spreadOver("region", 3)), clusters: three(),
+			msg: "0/3 clusters chosen: spread over region needs 3 groups, 2 available"},
+		{name: "spread needs groups that filters excluded", placement: policy(maxClusters(2), spreadOver("region", 2)), clusters: three(taints(unreachable)),
+			msg: "0/3 clusters chosen: spread over region needs 2 groups, 1 available; excluded: 1 untolerated taint flotilla.io/unreachable", excluded: "member-3"},
+		{name: "no chosen cluster has a weight", placement: policy(divide(weight("member-9", 1))), replicas: n(3), clusters: three(),
+			msg: "no replica plan: none of the 3 chosen clusters has a replica weight"},
+	})
+}
+
+// TestDefaultProfileAvoidDisruption runs the seed's example through the
+// profile: member-1 and member-2 run 15 each, member-3 has just joined.
+func TestDefaultProfileAvoidDisruption(t *testing.T) {
+	const current = "member-1=15 member-2=15 member-3=0"
+	runCases(t, []scheduleCase{
+		{name: "30 to 15 shrinks the two clusters above their share", placement: policy(divide()), replicas: n(15), current: current, clusters: three(),
+			want: "member-1=8 member-2=7", msg: "2/3 clusters"},
+		{name: "30 to 36 gives the new cluster the 6 new replicas", placement: policy(divide()), replicas: n(36), current: current, clusters: three(),
+			want: "member-1=15 member-2=15 member-3=6", msg: "3/3 clusters"},
+		{name: "30 stays 15/15", placement: policy(divide()), replicas: n(30), current: current, clusters: three(),
+			want: "member-1=15 member-2=15", msg: "2/3 clusters"},
+		{name: "without avoidDisruption 15 is 5/5/5", placement: policy(divide(), avoidDisruption(false)), replicas: n(15), current: current, clusters: three(),
+			want: "member-1=5 member-2=5 member-3=5", msg: "3/3 clusters"},
+		{name: "without avoidDisruption 36 is 12/12/12", placement: policy(divide(), avoidDisruption(false)), replicas: n(36), current: current, clusters: three(),
+			want: "member-1=12 member-2=12 member-3=12", msg: "3/3 clusters"},
+	})
+}
+
+// TestDefaultProfileAnnotations narrows the policy with the object's
+// annotations, as scheduler.NewUnit does: they never widen it.
+func TestDefaultProfileAnnotations(t *testing.T) {
+	names12 := policy(names("member-1", "member-2"))
+	ann := func(k, v string) map[string]string { return map[string]string{k: v} }
+	runCases(t, []scheduleCase{
+		{name: "cluster-names narrows clusterNames", placement: names12, annotations: ann(v1alpha1.AnnotationClusterNames, "member-2"), clusters: three(),
+			want: "member-2", msg: "1/3 clusters; excluded: 2 not in clusterNames", excluded: "member-1 member-3"},
+		{name: "cluster-names cannot add a cluster clusterNames excludes", placement: names12, annotations: ann(v1alpha1.AnnotationClusterNames, "member-2, member-3"),
+			clusters: three(), want: "member-2", msg: "1/3 clusters; excluded: 2 not in clusterNames", excluded: "member-1 member-3"},
+		{name: "cluster-names naming only excluded clusters matches none", placement: names12, annotations: ann(v1alpha1.AnnotationClusterNames, "member-3"),
+			clusters: three(), msg: "0/3 clusters available: 3 not in clusterNames", excluded: "member-1 member-2 member-3"},
+		{name: "cluster-names without clusterNames", annotations: ann(v1alpha1.AnnotationClusterNames, "member-3,member-1"), clusters: three(),
+			want: "member-1 member-3", msg: "2/3 clusters; excluded: 1 not in clusterNames", excluded: "member-2"},
+		{name: "cluster-names cannot escape the selector", placement: policy(selector("region", "eu")), annotations: ann(v1alpha1.AnnotationClusterNames, "member-3"),
+			clusters: three(), msg: "0/3 clusters available: 2 not in clusterNames, 1 do not match clusterSelector", excluded: "member-1 member-2 member-3"},
+		{name: "max-clusters lowers maxClusters", placement: policy(maxClusters(2)), annotations: ann(v1alpha1.AnnotationMaxClusters, "1"), clusters: three(),
+			want: "member-1", msg: "1/3 clusters"},
+		{name: "max-clusters cannot raise maxClusters", placement: policy(maxClusters(1)), annotations: ann(v1alpha1.AnnotationMaxClusters, "3"), clusters: three(),
+			want: "member-1", msg: "1/3 clusters"},
+		{name: "max-clusters without maxClusters", annotations: ann(v1alpha1.AnnotationMaxClusters, " 2 "), clusters: three(),
+			want: "member-1 member-2", msg: "2/3 clusters"},
+		{name: "max-clusters 0 is ignored", annotations: ann(v1alpha1.AnnotationMaxClusters, "0"), clusters: three(),
+			want: "member-1 member-2 member-3", msg: "3/3 clusters"},
+		{name: "max-clusters that is not a number is ignored", placement: policy(maxClusters(2)), annotations: ann(v1alpha1.AnnotationMaxClusters, "all"),
+			clusters: three(), want: "member-1 member-2", msg: "2/3 clusters"},
+	})
+}
+
+func TestDefaultProfileRemainderGoesToOneCluster(t *testing.T) {
+	res, err := defaultProfile(t).Schedule(context.Background(), unit(policy(divide()), nil, n(2), ""), three())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Message != "2/3 clusters" || len(res.Placement) != 2 {
+		t.Fatalf("placement %q (%s), want 2 of 3 clusters", format(res.Placement), res.Message)
+	}
+	for _, p := range res.Placement {
+		if p.Replicas == nil || *p.Replicas != 1 {
+			t.Errorf("placement %q, want 1 replica per cluster", format(res.Placement))
+		}
+	}
+	if !slices.IsSortedFunc(res.Placement, func(a, b v1alpha1.ClusterPlacement) int { return strings.Compare(a.Cluster, b.Cluster) }) {
+		t.Errorf("placement %q is not in name order", format(res.Placement))
+	}
+}
+
+func TestDefaultProfileIsDeterministic(t *testing.T) {
+	clusters := []*v1alpha1.MemberCluster{
+		cluster("a", nil), cluster("b", nil), cluster("c", nil, taints(unreachable)), cluster("d", nil),
+		cluster("e", nil, taints(notReady)), cluster("f", nil, deleting),
+	}
+	current := "a=4 c=3 e=1"
+	inputs := []struct {
+		name      string
+		placement v1alpha1.Placement
+		total     *int32
+	}{
+		{"duplicate", policy(), nil},
+		{"divide with a remainder", policy(divide()), n(11)},
+		{"weighted", policy(divide(weight("a", 3), weight("b", 2), weight("c", 5), weight("d", 1))), n(17)},
+		{"maxClusters among equals", policy(maxClusters(2)), nil},
+	}
+	p := defaultProfile(t)
+	ctx := context.Background()
+	for _, in := range inputs {
+		t.Run(in.name, func(t *testing.T) {
+			run := func(cs []*v1alpha1.MemberCluster, cur []v1alpha1.ClusterPlacement) *framework.Result {
+				u := unit(in.placement, nil, in.total, "")
+				u.Current = cur
+				res, err := p.Schedule(ctx, u, cs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return res
+			}
+			want := run(clusters, placed(current))
+			reversed := slices.Clone(clusters)
+			slices.Reverse(reversed)
+			rotated := append(slices.Clone(clusters[3:]), clusters[:3]...)
+			shuffled := placed(current)
+			slices.Reverse(shuffled)
+			for i, got := range []*framework.Result{run(clusters, placed(current)), run(reversed, placed(current)), run(rotated, shuffled)} {
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("run %d gave %q (%s), want %q (%s)", i, format(got.Placement), got.Message, format(want.Placement), want.Message)
+				}
+			}
+			if got := clusters[0].Name + clusters[5].Name; got != "af" {
+				t.Errorf("Schedule reordered the caller's clusters: first/last %q", got)
+			}
+			if want.Message != fmt.Sprintf("%d/6 clusters; excluded: 1 being deleted, 1 untolerated taint flotilla.io/not-ready", len(want.Placement)) {
+				t.Errorf("message %q", want.Message)
+			}
+			if in.total != nil {
+				var sum int32
+				for _, pl := range want.Placement {
+					sum += *pl.Replicas
+				}
+				if sum != *in.total {
+					t.Errorf("placement %q sums to %d, want %d", format(want.Placement), sum, *in.total)
+				}
+			}
+		})
+	}
+}
