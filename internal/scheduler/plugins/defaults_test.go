@@ -125,8 +125,15 @@ func selector(key, value string) popt {
 
 func maxClusters(n int32) popt { return func(p *v1alpha1.Placement) { p.MaxClusters = ptr.To(n) } }
 
-func tolerate(ts ...corev1.Toleration) popt {
-	return func(p *v1alpha1.Placement) { p.Tolerations = ts }
+// tolerate tolerates a taint key (any effect), for seconds when not 0.
+func tolerate(key string, seconds int64) popt {
+	return func(p *v1alpha1.Placement) {
+		t := corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists}
+		if seconds != 0 {
+			t.TolerationSeconds = &seconds
+		}
+		p.Tolerations = append(p.Tolerations, t)
+	}
 }
 
 func avoidDisruption(on bool) popt {
@@ -139,23 +146,23 @@ func spreadOver(key string, minGroups int32) popt {
 	}
 }
 
-// require adds a required term: each expression is "key op value,value".
+// require adds a required term and prefer a preferred one: each
+// expression is "key op value,value".
 func require(exprs ...string) popt {
-	return func(p *v1alpha1.Placement) {
-		if p.ClusterAffinity == nil {
-			p.ClusterAffinity = &v1alpha1.ClusterAffinity{}
-		}
-		p.ClusterAffinity.RequiredTerms = append(p.ClusterAffinity.RequiredTerms, term(exprs...))
-	}
+	return func(p *v1alpha1.Placement) { affinity(p).RequiredTerms = append(affinity(p).RequiredTerms, term(exprs...)) }
 }
 
 func prefer(weight int32, exprs ...string) popt {
 	return func(p *v1alpha1.Placement) {
-		if p.ClusterAffinity == nil {
-			p.ClusterAffinity = &v1alpha1.ClusterAffinity{}
-		}
-		p.ClusterAffinity.Preferred = append(p.ClusterAffinity.Preferred, v1alpha1.PreferredClusterTerm{Weight: weight, Term: term(exprs...)})
+		affinity(p).Preferred = append(affinity(p).Preferred, v1alpha1.PreferredClusterTerm{Weight: weight, Term: term(exprs...)})
 	}
+}
+
+func affinity(p *v1alpha1.Placement) *v1alpha1.ClusterAffinity {
+	if p.ClusterAffinity == nil {
+		p.ClusterAffinity = &v1alpha1.ClusterAffinity{}
+	}
+	return p.ClusterAffinity
 }
 
 func term(exprs ...string) v1alpha1.ClusterSelectorTerm {
@@ -171,7 +178,7 @@ func term(exprs ...string) v1alpha1.ClusterSelectorTerm {
 	return t
 }
 
-func weight(c string, w int32) v1alpha1.ClusterWeight { return v1alpha1.ClusterWeight{Cluster: c, Weight: w} }
+func weight(c string, w int32) v1alpha1.ClusterWeight { return bounded(c, w, nil, nil) }
 
 func bounded(c string, w int32, lo, hi *int32) v1alpha1.ClusterWeight {
 	return v1alpha1.ClusterWeight{Cluster: c, Weight: w, MinReplicas: lo, MaxReplicas: hi}
@@ -308,6 +315,8 @@ func TestDefaultProfileFromSchedule(t *testing.T) {
 			want: "member-2", msg: "1/3 clusters; excluded: 1 being deleted, 1 untolerated taint flotilla.io/not-ready", excluded: "member-1 member-3"},
 		{name: "divide 6 over 3 equal clusters", placement: policy(divide()), replicas: n(6), clusters: three(),
 			want: "member-1=2 member-2=2 member-3=2", msg: "3/3 clusters"},
+		{name: "divide 2 over 3: clusters that get none are left out", placement: policy(divide()), replicas: n(2), clusters: three(),
+			want: "member-1=1 member-3=1", msg: "2/3 clusters"},
 		{name: "divide 9 over 3 equal clusters", placement: policy(divide()), replicas: n(9), clusters: three(),
 			want: "member-1=3 member-2=3 member-3=3", msg: "3/3 clusters"},
 		{name: "divide over the selected clusters only", placement: policy(divide(), selector("region", "eu")), replicas: n(6), clusters: three(),
@@ -356,21 +365,17 @@ func TestDefaultProfileFilters(t *testing.T) {
 	staleNotReady := corev1.Taint{Key: v1alpha1.TaintNotReady, Effect: corev1.TaintEffectNoExecute, TimeAdded: &anHourAgo}
 	configMapOnly := serving(served[0])
 	runCases(t, []scheduleCase{
-		{name: "a toleration lets a NoSchedule cluster in", clusters: three(taints(unreachable)),
-			placement: policy(tolerate(corev1.Toleration{Key: v1alpha1.TaintUnreachable, Operator: corev1.TolerationOpExists})),
+		{name: "a toleration lets a NoSchedule cluster in", clusters: three(taints(unreachable)), placement: policy(tolerate(v1alpha1.TaintUnreachable, 0)),
 			want: "member-1 member-2 member-3", msg: "3/3 clusters"},
 		{name: "a tolerated NoSchedule cluster gets its full share", clusters: three(taints(unreachable)), replicas: n(9), current: "member-3=1",
-			placement: policy(divide(), tolerate(corev1.Toleration{Key: v1alpha1.TaintUnreachable, Effect: corev1.TaintEffectNoSchedule, Operator: corev1.TolerationOpExists})),
-			want: "member-1=3 member-2=3 member-3=3", msg: "3/3 clusters"},
-		{name: "a toleration for another key does not help", clusters: three(taints(unreachable)),
-			placement: policy(tolerate(corev1.Toleration{Key: "example.com/other", Operator: corev1.TolerationOpExists})),
+			placement: policy(divide(), tolerate(v1alpha1.TaintUnreachable, 0)), want: "member-1=3 member-2=3 member-3=3", msg: "3/3 clusters"},
+		{name: "a toleration for another key does not help", clusters: three(taints(unreachable)), placement: policy(tolerate("example.com/other", 0)),
 			want: "member-1 member-2", msg: "2/3 clusters; excluded: 1 untolerated taint flotilla.io/unreachable", excluded: "member-3"},
-		{name: "NoExecute tolerated for a while keeps a fresh taint", clusters: three(taints(staleNotReady)), current: "member-3",
-			placement: policy(tolerate(corev1.Toleration{Key: v1alpha1.TaintNotReady, Operator: corev1.TolerationOpExists, TolerationSeconds: ptr.To[int64](7200)})),
-			want: "member-1 member-2 member-3", msg: "3/3 clusters"},
+		{name: "NoExecute tolerated for a while keeps a cluster", clusters: three(taints(staleNotReady)), current: "member-3",
+			placement: policy(tolerate(v1alpha1.TaintNotReady, 7200)), want: "member-1 member-2 member-3", msg: "3/3 clusters"},
 		{name: "NoExecute toleration that ran out excludes", clusters: three(taints(staleNotReady)), current: "member-3",
-			placement: policy(tolerate(corev1.Toleration{Key: v1alpha1.TaintNotReady, Operator: corev1.TolerationOpExists, TolerationSeconds: ptr.To[int64](300)})),
-			want: "member-1 member-2", msg: "2/3 clusters; excluded: 1 untolerated taint flotilla.io/not-ready", excluded: "member-3"},
+			placement: policy(tolerate(v1alpha1.TaintNotReady, 300)),
+			want:      "member-1 member-2", msg: "2/3 clusters; excluded: 1 untolerated taint flotilla.io/not-ready", excluded: "member-3"},
 		{name: "a cluster that is not Ready gets no new object", clusters: three(unready),
 			want: "member-1 member-2", msg: "2/3 clusters; excluded: 1 not Ready", excluded: "member-3"},
 		{name: "a cluster that is not Ready keeps what it holds", clusters: three(unready), current: "member-3",
@@ -387,10 +392,10 @@ func TestDefaultProfileFilters(t *testing.T) {
 		{name: "the explanation groups and counts reasons, first filter first",
 			clusters: []*v1alpha1.MemberCluster{
 				cluster("a", nil, deleting, configMapOnly), cluster("b", nil, configMapOnly), cluster("c", nil, configMapOnly, taints(unreachable)),
-				cluster("d", nil, taints(unreachable), unready), cluster("e", nil, unready), cluster("f", nil, taints(notReady)),
+				cluster("d", nil, taints(unreachable), unready), cluster("e", nil, unready), cluster("f", nil, taints(notReady)), cluster("g", nil, unready),
 			},
-			msg:      "0/6 clusters available: 2 do not serve apps/v1 Deployment, 2 untolerated taint flotilla.io/unreachable, 1 being deleted, 1 not Ready, 1 untolerated taint flotilla.io/not-ready",
-			excluded: "a b c d e f"},
+			msg:      "0/7 clusters available: 2 do not serve apps/v1 Deployment, 2 not Ready, 1 being deleted, 1 untolerated taint flotilla.io/not-ready, 1 untolerated taint flotilla.io/unreachable",
+			excluded: "a b c d e f g"},
 		{name: "required In", placement: policy(require("region In us")), clusters: three(),
 			want: "member-3", msg: "1/3 clusters; excluded: 2 do not match required cluster affinity", excluded: "member-1 member-2"},
 		{name: "required NotIn", placement: policy(require("region NotIn us,ap")), clusters: three(),
@@ -418,7 +423,7 @@ func TestDefaultProfileSelect(t *testing.T) {
 			want: "member-1 member-2", msg: "2/3 clusters"},
 		{name: "preferred affinity outweighs free capacity", placement: policy(maxClusters(1), prefer(10, "region In us")), clusters: three(),
 			want: "member-3", msg: "1/3 clusters"},
-		{name: "the matched share of preferred weights ranks", placement: policy(maxClusters(1), prefer(30, "gpu Exists"), prefer(70, "generation Lt 6")), clusters: three(),
+		{name: "the matched share of preferred weights ranks", placement: policy(maxClusters(1), prefer(30, "gpu Exists"), prefer(70, "region In eu", "generation Gt 4")), clusters: three(),
 			want: "member-2", msg: "1/3 clusters"},
 		{name: "PreferNoSchedule taints lower the score", placement: policy(maxClusters(1)),
 			clusters: with(three(), 0, taints(preferNot, corev1.Taint{Key: "a", Effect: corev1.TaintEffectPreferNoSchedule},
@@ -444,7 +449,7 @@ func TestDefaultProfileAvoidDisruption(t *testing.T) {
 	const current = "member-1=15 member-2=15 member-3=0"
 	runCases(t, []scheduleCase{
 		{name: "30 to 15 shrinks the two clusters above their share", placement: policy(divide()), replicas: n(15), current: current, clusters: three(),
-			want: "member-1=8 member-2=7", msg: "2/3 clusters"},
+			want: "member-1=7 member-2=8", msg: "2/3 clusters"},
 		{name: "30 to 36 gives the new cluster the 6 new replicas", placement: policy(divide()), replicas: n(36), current: current, clusters: three(),
 			want: "member-1=15 member-2=15 member-3=6", msg: "3/3 clusters"},
 		{name: "30 stays 15/15", placement: policy(divide()), replicas: n(30), current: current, clusters: three(),
@@ -483,24 +488,6 @@ func TestDefaultProfileAnnotations(t *testing.T) {
 		{name: "max-clusters that is not a number is ignored", placement: policy(maxClusters(2)), annotations: ann(v1alpha1.AnnotationMaxClusters, "all"),
 			clusters: three(), want: "member-1 member-2", msg: "2/3 clusters"},
 	})
-}
-
-func TestDefaultProfileRemainderGoesToOneCluster(t *testing.T) {
-	res, err := defaultProfile(t).Schedule(context.Background(), unit(policy(divide()), nil, n(2), ""), three())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Message != "2/3 clusters" || len(res.Placement) != 2 {
-		t.Fatalf("placement %q (%s), want 2 of 3 clusters", format(res.Placement), res.Message)
-	}
-	for _, p := range res.Placement {
-		if p.Replicas == nil || *p.Replicas != 1 {
-			t.Errorf("placement %q, want 1 replica per cluster", format(res.Placement))
-		}
-	}
-	if !slices.IsSortedFunc(res.Placement, func(a, b v1alpha1.ClusterPlacement) int { return strings.Compare(a.Cluster, b.Cluster) }) {
-		t.Errorf("placement %q is not in name order", format(res.Placement))
-	}
 }
 
 func TestDefaultProfileIsDeterministic(t *testing.T) {
