@@ -54,7 +54,7 @@ func Narrow(p *v1alpha1.Placement, annotations map[string]string) *v1alpha1.Plac
 		out.ClusterNames = slices.Compact(names)
 	}
 	if v, ok := annotations[v1alpha1.AnnotationMaxClusters]; ok {
-		if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n >= 1 && (p.MaxClusters == nil || int32(n) < *p.MaxClusters) {
+		if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32); err == nil && n >= 1 && (p.MaxClusters == nil || int32(n) < *p.MaxClusters) {
 			out.MaxClusters = ptr.To(int32(n))
 		}
 	}

@@ -3,7 +3,7 @@ package plugins_test
 import (
 	"context"
 	"fmt"
-	"reflect"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,7 +22,6 @@ import (
 	"github.com/flotilla-io/flotilla/internal/scheduler/plugins"
 )
 
-// deployment is the kind of every test unit.
 var deployment = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
 
 // served is what a test cluster serves unless a case says otherwise: sorted
@@ -45,8 +44,7 @@ func taints(ts ...corev1.Taint) opt {
 }
 
 func deleting(c *v1alpha1.MemberCluster) {
-	ts := metav1.NewTime(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
-	c.DeletionTimestamp, c.Finalizers = &ts, []string{"flotilla.io/cluster"}
+	c.DeletionTimestamp, c.Finalizers = &metav1.Time{Time: time.Unix(1735689600, 0)}, []string{"flotilla.io/cluster"}
 }
 
 func unready(c *v1alpha1.MemberCluster) {
@@ -58,13 +56,10 @@ func serving(rs ...v1alpha1.APIResource) opt {
 }
 
 // free gives a cluster 100 cpu and 100Gi of memory, pct percent available.
-func free(pct int) opt {
+func free(pct int64) opt {
 	return func(c *v1alpha1.MemberCluster) {
-		c.Status.Resources = v1alpha1.ResourceSummary{
-			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100"), corev1.ResourceMemory: resource.MustParse("100Gi")},
-			Available: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(strconv.Itoa(pct)),
-				corev1.ResourceMemory: resource.MustParse(fmt.Sprintf("%dGi", pct))},
-		}
+		c.Status.Resources.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100"), corev1.ResourceMemory: resource.MustParse("100Gi")}
+		c.Status.Resources.Available = corev1.ResourceList{corev1.ResourceCPU: *resource.NewQuantity(pct, resource.DecimalSI), corev1.ResourceMemory: *resource.NewQuantity(pct<<30, resource.BinarySI)}
 	}
 }
 
@@ -80,9 +75,8 @@ func cluster(name string, labels map[string]string, opts ...opt) *v1alpha1.Membe
 	return c
 }
 
-// three returns member-1 and member-2 (region eu) and member-3 (region us,
-// with a GPU), with 80%, 50% and 20% of their capacity free, so
-// LeastAllocated ranks them in that order; opts apply to member-3.
+// three is member-1, member-2 (eu) and member-3 (us, GPU), 80, 50 and 20%
+// free, so LeastAllocated ranks them in that order; opts go to member-3.
 func three(opts ...opt) []*v1alpha1.MemberCluster {
 	return []*v1alpha1.MemberCluster{
 		cluster("member-1", map[string]string{"region": "eu", "zone": "eu-1a", "generation": "3"}, free(80)),
@@ -125,14 +119,10 @@ func selector(key, value string) popt {
 
 func maxClusters(n int32) popt { return func(p *v1alpha1.Placement) { p.MaxClusters = ptr.To(n) } }
 
-// tolerate tolerates a taint key (any effect), for seconds when not 0.
-func tolerate(key string, seconds int64) popt {
+// tolerate tolerates a taint key (any effect), for seconds when not nil.
+func tolerate(key string, seconds *int64) popt {
 	return func(p *v1alpha1.Placement) {
-		t := corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists}
-		if seconds != 0 {
-			t.TolerationSeconds = &seconds
-		}
-		p.Tolerations = append(p.Tolerations, t)
+		p.Tolerations = append(p.Tolerations, corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists, TolerationSeconds: seconds})
 	}
 }
 
@@ -146,23 +136,21 @@ func spreadOver(key string, minGroups int32) popt {
 	}
 }
 
-// require adds a required term and prefer a preferred one: each
-// expression is "key op value,value".
-func require(exprs ...string) popt {
-	return func(p *v1alpha1.Placement) { affinity(p).RequiredTerms = append(affinity(p).RequiredTerms, term(exprs...)) }
-}
+// require adds a required term, prefer a preferred one: each expression
+// is "key op value,value".
+func require(exprs ...string) popt { return prefer(0, exprs...) }
 
 func prefer(weight int32, exprs ...string) popt {
 	return func(p *v1alpha1.Placement) {
-		affinity(p).Preferred = append(affinity(p).Preferred, v1alpha1.PreferredClusterTerm{Weight: weight, Term: term(exprs...)})
+		if p.ClusterAffinity == nil {
+			p.ClusterAffinity = &v1alpha1.ClusterAffinity{}
+		}
+		if a := p.ClusterAffinity; weight == 0 {
+			a.RequiredTerms = append(a.RequiredTerms, term(exprs...))
+		} else {
+			a.Preferred = append(a.Preferred, v1alpha1.PreferredClusterTerm{Weight: weight, Term: term(exprs...)})
+		}
 	}
-}
-
-func affinity(p *v1alpha1.Placement) *v1alpha1.ClusterAffinity {
-	if p.ClusterAffinity == nil {
-		p.ClusterAffinity = &v1alpha1.ClusterAffinity{}
-	}
-	return p.ClusterAffinity
 }
 
 func term(exprs ...string) v1alpha1.ClusterSelectorTerm {
@@ -203,19 +191,17 @@ func placed(s string) []v1alpha1.ClusterPlacement {
 
 // format writes a placement as placed reads it.
 func format(ps []v1alpha1.ClusterPlacement) string {
-	parts := make([]string, 0, len(ps))
-	for _, p := range ps {
-		if p.Replicas == nil {
-			parts = append(parts, p.Cluster)
-		} else {
-			parts = append(parts, fmt.Sprintf("%s=%d", p.Cluster, *p.Replicas))
+	parts := make([]string, len(ps))
+	for i, p := range ps {
+		if parts[i] = p.Cluster; p.Replicas != nil {
+			parts[i] += fmt.Sprintf("=%d", *p.Replicas)
 		}
 	}
 	return strings.Join(parts, " ")
 }
 
-// unit is a shop/web Deployment with the placement narrowed by
-// annotations, as scheduler.NewUnit builds it.
+// unit is the Deployment shop/web, its placement narrowed by annotations as
+// scheduler.NewUnit does.
 func unit(p v1alpha1.Placement, annotations map[string]string, replicas *int32, current string) *framework.Unit {
 	return &framework.Unit{Key: "shop/web", GVK: deployment, Namespace: "shop", Name: "web", Replicas: replicas,
 		Placement: scheduler.Narrow(&p, annotations), Current: placed(current)}
@@ -230,17 +216,15 @@ func defaultProfile(tb testing.TB) *framework.Profile {
 	return p
 }
 
+// scheduleCase is a decision: want is the placement as format writes it,
+// excluded the names of the excluded clusters, err the decision's error.
 type scheduleCase struct {
-	name        string
-	placement   v1alpha1.Placement
-	annotations map[string]string
-	replicas    *int32
-	current     string
-	clusters    []*v1alpha1.MemberCluster
-	want        string // placement, as format writes it
-	msg         string
-	excluded    string // names of the excluded clusters
-	err         string
+	name, current            string
+	placement                v1alpha1.Placement
+	annotations              map[string]string
+	replicas                 *int32
+	clusters                 []*v1alpha1.MemberCluster
+	want, msg, excluded, err string
 }
 
 func runCases(t *testing.T, tests []scheduleCase) {
@@ -261,12 +245,7 @@ func runCases(t *testing.T, tests []scheduleCase) {
 			if res.Message != tt.msg {
 				t.Errorf("message = %q, want %q", res.Message, tt.msg)
 			}
-			var out []string
-			for name := range res.Excluded {
-				out = append(out, name)
-			}
-			slices.Sort(out)
-			if got := strings.Join(out, " "); got != tt.excluded {
+			if got := strings.Join(slices.Sorted(maps.Keys(res.Excluded)), " "); got != tt.excluded {
 				t.Errorf("excluded = %q, want %q", got, tt.excluded)
 			}
 			if res.Total != len(tt.clusters) || res.Feasible != res.Total-len(res.Excluded) {
@@ -365,23 +344,21 @@ func TestDefaultProfileFilters(t *testing.T) {
 	staleNotReady := corev1.Taint{Key: v1alpha1.TaintNotReady, Effect: corev1.TaintEffectNoExecute, TimeAdded: &anHourAgo}
 	configMapOnly := serving(served[0])
 	runCases(t, []scheduleCase{
-		{name: "a toleration lets a NoSchedule cluster in", clusters: three(taints(unreachable)), placement: policy(tolerate(v1alpha1.TaintUnreachable, 0)),
+		{name: "a toleration lets a NoSchedule cluster in", clusters: three(taints(unreachable)), placement: policy(tolerate(v1alpha1.TaintUnreachable, nil)),
 			want: "member-1 member-2 member-3", msg: "3/3 clusters"},
 		{name: "a tolerated NoSchedule cluster gets its full share", clusters: three(taints(unreachable)), replicas: n(9), current: "member-3=1",
-			placement: policy(divide(), tolerate(v1alpha1.TaintUnreachable, 0)), want: "member-1=3 member-2=3 member-3=3", msg: "3/3 clusters"},
-		{name: "a toleration for another key does not help", clusters: three(taints(unreachable)), placement: policy(tolerate("example.com/other", 0)),
+			placement: policy(divide(), tolerate(v1alpha1.TaintUnreachable, nil)), want: "member-1=3 member-2=3 member-3=3", msg: "3/3 clusters"},
+		{name: "a toleration for another key does not help", clusters: three(taints(unreachable)), placement: policy(tolerate("example.com/other", nil)),
 			want: "member-1 member-2", msg: "2/3 clusters; excluded: 1 untolerated taint flotilla.io/unreachable", excluded: "member-3"},
 		{name: "NoExecute tolerated for a while keeps a cluster", clusters: three(taints(staleNotReady)), current: "member-3",
-			placement: policy(tolerate(v1alpha1.TaintNotReady, 7200)), want: "member-1 member-2 member-3", msg: "3/3 clusters"},
+			placement: policy(tolerate(v1alpha1.TaintNotReady, ptr.To[int64](7200))), want: "member-1 member-2 member-3", msg: "3/3 clusters"},
 		{name: "NoExecute toleration that ran out excludes", clusters: three(taints(staleNotReady)), current: "member-3",
-			placement: policy(tolerate(v1alpha1.TaintNotReady, 300)),
+			placement: policy(tolerate(v1alpha1.TaintNotReady, ptr.To[int64](300))),
 			want:      "member-1 member-2", msg: "2/3 clusters; excluded: 1 untolerated taint flotilla.io/not-ready", excluded: "member-3"},
 		{name: "a cluster that is not Ready gets no new object", clusters: three(unready),
 			want: "member-1 member-2", msg: "2/3 clusters; excluded: 1 not Ready", excluded: "member-3"},
 		{name: "a cluster that is not Ready keeps what it holds", clusters: three(unready), current: "member-3",
 			want: "member-1 member-2 member-3", msg: "3/3 clusters"},
-		{name: "a cluster without a Ready condition is not Ready", clusters: three(func(c *v1alpha1.MemberCluster) { c.Status.Conditions = nil }),
-			want: "member-1 member-2", msg: "2/3 clusters; excluded: 1 not Ready", excluded: "member-3"},
 		{name: "a cluster that does not serve the kind", clusters: with(three(), 1, configMapOnly),
 			want: "member-1 member-3", msg: "2/3 clusters; excluded: 1 do not serve apps/v1 Deployment", excluded: "member-2"},
 		{name: "a cluster that does not serve the kind even where placed", clusters: with(three(), 1, configMapOnly), current: "member-1 member-2 member-3",
@@ -483,6 +460,10 @@ func TestDefaultProfileAnnotations(t *testing.T) {
 			want: "member-1", msg: "1/3 clusters"},
 		{name: "max-clusters without maxClusters", annotations: ann(v1alpha1.AnnotationMaxClusters, " 2 "), clusters: three(),
 			want: "member-1 member-2", msg: "2/3 clusters"},
+		{name: "max-clusters out of int32 range is ignored", annotations: ann(v1alpha1.AnnotationMaxClusters, "4294967296"), clusters: three(),
+			want: "member-1 member-2 member-3", msg: "3/3 clusters"},
+		{name: "max-clusters 2^32+1 does not narrow to 1", placement: policy(maxClusters(2)), annotations: ann(v1alpha1.AnnotationMaxClusters, "4294967297"),
+			clusters: three(), want: "member-1 member-2", msg: "2/3 clusters"},
 		{name: "max-clusters 0 is ignored", annotations: ann(v1alpha1.AnnotationMaxClusters, "0"), clusters: three(),
 			want: "member-1 member-2 member-3", msg: "3/3 clusters"},
 		{name: "max-clusters that is not a number is ignored", placement: policy(maxClusters(2)), annotations: ann(v1alpha1.AnnotationMaxClusters, "all"),
@@ -490,61 +471,33 @@ func TestDefaultProfileAnnotations(t *testing.T) {
 	})
 }
 
+// TestDefaultProfileIsDeterministic schedules the same inputs with the
+// clusters and the current placement in other orders.
 func TestDefaultProfileIsDeterministic(t *testing.T) {
-	clusters := []*v1alpha1.MemberCluster{
-		cluster("a", nil), cluster("b", nil), cluster("c", nil, taints(unreachable)), cluster("d", nil),
-		cluster("e", nil, taints(notReady)), cluster("f", nil, deleting),
+	clusters := []*v1alpha1.MemberCluster{cluster("a", nil), cluster("b", nil), cluster("c", nil, taints(unreachable)),
+		cluster("d", nil), cluster("e", nil, taints(notReady)), cluster("f", nil, deleting)}
+	reversed := slices.Clone(clusters)
+	slices.Reverse(reversed)
+	orders := []scheduleCase{{name: "given", clusters: clusters, current: "a=4 c=3 e=1"},
+		{name: "reversed", clusters: reversed, current: "e=1 c=3 a=4"},
+		{name: "rotated", clusters: append(slices.Clone(clusters[3:]), clusters[:3]...), current: "c=3 e=1 a=4"}}
+	const excluded = "; excluded: 1 being deleted, 1 untolerated taint flotilla.io/not-ready"
+	var tests []scheduleCase
+	for _, tt := range []scheduleCase{
+		{name: "duplicate", want: "a b c d", msg: "4/6 clusters" + excluded},
+		{name: "divide with a remainder", placement: policy(divide()), replicas: n(11), want: "a=4 b=2 c=3 d=2", msg: "4/6 clusters" + excluded},
+		{name: "weighted", placement: policy(divide(weight("a", 3), weight("b", 2), weight("c", 5), weight("d", 1))), replicas: n(17),
+			want: "a=7 b=5 c=3 d=2", msg: "4/6 clusters" + excluded},
+		{name: "maxClusters among equal scores", placement: policy(maxClusters(2)), want: "a d", msg: "2/6 clusters" + excluded},
+	} {
+		for _, o := range orders {
+			c := tt // a copy per order
+			c.name, c.clusters, c.current, c.excluded = tt.name+" "+o.name, o.clusters, o.current, "e f"
+			tests = append(tests, c)
+		}
 	}
-	current := "a=4 c=3 e=1"
-	inputs := []struct {
-		name      string
-		placement v1alpha1.Placement
-		total     *int32
-	}{
-		{"duplicate", policy(), nil},
-		{"divide with a remainder", policy(divide()), n(11)},
-		{"weighted", policy(divide(weight("a", 3), weight("b", 2), weight("c", 5), weight("d", 1))), n(17)},
-		{"maxClusters among equals", policy(maxClusters(2)), nil},
-	}
-	p := defaultProfile(t)
-	ctx := context.Background()
-	for _, in := range inputs {
-		t.Run(in.name, func(t *testing.T) {
-			run := func(cs []*v1alpha1.MemberCluster, cur []v1alpha1.ClusterPlacement) *framework.Result {
-				u := unit(in.placement, nil, in.total, "")
-				u.Current = cur
-				res, err := p.Schedule(ctx, u, cs)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return res
-			}
-			want := run(clusters, placed(current))
-			reversed := slices.Clone(clusters)
-			slices.Reverse(reversed)
-			rotated := append(slices.Clone(clusters[3:]), clusters[:3]...)
-			shuffled := placed(current)
-			slices.Reverse(shuffled)
-			for i, got := range []*framework.Result{run(clusters, placed(current)), run(reversed, placed(current)), run(rotated, shuffled)} {
-				if !reflect.DeepEqual(got, want) {
-					t.Errorf("run %d gave %q (%s), want %q (%s)", i, format(got.Placement), got.Message, format(want.Placement), want.Message)
-				}
-			}
-			if got := clusters[0].Name + clusters[5].Name; got != "af" {
-				t.Errorf("Schedule reordered the caller's clusters: first/last %q", got)
-			}
-			if want.Message != fmt.Sprintf("%d/6 clusters; excluded: 1 being deleted, 1 untolerated taint flotilla.io/not-ready", len(want.Placement)) {
-				t.Errorf("message %q", want.Message)
-			}
-			if in.total != nil {
-				var sum int32
-				for _, pl := range want.Placement {
-					sum += *pl.Replicas
-				}
-				if sum != *in.total {
-					t.Errorf("placement %q sums to %d, want %d", format(want.Placement), sum, *in.total)
-				}
-			}
-		})
+	runCases(t, tests)
+	if got := clusters[0].Name + clusters[5].Name; got != "af" {
+		t.Errorf("Schedule reordered the caller's clusters: first/last %q", got)
 	}
 }

@@ -1,0 +1,109 @@
+package scheduler
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/scheduler/framework"
+)
+
+func TestBasis(t *testing.T) {
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	unit := func(change func(*framework.Unit)) *framework.Unit {
+		u := &framework.Unit{GVK: schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, Replicas: ptr.To[int32](6),
+			Placement: &v1alpha1.Placement{Tolerations: []corev1.Toleration{{Key: "maint", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](60)}}}}
+		if change != nil {
+			change(u)
+		}
+		return u
+	}
+	cluster := func(change func(*v1alpha1.MemberCluster)) []*v1alpha1.MemberCluster {
+		c := &v1alpha1.MemberCluster{}
+		c.Name = "member-1"
+		c.Labels = map[string]string{"region": "eu"}
+		c.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue}}
+		c.Status.Resources.Available = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}
+		if change != nil {
+			change(c)
+		}
+		return []*v1alpha1.MemberCluster{c}
+	}
+	base := Basis(unit(nil), cluster(nil), "default", now)
+	tests := []struct {
+		name     string
+		u        *framework.Unit
+		clusters []*v1alpha1.MemberCluster
+		profile  string
+		at       time.Time
+		same     bool
+	}{
+		{"identical inputs", unit(nil), cluster(nil), "default", now, true},
+		{"free capacity changed", unit(nil), cluster(func(c *v1alpha1.MemberCluster) {
+			c.Status.Resources.Available = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+		}), "default", now, true},
+		{"current placement changed", unit(func(u *framework.Unit) { u.Current = []v1alpha1.ClusterPlacement{{Cluster: "member-1"}} }), cluster(nil), "default", now, true},
+		{"replicas changed", unit(func(u *framework.Unit) { u.Replicas = ptr.To[int32](9) }), cluster(nil), "default", now, false},
+		{"labels changed", unit(nil), cluster(func(c *v1alpha1.MemberCluster) { c.Labels["region"] = "us" }), "default", now, false},
+		{"readiness changed", unit(nil), cluster(func(c *v1alpha1.MemberCluster) { c.Status.Conditions[0].Status = metav1.ConditionFalse }), "default", now, false},
+		{"taint added", unit(nil), cluster(func(c *v1alpha1.MemberCluster) {
+			c.Spec.Taints = []corev1.Taint{{Key: "x", Effect: corev1.TaintEffectNoSchedule}}
+		}), "default", now, false},
+		{"profile changed", unit(nil), cluster(nil), "p@2", now, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Basis(tt.u, tt.clusters, tt.profile, tt.at) == base; got != tt.same {
+				t.Errorf("same basis = %v, want %v", got, tt.same)
+			}
+		})
+	}
+
+	// A tolerated NoExecute taint: the basis changes when its period ends,
+	// and NextExpiry says when that is.
+	added := metav1.NewTime(now.Add(-30 * time.Second))
+	tainted := cluster(func(c *v1alpha1.MemberCluster) {
+		c.Spec.Taints = []corev1.Taint{{Key: "maint", Effect: corev1.TaintEffectNoExecute, TimeAdded: &added}}
+	})
+	before := Basis(unit(nil), tainted, "default", now)
+	if after := Basis(unit(nil), tainted, "default", now.Add(29*time.Second)); after != before {
+		t.Error("basis changed before the toleration period ended")
+	}
+	if after := Basis(unit(nil), tainted, "default", now.Add(31*time.Second)); after == before {
+		t.Error("basis unchanged after the toleration period ended")
+	}
+	if got, want := NextExpiry(unit(nil), tainted, now), added.Add(60*time.Second); !got.Equal(want) {
+		t.Errorf("NextExpiry = %v, want %v", got, want)
+	}
+}
+
+func TestRequests(t *testing.T) {
+	d := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apps/v1", "kind": "Deployment",
+		"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
+			"containers": []any{
+				map[string]any{"name": "a", "resources": map[string]any{"requests": map[string]any{"cpu": "250m", "memory": "64Mi"}}},
+				map[string]any{"name": "b", "resources": map[string]any{"requests": map[string]any{"cpu": "250m"}}},
+			},
+			"initContainers": []any{map[string]any{"name": "init", "resources": map[string]any{"requests": map[string]any{"cpu": "1"}}}},
+		}}},
+	}}
+	got := Requests(d)
+	if cpu := got[corev1.ResourceCPU]; cpu.Cmp(resource.MustParse("1")) != 0 {
+		t.Errorf("cpu = %s, want 1 (the init container's, the larger)", cpu.String())
+	}
+	if mem := got[corev1.ResourceMemory]; mem.Cmp(resource.MustParse("64Mi")) != 0 {
+		t.Errorf("memory = %s, want 64Mi", mem.String())
+	}
+	cm := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap"}}
+	if got := Requests(cm); got != nil {
+		t.Errorf("ConfigMap requests = %v, want nil", got)
+	}
+}
