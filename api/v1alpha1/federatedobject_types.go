@@ -131,6 +131,11 @@ type FederatedObjectStatus struct {
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
+	// Placement summarises spec.placement as "member-1=3,member-2=3" (names
+	// alone for objects without replicas), for kubectl get -o wide.
+	// +optional
+	Placement string `json:"placement,omitempty"`
+
 	// SchedulingBasis is a digest of what the last placement decision was
 	// based on (the policy's placement, the object's replicas and requests,
 	// the clusters' names, labels, taints, readiness and served kinds, the
@@ -160,8 +165,7 @@ type FederatedObjectStatus struct {
 // +kubebuilder:printcolumn:name="PROPAGATED",type=string,JSONPath=`.status.conditions[?(@.type=="Propagated")].status`
 // +kubebuilder:printcolumn:name="REASON",type=string,JSONPath=`.status.conditions[?(@.type=="Propagated")].reason`
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
-// +kubebuilder:printcolumn:name="CLUSTERS",type=string,JSONPath=`.spec.placement[*].cluster`,priority=1
-// +kubebuilder:printcolumn:name="REPLICAS",type=string,JSONPath=`.spec.placement[*].replicas`,priority=1
+// +kubebuilder:printcolumn:name="PLACEMENT",type=string,JSONPath=`.status.placement`,priority=1
 // +kubebuilder:printcolumn:name="SCHEDULING",type=string,JSONPath=`.status.conditions[?(@.type=="Scheduled")].message`,priority=1
 type FederatedObject struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -11,7 +11,7 @@ import (
 type ClusterTarget struct {
 	// ClusterNames lists clusters by name.
 	// +kubebuilder:validation:MaxItems=1000
-	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:MaxLength=253
 	// +listType=set
 	// +optional
 	ClusterNames []string `json:"clusterNames,omitempty"`

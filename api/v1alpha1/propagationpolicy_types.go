@@ -53,7 +53,7 @@ const (
 type ClusterWeight struct {
 	// Cluster is the MemberCluster's name.
 	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:MaxLength=253
 	Cluster string `json:"cluster"`
 
 	// Weight is the cluster's share relative to the others' weights.
@@ -134,7 +134,7 @@ type Placement struct {
 	// ClusterNames lists the clusters by name. When set together with
 	// ClusterSelector, a cluster must satisfy both.
 	// +kubebuilder:validation:MaxItems=1000
-	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:MaxLength=253
 	// +listType=set
 	// +optional
 	ClusterNames []string `json:"clusterNames,omitempty"`

@@ -26,7 +26,7 @@ func Basis(u *framework.Unit, clusters []*v1alpha1.MemberCluster, profile string
 		Taints   []string          `json:"t,omitempty"`
 		Deleting bool              `json:"d,omitempty"`
 		Ready    bool              `json:"r,omitempty"`
-		Serves   bool              `json:"s,omitempty"`
+		Serves   string            `json:"s,omitempty"`
 	}
 	in := struct {
 		Profile   string              `json:"p"`
@@ -69,19 +69,29 @@ func NextExpiry(u *framework.Unit, clusters []*v1alpha1.MemberCluster, now time.
 	return next
 }
 
-func serves(c *v1alpha1.MemberCluster, u *framework.Unit) bool {
+// serves says whether a cluster serves the unit's kind: "yes", "no", or
+// "unknown" before its first discovery (which the APIEnablement filter lets
+// pass), so that the discovery's answer is a change of the basis.
+func serves(c *v1alpha1.MemberCluster, u *framework.Unit) string {
+	if len(c.Status.APIResources) == 0 {
+		return "unknown"
+	}
 	for _, r := range c.Status.APIResources {
 		if r.Group == u.GVK.Group && r.Version == u.GVK.Version && r.Kind == u.GVK.Kind {
-			return true
+			return "yes"
 		}
 	}
-	return false
+	return "no"
 }
 
 func expired(t corev1.Taint, tolerations []corev1.Toleration, now time.Time) bool {
 	end, ok := tolerationEnd(t, tolerations)
 	return ok && !now.Before(end)
 }
+
+// maxTolerationSeconds is the longest toleration period taken literally
+// (about 100 years); longer ones tolerate for ever (and cannot overflow).
+const maxTolerationSeconds = 100 * 365 * 24 * 3600
 
 // tolerationEnd is when a NoExecute taint stops being tolerated, for a
 // toleration with tolerationSeconds; ok is false when it is not tolerated
@@ -90,15 +100,23 @@ func tolerationEnd(t corev1.Taint, tolerations []corev1.Toleration) (time.Time, 
 	if t.Effect != corev1.TaintEffectNoExecute || t.TimeAdded == nil {
 		return time.Time{}, false
 	}
+	// As the TaintToleration filter does: the shortest period of the
+	// matching tolerations counts; a match without one tolerates for ever
+	// only if no matching toleration has a period.
+	var shortest *int64
+	matched := false
 	for i := range tolerations {
 		tol := &tolerations[i]
 		if !tol.ToleratesTaint(klog.Background(), &t, true) {
 			continue
 		}
-		if tol.TolerationSeconds == nil {
-			return time.Time{}, false
+		matched = true
+		if s := tol.TolerationSeconds; s != nil && (shortest == nil || *s < *shortest) {
+			shortest = s
 		}
-		return t.TimeAdded.Add(time.Duration(*tol.TolerationSeconds) * time.Second), true
 	}
-	return time.Time{}, false
+	if !matched || shortest == nil || *shortest > maxTolerationSeconds {
+		return time.Time{}, false
+	}
+	return t.TimeAdded.Add(time.Duration(*shortest) * time.Second), true
 }

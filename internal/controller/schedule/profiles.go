@@ -30,7 +30,6 @@ type profileCache struct {
 type cachedProfile struct {
 	version string
 	profile *framework.Profile
-	err     error
 }
 
 // webhookPrefix starts the plugin name of a SchedulerPluginWebhook.
@@ -49,13 +48,21 @@ func (r *Reconciler) profile(ctx context.Context, name string) (*framework.Profi
 			}
 			return nil, "", err
 		}
-		version = name + "@" + sp.ResourceVersion
+		// Generations, not resourceVersions: status and metadata writes
+		// (the Valid condition written below) do not change a decision.
+		version = fmt.Sprintf("%s@%s/%d", name, sp.UID, sp.Generation)
 		hooks, err := r.webhooksOf(ctx, &sp.Spec)
 		if err != nil {
 			return nil, "", err
 		}
 		for _, h := range hooks {
-			version += "|" + h.Name + "@" + h.ResourceVersion
+			version += fmt.Sprintf("|%s@%s/%d", h.Name, h.UID, h.Generation)
+			if h.Spec.TLS != nil && h.Spec.TLS.ClientCertSecretRef != nil {
+				s := &corev1.Secret{}
+				if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.CredentialsNamespace, Name: h.Spec.TLS.ClientCertSecretRef.Name}, s); err == nil {
+					version += "/secret@" + s.ResourceVersion // a rotated certificate rebuilds the plugin
+				}
+			}
 		}
 	}
 	r.profiles.mu.Lock()
@@ -65,7 +72,7 @@ func (r *Reconciler) profile(ctx context.Context, name string) (*framework.Profi
 	c, ok := r.profiles.m[name]
 	r.profiles.mu.Unlock()
 	if ok && c.version == version {
-		return c.profile, version, c.err
+		return c.profile, version, nil
 	}
 	var spec *v1alpha1.SchedulingProfileSpec
 	if sp != nil {
@@ -77,9 +84,15 @@ func (r *Reconciler) profile(ctx context.Context, name string) (*framework.Profi
 	if err != nil && name != "" {
 		err = fmt.Errorf("SchedulingProfile %s: %w", name, err)
 	}
-	r.profiles.mu.Lock()
-	r.profiles.m[name] = cachedProfile{version: version, profile: p, err: err}
-	r.profiles.mu.Unlock()
+	if err == nil { // a failed build is tried again next time (a Secret may appear)
+		r.profiles.mu.Lock()
+		old := r.profiles.m[name]
+		r.profiles.m[name] = cachedProfile{version: version, profile: p}
+		r.profiles.mu.Unlock()
+		if old.profile != nil && old.profile != p {
+			old.profile.Close()
+		}
+	}
 	if sp != nil {
 		r.setProfileValid(ctx, sp, err)
 	}

@@ -46,6 +46,8 @@ const Name = "schedule"
 // +kubebuilder:rbac:groups=flotilla.io,resources=memberclusters;schedulerpluginwebhooks,verbs=get;list;watch
 // +kubebuilder:rbac:groups=flotilla.io,resources=schedulingprofiles,verbs=get;list;watch
 // +kubebuilder:rbac:groups=flotilla.io,resources=schedulingprofiles/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=flotilla.io,resources=propagationpolicies;clusterpropagationpolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",namespace=flotilla-system,resources=secrets,verbs=get;list;watch
 
 // Reconciler places FederatedObjects.
 type Reconciler struct {
@@ -100,7 +102,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if err := r.place(ctx, fo, placement, ""); err != nil {
 			return r.result(err)
 		}
-		return r.result(r.setStatus(ctx, fo, scheduledCondition(fo, len(placement) > 0, "Scheduled", fmt.Sprintf("follows its workloads to %d clusters", len(placement))), ""))
+		reason := "Scheduled"
+		if len(placement) == 0 {
+			reason = "NoClusters"
+		}
+		return r.result(r.setStatus(ctx, fo, scheduledCondition(fo, len(placement) > 0, reason, fmt.Sprintf("follows its workloads to %d clusters", len(placement))), ""))
 	}
 	spec, err := r.policySpec(ctx, *fo.Spec.Policy)
 	if err != nil || spec == nil {
@@ -115,8 +121,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	profile, version, err := r.profile(ctx, spec.Placement.SchedulingProfile)
 	if err != nil {
-		// Fixed by a profile or webhook change, whose events come back here.
-		return r.result(r.setStatus(ctx, fo, scheduledCondition(fo, false, "ProfileInvalid", err.Error()), fo.Status.SchedulingBasis))
+		// Fixed by a profile or webhook change, whose events come back here,
+		// or by a Secret appearing: look again in a while too.
+		if err := r.setStatus(ctx, fo, scheduledCondition(fo, false, "ProfileInvalid", err.Error()), fo.Status.SchedulingBasis); err != nil {
+			return r.result(err)
+		}
+		return reconcile.Result{RequeueAfter: 30 * time.Second}, nil
 	}
 	u := scheduler.NewUnit(fo, tmpl, &spec.Placement)
 	candidates, err := r.candidates(ctx, u)
@@ -129,10 +139,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		next.RequeueAfter = at.Sub(now) + time.Second
 	}
 	basis := scheduler.Basis(u, candidates, version, now)
-	if basis == fo.Status.SchedulingBasis && meta.FindStatusCondition(fo.Status.Conditions, v1alpha1.ConditionScheduled) != nil {
+	last := meta.FindStatusCondition(fo.Status.Conditions, v1alpha1.ConditionScheduled)
+	if basis == fo.Status.SchedulingBasis && last != nil && last.Reason == "Scheduled" {
 		return next, nil // nothing the last decision depended on changed
 	}
 	res, err := profile.Schedule(ctx, u, candidates)
+	if err == nil && res.Feasible == 0 && u.Placement.Sticky && len(u.Current) > 0 {
+		// None of a sticky object's clusters can hold it any more: place it
+		// afresh among all clusters.
+		u.Current = nil
+		if candidates, err = r.candidates(ctx, u); err != nil {
+			return reconcile.Result{}, err
+		}
+		u.Current = fo.Spec.Placement
+		res, err = profile.Schedule(ctx, u, candidates)
+	}
 	if err != nil {
 		// A failing plugin (a webhook): keep the placement in force, say why,
 		// and try again on a back-off (no basis recorded).
@@ -141,15 +162,29 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, fmt.Errorf("schedule %s: %w", req, err)
 	}
-	if err := r.place(ctx, fo, res.Placement, res.Message); err != nil {
-		return r.result(err)
-	}
 	reason := "Scheduled"
-	if len(res.Placement) == 0 {
+	switch {
+	case len(res.Placement) > 0 || res.Feasible == 0:
+		// A placement, or nothing may hold the object any more (no cluster
+		// passes the filters): the copies follow.
+		if err := r.place(ctx, fo, res.Placement, res.Message); err != nil {
+			return r.result(err)
+		}
+		if len(res.Placement) == 0 {
+			reason = "Unschedulable"
+		}
+	default:
+		// Clusters pass the filters but no choice or replica plan satisfies
+		// the policy (spread, a webhook): keep the placement in force
+		// rather than remove the object everywhere.
 		reason = "Unschedulable"
 	}
-	if err := r.setStatus(ctx, fo, scheduledCondition(fo, len(res.Placement) > 0, reason, res.Message), basis); err != nil {
+	if err := r.setStatus(ctx, fo, scheduledCondition(fo, reason == "Scheduled", reason, res.Message), basis); err != nil {
 		return r.result(err)
+	}
+	if reason == "Unschedulable" && (next.RequeueAfter == 0 || next.RequeueAfter > unschedulableRetry) {
+		// Free capacity is not part of the basis: look again later.
+		next.RequeueAfter = unschedulableRetry
 	}
 	return next, nil
 }
@@ -211,11 +246,13 @@ func scheduledCondition(fo *v1alpha1.FederatedObject, ok bool, reason, message s
 	return c
 }
 
-// setStatus records the Scheduled condition and the decision's basis.
+// setStatus records the Scheduled condition, the decision's basis and a
+// summary of the placement.
 func (r *Reconciler) setStatus(ctx context.Context, fo *v1alpha1.FederatedObject, cond metav1.Condition, basis string) error {
 	before := fo.Status.DeepCopy()
 	meta.SetStatusCondition(&fo.Status.Conditions, cond)
 	fo.Status.SchedulingBasis = basis
+	fo.Status.Placement = summary(fo.Spec.Placement)
 	if equality.Semantic.DeepEqual(before, &fo.Status) {
 		return nil
 	}
@@ -232,6 +269,10 @@ func (r *Reconciler) setStatus(ctx context.Context, fo *v1alpha1.FederatedObject
 	}
 	return nil
 }
+
+// unschedulableRetry is how often an Unschedulable object is decided again
+// while nothing in its basis changes (capacity may have freed up).
+const unschedulableRetry = time.Minute
 
 // errRetry: a write lost a race; try again shortly.
 var errRetry = errors.New("retry")
@@ -295,6 +336,20 @@ func (r *Reconciler) policySpec(ctx context.Context, ref v1alpha1.PolicyReferenc
 		return nil, client.IgnoreNotFound(err)
 	}
 	return spec, nil
+}
+
+// summary is the placement as "member-1=3,member-2=3" (names alone for
+// objects without replicas), for kubectl get fo.
+func summary(placement []v1alpha1.ClusterPlacement) string {
+	parts := make([]string, 0, len(placement))
+	for _, p := range placement {
+		if p.Replicas != nil {
+			parts = append(parts, fmt.Sprintf("%s=%d", p.Cluster, *p.Replicas))
+		} else {
+			parts = append(parts, p.Cluster)
+		}
+	}
+	return strings.Join(parts, ",")
 }
 
 func describe(placement []v1alpha1.ClusterPlacement) string {

@@ -59,6 +59,18 @@ type Profile struct {
 	scores   []weightedScore
 	selects  []SelectPlugin
 	replicas ReplicasPlugin
+	all      []Plugin
+}
+
+// Close releases what the profile's plugins hold (a webhook's
+// connections); call it when the profile is replaced. A profile may still
+// finish decisions in flight.
+func (p *Profile) Close() {
+	for _, pl := range p.all {
+		if c, ok := pl.(interface{ Close() }); ok {
+			c.Close()
+		}
+	}
 }
 
 // Build composes a profile: the defaults, minus what spec disables ("*"
@@ -192,6 +204,9 @@ func Build(name string, spec *v1alpha1.SchedulingProfileSpec, reg Registry, defa
 		if _, used := instances[n]; !used {
 			return nil, fmt.Errorf("pluginConfig for %s, which the profile does not use", n)
 		}
+	}
+	for _, pl := range instances {
+		p.all = append(p.all, pl)
 	}
 	return p, nil
 }

@@ -45,6 +45,12 @@ func WaterLevel(clusters []Capacity, cap float64) []float64 {
 		out[i] = math.Min(math.Max(c.Available, 0)/sumA, cap*math.Max(c.Total, 0)/sumT)
 		sumR += out[i]
 	}
+	if !(sumR > 0) { // every weight capped to zero (room only where nothing is allocatable), or NaN
+		for i := range out {
+			out[i] = 1 / float64(n)
+		}
+		return out
+	}
 	for i := range out {
 		out[i] /= sumR
 	}

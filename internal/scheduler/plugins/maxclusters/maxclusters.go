@@ -77,14 +77,36 @@ func (*Plugin) Select(_ context.Context, _ framework.CycleState, u *framework.Un
 	if n >= len(ranked) {
 		return ranked, nil
 	}
+	// The clusters the object is on come first (in rank order), so that a
+	// capped object stays where it is while its clusters stay feasible,
+	// instead of following every shift of the scores.
+	order := make([]framework.ScoredCluster, 0, len(ranked))
+	for _, r := range ranked {
+		if _, placed := u.CurrentReplicas(r.Cluster.Name); placed {
+			order = append(order, r)
+		}
+	}
+	for _, r := range ranked {
+		if _, placed := u.CurrentReplicas(r.Cluster.Name); !placed {
+			order = append(order, r)
+		}
+	}
+	kept := map[string]bool{}
 	constraints := u.Placement.SpreadConstraints
 	if len(constraints) == 0 {
-		return ranked[:n:n], nil
+		for _, r := range order[:n] {
+			kept[r.Cluster.Name] = true
+		}
+	} else {
+		for i, p := range pick(order, n, constraints) {
+			if p {
+				kept[order[i].Cluster.Name] = true
+			}
+		}
 	}
-	picked := pick(ranked, n, constraints)
 	out := make([]framework.ScoredCluster, 0, n)
-	for i, r := range ranked {
-		if picked[i] {
+	for _, r := range ranked { // rank order, which Binpack relies on
+		if kept[r.Cluster.Name] {
 			out = append(out, r)
 		}
 	}
