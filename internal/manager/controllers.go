@@ -52,20 +52,22 @@ var Controllers = []Controller{
 	}},
 	{Name: federate.Name, Setup: func(mgr ctrl.Manager, opts Options, shared *Shared) error {
 		r := &federate.Reconciler{
-			Client:            mgr.GetClient(),
-			Dynamic:           shared.Dynamic,
-			Templates:         shared.Templates,
-			Recorder:          mgr.GetEventRecorder("flotilla-" + federate.Name),
-			IgnoredNamespaces: []string{opts.CredentialsNamespace, opts.LeaderElectionNamespace},
+			Client:                  mgr.GetClient(),
+			Dynamic:                 shared.Dynamic,
+			Templates:               shared.Templates,
+			Recorder:                mgr.GetEventRecorder("flotilla-" + federate.Name),
+			IgnoredNamespaces:       []string{opts.CredentialsNamespace, opts.LeaderElectionNamespace},
+			MaxConcurrentReconciles: opts.ConcurrentSyncs,
 		}
 		return r.SetupWithManager(mgr)
 	}},
 	{Name: schedule.Name, Setup: func(mgr ctrl.Manager, opts Options, shared *Shared) error {
 		r := &schedule.Reconciler{
-			Client:               mgr.GetClient(),
-			Templates:            shared.Templates,
-			Recorder:             mgr.GetEventRecorder("flotilla-" + schedule.Name),
-			CredentialsNamespace: opts.CredentialsNamespace,
+			Client:                  mgr.GetClient(),
+			Templates:               shared.Templates,
+			Recorder:                mgr.GetEventRecorder("flotilla-" + schedule.Name),
+			CredentialsNamespace:    opts.CredentialsNamespace,
+			MaxConcurrentReconciles: opts.ConcurrentSyncs,
 		}
 		return r.SetupWithManager(mgr)
 	}},
@@ -81,10 +83,11 @@ var Controllers = []Controller{
 	}},
 	{Name: status.Name, Setup: func(mgr ctrl.Manager, opts Options, shared *Shared) error {
 		r := &status.Reconciler{
-			Client:    mgr.GetClient(),
-			Dynamic:   shared.Dynamic,
-			Templates: shared.Templates,
-			Pool:      shared.Pool,
+			Client:                  mgr.GetClient(),
+			Dynamic:                 shared.Dynamic,
+			Templates:               shared.Templates,
+			Pool:                    shared.Pool,
+			MaxConcurrentReconciles: opts.ConcurrentSyncs,
 		}
 		return r.SetupWithManager(mgr)
 	}},

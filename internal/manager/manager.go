@@ -62,6 +62,13 @@ type Options struct {
 	Cluster member.Options
 	// ConcurrentClusterSyncs bounds parallel MemberCluster reconciles.
 	ConcurrentClusterSyncs int
+	// ConcurrentSyncs bounds parallel reconciles of the federate, schedule
+	// and status controllers.
+	ConcurrentSyncs int
+	// HostQPS and HostBurst limit the requests to the host (a negative QPS
+	// removes the limit).
+	HostQPS   float32
+	HostBurst int
 	// ConcurrentPropagationSyncs bounds parallel FederatedObject
 	// propagations (each writes to its clusters in parallel).
 	ConcurrentPropagationSyncs int
@@ -88,7 +95,10 @@ func DefaultOptions() Options {
 		CredentialsNamespace:       v1alpha1.SystemNamespace,
 		Cluster:                    member.DefaultOptions(),
 		ConcurrentClusterSyncs:     4,
-		ConcurrentPropagationSyncs: 8,
+		ConcurrentPropagationSyncs: 16,
+		ConcurrentSyncs:            8,
+		HostQPS:                    1000,
+		HostBurst:                  2000,
 		TemplateDiscoveryInterval:  30 * time.Second,
 		GracefulShutdown:           30 * time.Second,
 	}

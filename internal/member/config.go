@@ -32,12 +32,8 @@ const (
 // used to authenticate.
 var ErrInvalidCredentials = errors.New("invalid credentials")
 
-// Client limits for each member connection.
-const (
-	clientQPS   = 50
-	clientBurst = 100
-	dialTimeout = 5 * time.Second
-)
+// dialTimeout bounds connecting to a member.
+const dialTimeout = 5 * time.Second
 
 // RESTConfig builds the client configuration for a member from its spec and
 // credentials Secret.
@@ -48,8 +44,6 @@ func RESTConfig(mc *v1alpha1.MemberCluster, secret *corev1.Secret) (*rest.Config
 	}
 	cfg := &rest.Config{
 		Host:      mc.Spec.APIEndpoint,
-		QPS:       clientQPS,
-		Burst:     clientBurst,
 		UserAgent: "flotilla-controller-manager/" + mc.Name,
 		// An own dialer keeps client-go from sharing the transport between
 		// members, so that stopping a session closes its connections.

@@ -218,9 +218,6 @@ func TestRESTConfig(t *testing.T) {
 			if cfg.Host != tt.mc.Spec.APIEndpoint {
 				t.Errorf("Host = %q, want %q", cfg.Host, tt.mc.Spec.APIEndpoint)
 			}
-			if cfg.QPS != clientQPS || cfg.Burst != clientBurst {
-				t.Errorf("QPS, Burst = %v, %v; want %v, %v", cfg.QPS, cfg.Burst, clientQPS, clientBurst)
-			}
 			if cfg.Dial == nil {
 				t.Errorf("Dial is nil; want an own dialer so that the transport is not shared")
 			}

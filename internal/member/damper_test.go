@@ -377,3 +377,26 @@ func TestDamperPendingFor(t *testing.T) {
 		})
 	}
 }
+
+func TestClientLimitDefaults(t *testing.T) {
+	tests := []struct {
+		name      string
+		qps       float32
+		burst     int
+		wantQPS   float32
+		wantBurst int
+	}{
+		{"unset: the defaults", 0, 0, defaultClientQPS, defaultClientBurst},
+		{"set", 50, 100, 50, 100},
+		{"qps without burst: twice the qps", 50, 0, 50, 100},
+		{"no limit", -1, 0, -1, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := Options{ClientQPS: tt.qps, ClientBurst: tt.burst}.withDefaults()
+			if o.ClientQPS != tt.wantQPS || o.ClientBurst != tt.wantBurst {
+				t.Errorf("QPS, Burst = %v, %d; want %v, %d", o.ClientQPS, o.ClientBurst, tt.wantQPS, tt.wantBurst)
+			}
+		})
+	}
+}

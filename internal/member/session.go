@@ -36,6 +36,11 @@ type Options struct {
 	// so that pod churn in a member causes at most one status update per
 	// interval.
 	NotifyInterval time.Duration
+	// ClientQPS and ClientBurst limit the requests to one member (0 keeps
+	// the built-in 500/1000; a negative QPS removes the limit, leaving
+	// protection to the member's API priority and fairness).
+	ClientQPS   float32
+	ClientBurst int
 }
 
 // DefaultOptions are the production defaults: a member that stops answering
@@ -49,6 +54,8 @@ func DefaultOptions() Options {
 		FailureThreshold:  20 * time.Second,
 		SuccessThreshold:  10 * time.Second,
 		NotifyInterval:    time.Second,
+		ClientQPS:         defaultClientQPS,
+		ClientBurst:       defaultClientBurst,
 	}
 }
 
@@ -63,8 +70,22 @@ func (o Options) withDefaults() Options {
 			*f.v = *f.d
 		}
 	}
+	if o.ClientQPS == 0 {
+		o.ClientQPS, o.ClientBurst = defaultClientQPS, defaultClientBurst
+	}
+	if o.ClientBurst <= 0 {
+		o.ClientBurst = max(int(o.ClientQPS)*2, 1)
+	}
 	return o
 }
+
+// The default client limits of a member connection: high enough that the
+// member's own API priority and fairness, not the client, is what paces a
+// burst.
+const (
+	defaultClientQPS   = 500
+	defaultClientBurst = 1000
+)
 
 // discoveryTimeout bounds one API discovery.
 const discoveryTimeout = 30 * time.Second
@@ -128,6 +149,8 @@ type Session struct {
 // if none), so that a restarted controller does not flip conditions.
 func Start(ctx context.Context, name, hash string, cfg *rest.Config, opts Options, initial *Observation, notify func(context.Context)) (*Session, error) {
 	opts = opts.withDefaults()
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = opts.ClientQPS, opts.ClientBurst
 	rt, err := rest.TransportFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("transport for member %s: %w", name, err)

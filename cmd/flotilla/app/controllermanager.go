@@ -65,6 +65,11 @@ Controllers: ` + strings.Join(manager.ControllerNames(), ", ") + `.`,
 	fs.StringVar(&m.CredentialsNamespace, "credentials-namespace", m.CredentialsNamespace, "namespace of the member credentials Secrets")
 	fs.IntVar(&m.ConcurrentClusterSyncs, "concurrent-cluster-syncs", m.ConcurrentClusterSyncs, "MemberClusters reconciled in parallel")
 	fs.IntVar(&m.ConcurrentPropagationSyncs, "concurrent-propagation-syncs", m.ConcurrentPropagationSyncs, "FederatedObjects propagated in parallel (each writes to its clusters in parallel)")
+	fs.IntVar(&m.ConcurrentSyncs, "concurrent-syncs", m.ConcurrentSyncs, "objects reconciled in parallel by each of the federate, schedule and status controllers")
+	fs.Float32Var(&m.HostQPS, "kube-api-qps", m.HostQPS, "requests per second to the host apiserver (negative: no client-side limit)")
+	fs.IntVar(&m.HostBurst, "kube-api-burst", m.HostBurst, "request burst to the host apiserver")
+	fs.Float32Var(&m.Cluster.ClientQPS, "member-api-qps", m.Cluster.ClientQPS, "requests per second to each member apiserver (negative: no client-side limit)")
+	fs.IntVar(&m.Cluster.ClientBurst, "member-api-burst", m.Cluster.ClientBurst, "request burst to each member apiserver")
 	fs.DurationVar(&m.TemplateDiscoveryInterval, "template-discovery-interval", m.TemplateDiscoveryInterval, "how often the host's kinds are rediscovered for propagation (a CRD change triggers it at once)")
 	fs.DurationVar(&m.Cluster.ProbeInterval, "cluster-probe-interval", m.Cluster.ProbeInterval, "time between health probes of each member")
 	fs.DurationVar(&m.Cluster.ProbeTimeout, "cluster-probe-timeout", m.Cluster.ProbeTimeout, "time a member has to answer a health probe")
@@ -99,6 +104,12 @@ func (o *ControllerManagerOptions) Validate() error {
 	if o.Manager.ConcurrentClusterSyncs < 1 {
 		return fmt.Errorf("--concurrent-cluster-syncs must be at least 1")
 	}
+	if o.Manager.ConcurrentSyncs < 1 {
+		return fmt.Errorf("--concurrent-syncs must be at least 1")
+	}
+	if o.Manager.HostBurst < 1 || o.Manager.Cluster.ClientBurst < 1 {
+		return fmt.Errorf("--kube-api-burst and --member-api-burst must be at least 1")
+	}
 	if o.Manager.ConcurrentPropagationSyncs < 1 {
 		return fmt.Errorf("--concurrent-propagation-syncs must be at least 1")
 	}
@@ -121,7 +132,7 @@ func (o *ControllerManagerOptions) Run(cmd *cobra.Command) error {
 	if err != nil {
 		return fmt.Errorf("load host kubeconfig: %w", err)
 	}
-	cfg.QPS, cfg.Burst = 100, 200
+	cfg.QPS, cfg.Burst = o.Manager.HostQPS, o.Manager.HostBurst
 	cfg.UserAgent = "flotilla-controller-manager"
 	ctx := klog.NewContext(cmd.Context(), logger)
 	return manager.Run(ctx, cfg, o.Manager)
