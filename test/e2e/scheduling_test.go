@@ -67,14 +67,7 @@ func TestScheduling(t *testing.T) {
 		// A new workload does not go to member-3 at all.
 		f.create(t, deployment(ns, "fresh", 4, ""))
 		f.waitMemberReplicas(t, ns, "fresh", map[string]int32{"member-1": 2, "member-2": 2})
-		fo := &v1alpha1.FederatedObject{}
-		if err := f.host.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "fresh.deployment.apps"}, fo); err != nil {
-			t.Fatal(err)
-		}
-		c := meta.FindStatusCondition(fo.Status.Conditions, v1alpha1.ConditionScheduled)
-		if c == nil || !strings.Contains(c.Message, "untolerated taint example.com/maintenance") {
-			t.Errorf("Scheduled condition does not explain the taint: %+v", c)
-		}
+		f.waitScheduledMessage(t, ns, "fresh.deployment.apps", "excluded: 1 untolerated taint example.com/maintenance")
 	})
 
 	t.Run("changing a member's labels moves a label-selected workload", func(t *testing.T) {
