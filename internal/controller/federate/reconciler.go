@@ -130,8 +130,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, key templates.Key) (reconcil
 		follower = follower || (fo != nil && fo.Spec.Policy == nil && fo.DeletionTimestamp.IsZero())
 	}
 	if chosen == nil && !follower {
-		// No longer selected (or referenced): the copies stay.
-		return r.result(r.release(ctx, tmpl, fo, v1alpha1.ReleaseOrphan))
+		// No longer selected (or referenced): the copies stay, unless the
+		// namespace is being deleted (its policy may simply have gone first).
+		mode := v1alpha1.ReleaseOrphan
+		if r.namespaceTerminating(ctx, tmpl) && tmpl.GetAnnotations()[v1alpha1.AnnotationOrphan] != "true" {
+			mode = v1alpha1.ReleaseDelete
+		}
+		return r.result(r.release(ctx, tmpl, fo, mode))
 	}
 	if fo != nil && !fo.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, nil // selected again: recreated once the old one is gone
@@ -140,6 +145,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, key templates.Key) (reconcil
 		return r.result(err)
 	}
 	return r.result(r.ensure(ctx, key, tmpl, fo, chosen))
+}
+
+// namespaceTerminating reports whether tmpl's namespace is being deleted.
+// The host is asked directly when the cache says no: releases are rare,
+// and the cache may not have seen the namespace's deletion yet when the
+// namespace controller's first deletions (a policy) arrive.
+func (r *Reconciler) namespaceTerminating(ctx context.Context, tmpl *unstructured.Unstructured) bool {
+	if tmpl.GetNamespace() == "" {
+		return false
+	}
+	ns, err := r.Templates.Get(templates.Key{Kind: "Namespace", Name: tmpl.GetNamespace()})
+	if err == nil && ns != nil && !ns.GetDeletionTimestamp().IsZero() {
+		return true
+	}
+	live, err := r.Dynamic.Resource(corev1.SchemeGroupVersion.WithResource("namespaces")).Get(ctx, tmpl.GetNamespace(), metav1.GetOptions{})
+	return err == nil && !live.GetDeletionTimestamp().IsZero()
 }
 
 // errRetry asks for a quick retry: a write lost a race with another writer
