@@ -9,6 +9,8 @@ UP_FLAGS  ?=
 SAMPLE    ?= config/samples/propagation.yaml
 # Timeout for the whole test suite (unit, integration and e2e).
 TEST_TIMEOUT ?= 25m
+# Extra flags for the harness `make bench` runs, e.g. BENCH_FLAGS="--workloads 10000 --members 10 --timeout 60m".
+BENCH_FLAGS ?=
 
 .PHONY: help build components up down status test test-unit verify generate bench clean
 
@@ -56,8 +58,9 @@ generate: $(CONTROLLER_GEN) ## Regenerate generated code (deepcopy, CRDs, RBAC).
 $(CONTROLLER_GEN): hack/codegen/go.mod hack/codegen/go.sum
 	cd hack/codegen && $(GO) build -o ../../$(CONTROLLER_GEN) sigs.k8s.io/controller-tools/cmd/controller-gen
 
-bench: components ## Run the benchmarks.
+bench: components ## Run the benchmarks, then the end-to-end harness (test/bench; BENCH_FLAGS="--workloads 10000 --members 10").
 	$(GO) test -count=1 -run '^$$' -bench . -benchmem ./...
+	$(GO) run ./test/bench --out bench-results.json $(BENCH_FLAGS)
 
 clean: ## Remove build output (not the component cache).
 	rm -rf bin
