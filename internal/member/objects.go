@@ -103,15 +103,7 @@ func (s *Session) ManagedObject(gvr schema.GroupVersionResource, namespace, name
 		}
 		return nil, CacheSyncing
 	}
-	key := name
-	if namespace != "" {
-		key = namespace + "/" + name
-	}
-	item, exists, err := inf.GetStore().GetByKey(key)
-	if err != nil || !exists {
-		return nil, CacheSynced
-	}
-	return item.(*unstructured.Unstructured), CacheSynced
+	return lookup(inf, namespace, name), CacheSynced
 }
 
 // PeekManagedObject returns the member's managed copy of an object if the
@@ -123,15 +115,21 @@ func (s *Session) PeekManagedObject(gvr schema.GroupVersionResource, namespace, 
 	if !ok || !inf.HasSynced() {
 		return nil, false
 	}
+	obj := lookup(inf, namespace, name)
+	return obj, obj != nil
+}
+
+// lookup returns an object from an informer's store, nil if absent.
+func lookup(inf cache.SharedIndexInformer, namespace, name string) *unstructured.Unstructured {
 	key := name
 	if namespace != "" {
 		key = namespace + "/" + name
 	}
 	item, exists, err := inf.GetStore().GetByKey(key)
 	if err != nil || !exists {
-		return nil, false
+		return nil
 	}
-	return item.(*unstructured.Unstructured), true
+	return item.(*unstructured.Unstructured)
 }
 
 // objectInformer returns the informer of gvr, starting it if needed, and

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/policy"
 	"github.com/flotilla-io/flotilla/internal/templates"
 )
 
@@ -113,4 +114,25 @@ func requests(list *v1alpha1.FederatedObjectList) []reconcile.Request {
 // Template returns the key of a FederatedObject's template.
 func Template(fo *v1alpha1.FederatedObject) templates.Key {
 	return templates.KeyOfReference(fo.Spec.Template)
+}
+
+// PolicySpec returns the spec of the propagation policy ref names, nil if
+// it is gone.
+func PolicySpec(ctx context.Context, c client.Reader, ref v1alpha1.PolicyReference) (*v1alpha1.PropagationSpec, error) {
+	key := types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
+	switch ref.Kind {
+	case policy.KindPropagationPolicy:
+		p := &v1alpha1.PropagationPolicy{}
+		if err := c.Get(ctx, key, p); err != nil {
+			return nil, client.IgnoreNotFound(err)
+		}
+		return &p.Spec, nil
+	case policy.KindClusterPropagationPolicy:
+		p := &v1alpha1.ClusterPropagationPolicy{}
+		if err := c.Get(ctx, types.NamespacedName{Name: ref.Name}, p); err != nil {
+			return nil, client.IgnoreNotFound(err)
+		}
+		return &p.Spec, nil
+	}
+	return nil, nil
 }

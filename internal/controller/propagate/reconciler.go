@@ -29,7 +29,6 @@ import (
 	"github.com/flotilla-io/flotilla/internal/controller/fedobj"
 	"github.com/flotilla-io/flotilla/internal/controller/trigger"
 	"github.com/flotilla-io/flotilla/internal/member"
-	"github.com/flotilla-io/flotilla/internal/policy"
 	"github.com/flotilla-io/flotilla/internal/templates"
 )
 
@@ -162,30 +161,13 @@ func (r *Reconciler) environment(ctx context.Context, fo *v1alpha1.FederatedObje
 	}
 	env.adopt = strings.EqualFold(tmpl.GetAnnotations()[v1alpha1.AnnotationConflictResolution], string(v1alpha1.ConflictAdopt))
 	if !env.adopt && fo.Spec.Policy != nil {
-		spec, err := r.policySpec(ctx, *fo.Spec.Policy)
+		spec, err := fedobj.PolicySpec(ctx, r.Client, *fo.Spec.Policy)
 		if err != nil {
 			return nil, err
 		}
 		env.adopt = spec != nil && spec.ConflictResolution == v1alpha1.ConflictAdopt
 	}
 	return env, nil
-}
-
-func (r *Reconciler) policySpec(ctx context.Context, ref v1alpha1.PolicyReference) (*v1alpha1.PropagationSpec, error) {
-	var err error
-	switch ref.Kind {
-	case policy.KindPropagationPolicy:
-		p := &v1alpha1.PropagationPolicy{}
-		if err = r.Client.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, p); err == nil {
-			return &p.Spec, nil
-		}
-	case policy.KindClusterPropagationPolicy:
-		p := &v1alpha1.ClusterPropagationPolicy{}
-		if err = r.Client.Get(ctx, client.ObjectKey{Name: ref.Name}, p); err == nil {
-			return &p.Spec, nil
-		}
-	}
-	return nil, client.IgnoreNotFound(err)
 }
 
 // result is one cluster's outcome.

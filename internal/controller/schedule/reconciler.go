@@ -19,7 +19,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -32,7 +31,6 @@ import (
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/controller/fedobj"
 	"github.com/flotilla-io/flotilla/internal/controller/trigger"
-	"github.com/flotilla-io/flotilla/internal/policy"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
 	"github.com/flotilla-io/flotilla/internal/scheduler/framework"
 	"github.com/flotilla-io/flotilla/internal/templates"
@@ -108,7 +106,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return r.result(r.setStatus(ctx, fo, scheduledCondition(fo, len(placement) > 0, reason, fmt.Sprintf("follows its workloads to %d clusters", len(placement))), ""))
 	}
-	spec, err := r.policySpec(ctx, *fo.Spec.Policy)
+	spec, err := fedobj.PolicySpec(ctx, r.Client, *fo.Spec.Policy)
 	if err != nil || spec == nil {
 		return reconcile.Result{}, err // a missing policy: the federate controller releases the object
 	}
@@ -317,27 +315,6 @@ func (r *Reconciler) followerPlacement(ctx context.Context, fo *v1alpha1.Federat
 	return out, nil
 }
 
-// policySpec returns the spec of a policy, nil if it is gone.
-func (r *Reconciler) policySpec(ctx context.Context, ref v1alpha1.PolicyReference) (*v1alpha1.PropagationSpec, error) {
-	key := types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
-	var obj client.Object
-	var spec *v1alpha1.PropagationSpec
-	switch ref.Kind {
-	case policy.KindPropagationPolicy:
-		p := &v1alpha1.PropagationPolicy{}
-		obj, spec = p, &p.Spec
-	case policy.KindClusterPropagationPolicy:
-		p := &v1alpha1.ClusterPropagationPolicy{}
-		obj, spec = p, &p.Spec
-	default:
-		return nil, nil
-	}
-	if err := r.Client.Get(ctx, key, obj); err != nil {
-		return nil, client.IgnoreNotFound(err)
-	}
-	return spec, nil
-}
-
 // summary is the placement as "member-1=3,member-2=3" (names alone for
 // objects without replicas), for kubectl get fo.
 func summary(placement []v1alpha1.ClusterPlacement) string {
@@ -356,13 +333,5 @@ func describe(placement []v1alpha1.ClusterPlacement) string {
 	if len(placement) == 0 {
 		return "no clusters"
 	}
-	parts := make([]string, 0, len(placement))
-	for _, p := range placement {
-		if p.Replicas != nil {
-			parts = append(parts, fmt.Sprintf("%s=%d", p.Cluster, *p.Replicas))
-		} else {
-			parts = append(parts, p.Cluster)
-		}
-	}
-	return strings.Join(parts, ", ")
+	return strings.ReplaceAll(summary(placement), ",", ", ")
 }

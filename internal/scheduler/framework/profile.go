@@ -1,7 +1,10 @@
 package framework
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
@@ -209,4 +212,23 @@ func Build(name string, spec *v1alpha1.SchedulingProfileSpec, reg Registry, defa
 		p.all = append(p.all, pl)
 	}
 	return p, nil
+}
+
+// NoArgs is the argument check of plugins that take none: absent, null or
+// an empty JSON object are accepted; anything else is an error naming the
+// first field given.
+func NoArgs(args []byte) error {
+	args = bytes.TrimSpace(args)
+	if len(args) == 0 || string(args) == "null" {
+		return nil
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(args, &fields); err != nil {
+		return fmt.Errorf("arguments must be a JSON object: %w", err)
+	}
+	if len(fields) == 0 {
+		return nil
+	}
+	keys := slices.Sorted(maps.Keys(fields))
+	return fmt.Errorf("takes no arguments, got %q", keys[0])
 }

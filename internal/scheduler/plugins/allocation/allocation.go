@@ -147,14 +147,8 @@ func NewMostAllocated(args []byte) (framework.Plugin, error) {
 
 // NewBalancedAllocation builds BalancedAllocation. It takes no arguments.
 func NewBalancedAllocation(args []byte) (framework.Plugin, error) {
-	if len(bytes.TrimSpace(args)) > 0 {
-		var fields map[string]json.RawMessage
-		if err := json.Unmarshal(args, &fields); err != nil {
-			return nil, fmt.Errorf("invalid arguments: %w", err)
-		}
-		if len(fields) > 0 {
-			return nil, fmt.Errorf("takes no arguments, got %s", args)
-		}
+	if err := framework.NoArgs(args); err != nil {
+		return nil, err
 	}
 	return &BalancedAllocation{}, nil
 }

@@ -3,10 +3,7 @@
 package apienablement
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -37,7 +34,7 @@ var (
 
 // New builds the plugin. It takes no arguments.
 func New(args []byte) (framework.Plugin, error) {
-	if err := noArgs(args); err != nil {
+	if err := framework.NoArgs(args); err != nil {
 		return nil, err
 	}
 	return &APIEnablement{}, nil
@@ -111,20 +108,4 @@ func compare(r *v1alpha1.APIResource, gvk schema.GroupVersionKind) int {
 		return c
 	}
 	return strings.Compare(r.Version, gvk.Version)
-}
-
-// noArgs accepts absent, null or empty-object arguments and rejects any
-// other.
-func noArgs(args []byte) error {
-	if len(bytes.TrimSpace(args)) == 0 {
-		return nil
-	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(args, &fields); err != nil {
-		return fmt.Errorf("invalid arguments: %w", err)
-	}
-	if len(fields) > 0 {
-		return fmt.Errorf("takes no arguments, got %s", args)
-	}
-	return nil
 }

@@ -5,9 +5,7 @@
 package clusteraffinity
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 
@@ -52,7 +50,7 @@ var (
 
 // New builds the plugin. It takes no arguments.
 func New(args []byte) (framework.Plugin, error) {
-	if err := noArgs(args); err != nil {
+	if err := framework.NoArgs(args); err != nil {
 		return nil, err
 	}
 	return &ClusterAffinity{}, nil
@@ -296,22 +294,6 @@ func compileTerm(out term, t v1alpha1.ClusterSelectorTerm) error {
 			return fmt.Errorf("matchExpressions[%d]: %w", i, err)
 		}
 		out[i] = r
-	}
-	return nil
-}
-
-// noArgs accepts absent, null or empty-object arguments and rejects any
-// other.
-func noArgs(args []byte) error {
-	if len(bytes.TrimSpace(args)) == 0 {
-		return nil
-	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(args, &fields); err != nil {
-		return fmt.Errorf("invalid arguments: %w", err)
-	}
-	if len(fields) > 0 {
-		return fmt.Errorf("takes no arguments, got %s", args)
 	}
 	return nil
 }

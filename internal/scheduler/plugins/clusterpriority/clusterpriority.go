@@ -7,10 +7,7 @@
 package clusterpriority
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/scheduler/framework"
@@ -31,14 +28,8 @@ var _ framework.ScorePlugin = (*ClusterPriority)(nil)
 
 // New builds the plugin. It takes no arguments.
 func New(args []byte) (framework.Plugin, error) {
-	if len(bytes.TrimSpace(args)) > 0 {
-		var fields map[string]json.RawMessage
-		if err := json.Unmarshal(args, &fields); err != nil {
-			return nil, fmt.Errorf("invalid arguments: %w", err)
-		}
-		if len(fields) > 0 {
-			return nil, fmt.Errorf("takes no arguments, got %s", args)
-		}
+	if err := framework.NoArgs(args); err != nil {
+		return nil, err
 	}
 	return &ClusterPriority{}, nil
 }

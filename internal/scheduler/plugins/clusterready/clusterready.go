@@ -3,10 +3,7 @@
 package clusterready
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 
@@ -30,7 +27,7 @@ var _ framework.FilterPlugin = (*ClusterReady)(nil)
 
 // New builds the plugin. It takes no arguments.
 func New(args []byte) (framework.Plugin, error) {
-	if err := noArgs(args); err != nil {
+	if err := framework.NoArgs(args); err != nil {
 		return nil, err
 	}
 	return &ClusterReady{}, nil
@@ -49,20 +46,4 @@ func (*ClusterReady) Filter(_ context.Context, _ framework.CycleState, u *framew
 		return nil
 	}
 	return &framework.Status{Code: framework.Unschedulable, Reason: reasonNotReady}
-}
-
-// noArgs accepts absent, null or empty-object arguments and rejects any
-// other.
-func noArgs(args []byte) error {
-	if len(bytes.TrimSpace(args)) == 0 {
-		return nil
-	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(args, &fields); err != nil {
-		return fmt.Errorf("invalid arguments: %w", err)
-	}
-	if len(fields) > 0 {
-		return fmt.Errorf("takes no arguments, got %s", args)
-	}
-	return nil
 }

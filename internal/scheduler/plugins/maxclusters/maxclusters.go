@@ -21,9 +21,7 @@
 package maxclusters
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/flotilla-io/flotilla/internal/scheduler/framework"
@@ -40,25 +38,10 @@ var _ framework.SelectPlugin = (*Plugin)(nil)
 // New builds the plugin. It takes no arguments: args must be empty, null
 // or an empty JSON object.
 func New(args []byte) (framework.Plugin, error) {
-	if err := noArgs(args); err != nil {
+	if err := framework.NoArgs(args); err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	return &Plugin{}, nil
-}
-
-func noArgs(args []byte) error {
-	args = bytes.TrimSpace(args)
-	if len(args) == 0 || string(args) == "null" {
-		return nil
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(args, &m); err != nil {
-		return fmt.Errorf("arguments must be a JSON object: %w", err)
-	}
-	for k := range m {
-		return fmt.Errorf("takes no arguments, got %q", k)
-	}
-	return nil
 }
 
 // Name returns "MaxClusters".

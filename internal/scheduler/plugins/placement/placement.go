@@ -3,9 +3,7 @@
 package placement
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,7 +44,7 @@ var (
 
 // New builds the plugin. It takes no arguments.
 func New(args []byte) (framework.Plugin, error) {
-	if err := noArgs(args); err != nil {
+	if err := framework.NoArgs(args); err != nil {
 		return nil, err
 	}
 	return &Placement{}, nil
@@ -133,20 +131,4 @@ func compile(p *v1alpha1.Placement) (*compiled, error) {
 		cp.selector = sel
 	}
 	return cp, nil
-}
-
-// noArgs accepts absent, null or empty-object arguments and rejects any
-// other.
-func noArgs(args []byte) error {
-	if len(bytes.TrimSpace(args)) == 0 {
-		return nil
-	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(args, &fields); err != nil {
-		return fmt.Errorf("invalid arguments: %w", err)
-	}
-	if len(fields) > 0 {
-		return fmt.Errorf("takes no arguments, got %s", args)
-	}
-	return nil
 }

@@ -3,11 +3,8 @@
 package resourcefit
 
 import (
-	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
-	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -45,7 +42,7 @@ var (
 
 // New builds the plugin. It takes no arguments.
 func New(args []byte) (framework.Plugin, error) {
-	if err := noArgs(args); err != nil {
+	if err := framework.NoArgs(args); err != nil {
 		return nil, err
 	}
 	return &ResourceFit{}, nil
@@ -108,20 +105,4 @@ func compile(list corev1.ResourceList) requests {
 	}
 	slices.SortFunc(rs, func(a, b request) int { return cmp.Compare(a.name, b.name) })
 	return rs
-}
-
-// noArgs accepts absent, null or empty-object arguments and rejects any
-// other.
-func noArgs(args []byte) error {
-	if len(bytes.TrimSpace(args)) == 0 {
-		return nil
-	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(args, &fields); err != nil {
-		return fmt.Errorf("invalid arguments: %w", err)
-	}
-	if len(fields) > 0 {
-		return fmt.Errorf("takes no arguments, got %s", args)
-	}
-	return nil
 }

@@ -17,9 +17,7 @@
 package spread
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
@@ -37,16 +35,8 @@ var _ framework.SelectPlugin = (*Plugin)(nil)
 // New builds the plugin. It takes no arguments: args must be empty, null
 // or an empty JSON object.
 func New(args []byte) (framework.Plugin, error) {
-	args = bytes.TrimSpace(args)
-	if len(args) == 0 || string(args) == "null" {
-		return &Plugin{}, nil
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(args, &m); err != nil {
-		return nil, fmt.Errorf("%s: arguments must be a JSON object: %w", Name, err)
-	}
-	for k := range m {
-		return nil, fmt.Errorf("%s: takes no arguments, got %q", Name, k)
+	if err := framework.NoArgs(args); err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	return &Plugin{}, nil
 }

@@ -4,10 +4,7 @@
 package tainttoleration
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
 	"math"
 	"time"
 
@@ -56,7 +53,7 @@ var (
 
 // New builds the plugin. It takes no arguments.
 func New(args []byte) (framework.Plugin, error) {
-	if err := noArgs(args); err != nil {
+	if err := framework.NoArgs(args); err != nil {
 		return nil, err
 	}
 	return &TaintToleration{now: time.Now}, nil
@@ -198,20 +195,4 @@ func noExecuteTolerated(cy *cycle, tols []corev1.Toleration, t *corev1.Taint) bo
 		return true
 	}
 	return cy.now.Sub(t.TimeAdded.Time) < time.Duration(seconds)*time.Second
-}
-
-// noArgs accepts absent, null or empty-object arguments and rejects any
-// other.
-func noArgs(args []byte) error {
-	if len(bytes.TrimSpace(args)) == 0 {
-		return nil
-	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(args, &fields); err != nil {
-		return fmt.Errorf("invalid arguments: %w", err)
-	}
-	if len(fields) > 0 {
-		return fmt.Errorf("takes no arguments, got %s", args)
-	}
-	return nil
 }

@@ -3,10 +3,7 @@
 package terminating
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/scheduler/framework"
@@ -27,7 +24,7 @@ var _ framework.FilterPlugin = (*Terminating)(nil)
 
 // New builds the plugin. It takes no arguments.
 func New(args []byte) (framework.Plugin, error) {
-	if err := noArgs(args); err != nil {
+	if err := framework.NoArgs(args); err != nil {
 		return nil, err
 	}
 	return &Terminating{}, nil
@@ -42,20 +39,4 @@ func (*Terminating) Filter(_ context.Context, _ framework.CycleState, _ *framewo
 		return nil
 	}
 	return &framework.Status{Code: framework.Unschedulable, Reason: reasonDeleted}
-}
-
-// noArgs accepts absent, null or empty-object arguments and rejects any
-// other.
-func noArgs(args []byte) error {
-	if len(bytes.TrimSpace(args)) == 0 {
-		return nil
-	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(args, &fields); err != nil {
-		return fmt.Errorf("invalid arguments: %w", err)
-	}
-	if len(fields) > 0 {
-		return fmt.Errorf("takes no arguments, got %s", args)
-	}
-	return nil
 }
