@@ -100,14 +100,18 @@ const (
 	// PropagationPending: a write to the cluster is in progress (the member
 	// is slow to answer, or its cache of the kind is still listing).
 	PropagationPending PropagationReason = "Pending"
+	// PropagationEvicting: the cluster left the placement; its copy is
+	// kept, not counted, until the replacement replicas are Ready in the
+	// other clusters or the graceful eviction period has passed.
+	PropagationEvicting PropagationReason = "Evicting"
 )
 
 // ClusterPropagationStatus is the state of one cluster's copy.
 type ClusterPropagationStatus struct {
 	// Cluster is the MemberCluster's name.
 	Cluster string `json:"cluster"`
-	// Reason is OK, Conflict, ClusterNotReady, ApplyFailed, Deleting or
-	// Pending.
+	// Reason is OK, Conflict, ClusterNotReady, ApplyFailed, Deleting,
+	// Pending or Evicting.
 	Reason PropagationReason `json:"reason"`
 	// Message explains a Reason other than OK.
 	// +optional
@@ -116,6 +120,38 @@ type ClusterPropagationStatus struct {
 	// last brought up to.
 	// +optional
 	TemplateGeneration int64 `json:"templateGeneration,omitempty"`
+	// LeftAt is when the cluster left the placement (set while its copy is
+	// Evicting or Deleting).
+	// +optional
+	LeftAt *metav1.Time `json:"leftAt,omitempty"`
+}
+
+// CapacityLimit is a member's estimated capacity for one workload, learnt
+// from replicas that stayed Unschedulable there. The scheduler places at
+// most Replicas there while the limit is active.
+type CapacityLimit struct {
+	// Cluster is the MemberCluster's name.
+	Cluster string `json:"cluster"`
+	// Replicas is the most replicas the member is given.
+	// +kubebuilder:validation:Minimum=0
+	Replicas int32 `json:"replicas"`
+	// Unschedulable is how many replicas were Unschedulable when the limit
+	// was set; the limit is lifted when the member has room for them again.
+	// +kubebuilder:validation:Minimum=0
+	Unschedulable int32 `json:"unschedulable"`
+	// Since is when the limit was set.
+	Since metav1.Time `json:"since"`
+	// Count is how many times in a row the limit was set: each time holds
+	// it twice as long before it may be lifted (1, 2, 4 ... 60 minutes).
+	// +kubebuilder:validation:Minimum=1
+	Count int32 `json:"count"`
+	// LiftedAt is when the limit was lifted; a lifted limit is kept for a
+	// while only to remember Count.
+	// +optional
+	LiftedAt *metav1.Time `json:"liftedAt,omitempty"`
+	// Message says why.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // FederatedObjectStatus is the observed state of the propagation.
@@ -144,6 +180,14 @@ type FederatedObjectStatus struct {
 	// nothing.
 	// +optional
 	SchedulingBasis string `json:"schedulingBasis,omitempty"`
+
+	// CapacityLimits are members' estimated capacities for the workload,
+	// learnt from replicas that stayed Unschedulable (application
+	// failover), in cluster name order.
+	// +listType=map
+	// +listMapKey=cluster
+	// +optional
+	CapacityLimits []CapacityLimit `json:"capacityLimits,omitempty"`
 
 	// Clusters are the copies, in cluster name order: those in the
 	// placement and those still being deleted.

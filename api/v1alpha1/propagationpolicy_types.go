@@ -312,7 +312,61 @@ type PropagationSpec struct {
 	// its clusters.
 	// +optional
 	DisableFollowers bool `json:"disableFollowers,omitempty"`
+
+	// Failover tunes how the objects move when a cluster fails, is drained,
+	// or cannot run their replicas. Cluster failover itself follows the
+	// NoExecute taints Flotilla puts on clusters that stay not Ready; a
+	// toleration in placement.tolerations (with tolerationSeconds) keeps
+	// the objects there, or there for longer.
+	// +optional
+	Failover *Failover `json:"failover,omitempty"`
 }
+
+// Failover tunes cluster and application failover for a policy's objects.
+type Failover struct {
+	// GracefulEvictionSeconds is how long the copy in a cluster the object
+	// left (evicted by a NoExecute taint, drained, or moved by the
+	// scheduler) is kept while its replacement replicas become Ready in the
+	// other clusters. The copy is deleted as soon as they are Ready, or
+	// when this time has passed. 0 deletes it at once. Default 600.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=86400
+	// +optional
+	GracefulEvictionSeconds *int32 `json:"gracefulEvictionSeconds,omitempty"`
+
+	// Application moves replicas that a member cannot schedule to members
+	// with room (on by default for workloads with replicas split by
+	// Divide).
+	// +optional
+	Application *ApplicationFailover `json:"application,omitempty"`
+}
+
+// ApplicationFailover tunes the migration of replicas that stay
+// Unschedulable in a member.
+type ApplicationFailover struct {
+	// Disabled turns the migration off.
+	// +optional
+	Disabled bool `json:"disabled,omitempty"`
+
+	// UnschedulableSeconds is how long a replica's pod must stay
+	// Unschedulable (PodScheduled=False, reason Unschedulable) in a member
+	// before the member's estimated capacity for the workload is lowered
+	// to the replicas it does run, and the rest move. Default 60.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=86400
+	// +optional
+	UnschedulableSeconds *int32 `json:"unschedulableSeconds,omitempty"`
+}
+
+// Failover defaults.
+const (
+	// DefaultGracefulEvictionSeconds is Failover.GracefulEvictionSeconds
+	// when unset.
+	DefaultGracefulEvictionSeconds = 600
+	// DefaultUnschedulableSeconds is
+	// ApplicationFailover.UnschedulableSeconds when unset.
+	DefaultUnschedulableSeconds = 60
+)
 
 // PropagationPolicy propagates objects in its namespace to member clusters.
 //

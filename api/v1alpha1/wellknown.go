@@ -10,14 +10,22 @@ const (
 	ConditionOffline = "Offline"
 )
 
-// Taints Flotilla manages on MemberClusters. Later stages (scheduler,
-// failover) read them.
+// Taints Flotilla puts on MemberClusters. The cluster controller manages
+// TaintUnreachable and TaintNotReady (NoSchedule at once, NoExecute after
+// the failover grace period); the CLI's cordon, drain and uncordon manage
+// TaintUnschedulable and TaintDraining.
 const (
 	// TaintUnreachable is added while the member cannot be contacted.
 	TaintUnreachable = "flotilla.io/unreachable"
 	// TaintNotReady is added while the member answers but is not ready (its
 	// apiserver is unhealthy or refuses the credentials).
 	TaintNotReady = "flotilla.io/not-ready"
+	// TaintUnschedulable (NoSchedule) is put by `flotilla cordon` and
+	// `flotilla drain`: the member gets no new objects or replicas.
+	TaintUnschedulable = "flotilla.io/unschedulable"
+	// TaintDraining (NoExecute) is put by `flotilla drain`: objects that do
+	// not tolerate it move to other members, gracefully.
+	TaintDraining = "flotilla.io/draining"
 )
 
 // Labels and annotations.

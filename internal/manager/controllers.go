@@ -11,6 +11,7 @@ import (
 
 	"github.com/flotilla-io/flotilla/internal/controller/cluster"
 	"github.com/flotilla-io/flotilla/internal/controller/federate"
+	"github.com/flotilla-io/flotilla/internal/controller/migrate"
 	"github.com/flotilla-io/flotilla/internal/controller/propagate"
 	"github.com/flotilla-io/flotilla/internal/controller/schedule"
 	"github.com/flotilla-io/flotilla/internal/controller/status"
@@ -47,6 +48,7 @@ var Controllers = []Controller{
 			Session:                 opts.Cluster,
 			MaxConcurrentReconciles: opts.ConcurrentClusterSyncs,
 			Pool:                    shared.Pool,
+			Failover:                opts.Failover,
 		}
 		return r.SetupWithManager(mgr)
 	}},
@@ -67,6 +69,16 @@ var Controllers = []Controller{
 			Templates:               shared.Templates,
 			Recorder:                mgr.GetEventRecorder("flotilla-" + schedule.Name),
 			CredentialsNamespace:    opts.CredentialsNamespace,
+			MaxConcurrentReconciles: opts.ConcurrentSyncs,
+		}
+		return r.SetupWithManager(mgr)
+	}},
+	{Name: migrate.Name, Setup: func(mgr ctrl.Manager, opts Options, shared *Shared) error {
+		r := &migrate.Reconciler{
+			Client:                  mgr.GetClient(),
+			Templates:               shared.Templates,
+			Pool:                    shared.Pool,
+			Recorder:                mgr.GetEventRecorder("flotilla-" + migrate.Name),
 			MaxConcurrentReconciles: opts.ConcurrentSyncs,
 		}
 		return r.SetupWithManager(mgr)

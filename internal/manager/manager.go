@@ -23,6 +23,7 @@ import (
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	"github.com/flotilla-io/flotilla/config/crd"
+	"github.com/flotilla-io/flotilla/internal/controller/cluster"
 	"github.com/flotilla-io/flotilla/internal/controller/fedobj"
 	"github.com/flotilla-io/flotilla/internal/member"
 	hostscheme "github.com/flotilla-io/flotilla/internal/scheme"
@@ -60,6 +61,9 @@ type Options struct {
 	CredentialsNamespace string
 	// Cluster tunes the cluster controller's member sessions.
 	Cluster member.Options
+	// Failover tunes cluster failover (NoExecute taints on members that
+	// stay not Ready).
+	Failover cluster.Failover
 	// ConcurrentClusterSyncs bounds parallel MemberCluster reconciles.
 	ConcurrentClusterSyncs int
 	// ConcurrentSyncs bounds parallel reconciles of the federate, schedule
@@ -94,6 +98,7 @@ func DefaultOptions() Options {
 		ProbeAddr:                  ":8081",
 		CredentialsNamespace:       v1alpha1.SystemNamespace,
 		Cluster:                    member.DefaultOptions(),
+		Failover:                   cluster.DefaultFailover(),
 		ConcurrentClusterSyncs:     4,
 		ConcurrentPropagationSyncs: 16,
 		ConcurrentSyncs:            8,

@@ -109,9 +109,9 @@ type Snapshot struct {
 }
 
 // Session is the control plane's live connection to one member: a probe
-// loop, periodic discovery, and node and pod caches. notify is called (at
-// most once per NotifyInterval, with a context that ends when the session
-// stops) whenever the snapshot changes.
+// loop, periodic discovery, node and pod caches, and a cache of unbound
+// pods. notify is called (at most once per NotifyInterval, with a context
+// that ends when the session stops) whenever the snapshot changes.
 type Session struct {
 	// Name is the MemberCluster's name.
 	Name string
@@ -142,6 +142,7 @@ type Session struct {
 	version   string
 	resources []v1alpha1.APIResource
 	inv       *inventory
+	pending   *pendingPods // unbound pods, for UnschedulablePods
 }
 
 // Start connects to a member and starts the session's goroutines; they log
@@ -245,13 +246,17 @@ func (s *Session) probeLoop(ctx context.Context) {
 	}
 }
 
+// startInventory starts the node and pod caches and the cache of unbound
+// pods. The latter has no part in the summary, so its sync delays nothing.
 func (s *Session) startInventory(ctx context.Context) {
 	s.started = true
 	inv := newInventory(s.client, s.changed)
+	pending := newPendingPods(s.client)
 	s.mu.Lock()
-	s.inv = inv
+	s.inv, s.pending = inv, pending
 	s.mu.Unlock()
 	s.wg.Go(func() { inv.run(ctx) })
+	s.wg.Go(func() { pending.run(ctx) })
 }
 
 // discover refreshes the version and API resources and reports whether the

@@ -15,7 +15,8 @@ import (
 	"github.com/flotilla-io/flotilla/internal/scheduler/framework"
 )
 
-// Basis digests what a decision for u over clusters depends on, leaving
+// Basis digests what a decision for u over clusters depends on (capacity
+// limits included), leaving
 // out what changes all the time without calling for a new decision (free
 // capacity, the placement in force). profile identifies the profile and
 // its webhooks. now decides which toleration periods have run out.
@@ -34,8 +35,9 @@ func Basis(u *framework.Unit, clusters []*v1alpha1.MemberCluster, profile string
 		Replicas  *int32              `json:"r,omitempty"`
 		Requests  corev1.ResourceList `json:"q,omitempty"`
 		Placement *v1alpha1.Placement `json:"pl"`
+		Limits    map[string]int32    `json:"lim,omitempty"`
 		Clusters  []cluster           `json:"c"`
-	}{Profile: profile, GVK: u.GVK.String(), Replicas: u.Replicas, Requests: u.Requests, Placement: u.Placement}
+	}{Profile: profile, GVK: u.GVK.String(), Replicas: u.Replicas, Requests: u.Requests, Placement: u.Placement, Limits: u.Limits}
 	for _, c := range clusters {
 		e := cluster{Name: c.Name, Labels: c.Labels, Deleting: !c.DeletionTimestamp.IsZero(),
 			Ready: meta.IsStatusConditionTrue(c.Status.Conditions, v1alpha1.ConditionReady), Serves: serves(c, u)}

@@ -17,7 +17,8 @@ import (
 )
 
 // NewUnit describes a FederatedObject's template for the scheduler: its
-// kind, replicas, one replica's requests, and the policy's placement
+// kind, replicas, one replica's requests, the active capacity limits from
+// its status, and the policy's placement
 // narrowed by the object's own annotations (AnnotationClusterNames,
 // AnnotationMaxClusters). Annotations can only narrow: a user who may edit
 // the object cannot escape the policy owner's constraints.
@@ -33,6 +34,15 @@ func NewUnit(fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured, plac
 	}
 	if n, ok := workload.Replicas(tmpl); ok {
 		u.Replicas = ptr.To(n)
+	}
+	for _, l := range fo.Status.CapacityLimits {
+		if l.LiftedAt != nil {
+			continue
+		}
+		if u.Limits == nil {
+			u.Limits = map[string]int32{}
+		}
+		u.Limits[l.Cluster] = max(l.Replicas, 0)
 	}
 	return u
 }

@@ -76,6 +76,9 @@ Controllers: ` + strings.Join(manager.ControllerNames(), ", ") + `.`,
 	fs.DurationVar(&m.Cluster.FailureThreshold, "cluster-failure-threshold", m.Cluster.FailureThreshold, "how long a member must keep failing probes before it is marked not Ready")
 	fs.DurationVar(&m.Cluster.SuccessThreshold, "cluster-success-threshold", m.Cluster.SuccessThreshold, "how long a member must keep passing probes before it is marked Ready again")
 	fs.DurationVar(&m.Cluster.DiscoveryInterval, "cluster-discovery-interval", m.Cluster.DiscoveryInterval, "time between API discoveries of each member")
+	fs.BoolVar(&m.Failover.Disabled, "disable-cluster-failover", m.Failover.Disabled, "never taint members NoExecute: objects stay on members that are not Ready")
+	fs.DurationVar(&m.Failover.GracePeriod, "cluster-failover-grace-period", m.Failover.GracePeriod, "how long a member stays not Ready (tainted NoSchedule) before it is tainted NoExecute and objects that do not tolerate it move away")
+	fs.Float64Var(&m.Failover.DisruptionThreshold, "cluster-failover-disruption-threshold", m.Failover.DisruptionThreshold, "fraction of members not Ready above which nothing is evicted (the control plane's own connectivity is suspected)")
 	fs.DurationVar(&m.GracefulShutdown, "graceful-shutdown-timeout", m.GracefulShutdown, "how long to wait for controllers to stop")
 	fs.IntVarP(&o.Verbosity, "v", "v", 0, "log verbosity")
 	return cmd
@@ -112,6 +115,12 @@ func (o *ControllerManagerOptions) Validate() error {
 	}
 	if o.Manager.ConcurrentPropagationSyncs < 1 {
 		return fmt.Errorf("--concurrent-propagation-syncs must be at least 1")
+	}
+	if o.Manager.Failover.GracePeriod <= 0 {
+		return fmt.Errorf("--cluster-failover-grace-period must be positive, got %s", o.Manager.Failover.GracePeriod)
+	}
+	if t := o.Manager.Failover.DisruptionThreshold; t <= 0 || t > 1 {
+		return fmt.Errorf("--cluster-failover-disruption-threshold must be in (0, 1], got %g", t)
 	}
 	if o.Manager.TemplateDiscoveryInterval <= 0 {
 		return fmt.Errorf("--template-discovery-interval must be positive")

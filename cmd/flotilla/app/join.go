@@ -6,39 +6,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/flotilla-io/flotilla/internal/join"
 )
-
-// hostFlags locate the host control plane's kubeconfig.
-type hostFlags struct {
-	kubeconfig, context string
-}
-
-func (h *hostFlags) add(fs *pflag.FlagSet) {
-	fs.StringVar(&h.kubeconfig, "host-kubeconfig", "", "kubeconfig of the host control plane (default: $KUBECONFIG or ~/.kube/config)")
-	fs.StringVar(&h.context, "host-context", "", "context in the host kubeconfig")
-}
-
-func (h *hostFlags) config() (*rest.Config, error) {
-	cfg, err := loadConfig(h.kubeconfig, h.context)
-	if err != nil {
-		return nil, fmt.Errorf("host kubeconfig: %w", err)
-	}
-	return cfg, nil
-}
-
-// loadConfig loads a kubeconfig with the usual precedence: the explicit
-// path, then $KUBECONFIG, then ~/.kube/config.
-func loadConfig(path, context string) (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = path
-	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: context}).ClientConfig()
-}
 
 // JoinOptions are the inputs of `flotilla join`.
 type JoinOptions struct {

@@ -30,7 +30,9 @@ them in sync and brings their status back.
 The local environment (a host control plane and member clusters built from
 pinned Kubernetes sources) is managed with up, down, status and kubeconfig.
 controller-manager runs the controllers against a host control plane; join
-and unjoin add and remove member clusters.`,
+and unjoin add and remove member clusters. cordon stops placing objects on a
+member, drain also moves its objects away before maintenance, and uncordon
+opens it again.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -45,6 +47,9 @@ and unjoin add and remove member clusters.`,
 		NewControllerManagerCmd(streams),
 		NewJoinCmd(streams),
 		NewUnjoinCmd(streams),
+		NewCordonCmd(streams),
+		NewDrainCmd(streams),
+		NewUncordonCmd(streams),
 	)
 	return cmd
 }

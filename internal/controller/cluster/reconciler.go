@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -48,8 +49,11 @@ type Reconciler struct {
 	// Pool holds the member sessions; the propagation controllers share it.
 	// Nil makes a private one.
 	Pool *member.Pool
+	// Failover tunes the NoExecute taints of members that stay not Ready.
+	Failover Failover
 
-	events chan event.GenericEvent
+	events     chan event.GenericEvent
+	suppressed sync.Map // cluster name → true while its eviction is held back
 }
 
 // SetupWithManager registers the controller and the shutdown of all member
@@ -61,6 +65,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Pool == nil {
 		r.Pool = member.NewPool()
 	}
+	r.Failover = r.Failover.withDefaults()
 	r.Pool.OnChange = func(n int) { sessionsGauge.Set(float64(n)) }
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.MemberCluster{}, secretRefIndex, func(o client.Object) []string {
 		if ref := o.(*v1alpha1.MemberCluster).Spec.SecretRef; ref != nil {
@@ -97,6 +102,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if apierrors.IsNotFound(err) {
 			r.Pool.Stop(req.Name)
 			readyGauge.DeleteLabelValues(req.Name)
+			r.suppressed.Delete(req.Name)
+			suppressedGauge.DeleteLabelValues(req.Name)
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, err
@@ -111,7 +118,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	now := time.Now()
-	if taints := renderTaints(mc.Spec.Taints, snap, now); !equality.Semantic.DeepEqual(taints, mc.Spec.Taints) {
+	view := viewOf(snap)
+	plan, err := r.evictionPlan(ctx, mc, view)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	taints, next := renderTaints(mc.Spec.Taints, view, plan, now)
+	if !equality.Semantic.DeepEqual(taints, mc.Spec.Taints) {
+		before := mc.Spec.Taints
 		mc.Spec.Taints = taints
 		if err := r.Client.Update(ctx, mc); err != nil {
 			if apierrors.IsConflict(err) {
@@ -123,13 +137,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, fmt.Errorf("update taints of %s: %w", mc.Name, err)
 		}
 		ctrl.LoggerFrom(ctx).Info("Updated managed taints", "taints", taints)
+		if t := addedNoExecute(before, taints); t != nil {
+			evictionsTotal.WithLabelValues(mc.Name).Inc()
+			msg := evictionMessage(t, unhealthySince(before, now), now)
+			ctrl.LoggerFrom(ctx).Info("Evicting", "taint", t.Key, "message", msg)
+			if r.Recorder != nil {
+				r.Recorder.Eventf(mc, nil, corev1.EventTypeWarning, "Evicting", "Failover", "%s", msg)
+			}
+		}
+	}
+	result := reconcile.Result{RequeueAfter: next}
+	if view.taintKey != "" && !plan.allowed && !r.Failover.Disabled {
+		// Eviction held back by a disruption: look again when it may end.
+		result.RequeueAfter = disruptionRecheck
 	}
 	// Rendered after the taint update, so that the status records the
 	// generation that update produced and one write covers both.
 	status := renderStatus(mc, snap, now)
 	observeReady(mc.Name, status)
 	if equality.Semantic.DeepEqual(status, mc.Status) {
-		return reconcile.Result{}, nil
+		return result, nil
 	}
 	before := meta.FindStatusCondition(mc.Status.Conditions, v1alpha1.ConditionReady)
 	mc.Status = status
@@ -143,7 +170,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, fmt.Errorf("update status of %s: %w", mc.Name, err)
 	}
 	r.recordTransition(mc, before)
-	return reconcile.Result{}, nil
+	return result, nil
 }
 
 // observe makes sure a session runs for mc with its current configuration

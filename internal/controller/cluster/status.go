@@ -4,7 +4,6 @@ import (
 	"slices"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -73,38 +72,19 @@ func conditionsFor(o member.Observation, generation int64) []metav1.Condition {
 	return []metav1.Condition{ready, offline}
 }
 
-// renderTaints returns the taints a MemberCluster should carry: the
-// operator's taints unchanged, plus flotilla.io/unreachable or
-// flotilla.io/not-ready while the member is in that state. An existing
-// managed taint keeps its TimeAdded. Unknown health keeps the current
-// managed taints.
-func renderTaints(current []corev1.Taint, snap member.Snapshot, now time.Time) []corev1.Taint {
+// viewOf is what renderTaints needs of a snapshot: whether the health is
+// known and which managed taint it calls for.
+func viewOf(snap member.Snapshot) healthView {
 	if !snap.HealthKnown {
-		return current
+		return healthView{}
 	}
-	var want string
 	switch snap.Health.Health {
 	case member.Unreachable:
-		want = v1alpha1.TaintUnreachable
+		return healthView{known: true, taintKey: v1alpha1.TaintUnreachable}
 	case member.NotReady:
-		want = v1alpha1.TaintNotReady
+		return healthView{known: true, taintKey: v1alpha1.TaintNotReady}
 	}
-	var out []corev1.Taint
-	found := false
-	for _, t := range current {
-		switch {
-		case t.Key != v1alpha1.TaintUnreachable && t.Key != v1alpha1.TaintNotReady:
-			out = append(out, t)
-		case t.Key == want && t.Effect == corev1.TaintEffectNoSchedule && !found:
-			out = append(out, t)
-			found = true
-		}
-	}
-	if want != "" && !found {
-		added := metav1.NewTime(now)
-		out = append(out, corev1.Taint{Key: want, Effect: corev1.TaintEffectNoSchedule, TimeAdded: &added})
-	}
-	return out
+	return healthView{known: true}
 }
 
 // initialHealth turns the Ready condition an earlier run recorded into the

@@ -396,7 +396,7 @@ func TestRestartWritesNothing(t *testing.T) {
 			mc := mcWith(2, v1alpha1.MemberClusterStatus{})
 			mc.Spec.Taints = []corev1.Taint{operatorTaint}
 			mc.Status = renderStatus(mc, known(tt.stored), tEarlier)
-			mc.Spec.Taints = renderTaints(mc.Spec.Taints, known(tt.stored), tEarlier)
+			mc.Spec.Taints, _ = renderTaints(mc.Spec.Taints, viewOf(known(tt.stored)), evictionPlan{allowed: true, grace: time.Hour}, tEarlier)
 			mc = roundTrip(t, mc)
 
 			// The restarted controller.
@@ -418,7 +418,7 @@ func TestRestartWritesNothing(t *testing.T) {
 			if got := renderStatus(mc, snap, tNow); !equality.Semantic.DeepEqual(got, mc.Status) {
 				t.Errorf("status after the restart differs, which causes a write (-stored +rendered):\n%s", diff(mc.Status, got))
 			}
-			if got := renderTaints(mc.Spec.Taints, snap, tNow); !equality.Semantic.DeepEqual(got, mc.Spec.Taints) {
+			if got, _ := renderTaints(mc.Spec.Taints, viewOf(snap), evictionPlan{}, tNow); !equality.Semantic.DeepEqual(got, mc.Spec.Taints) {
 				t.Errorf("taints after the restart differ, which causes a write (-stored +rendered):\n%s", diff(mc.Spec.Taints, got))
 			}
 		})

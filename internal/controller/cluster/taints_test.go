@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -20,14 +21,19 @@ func TestRenderTaints(t *testing.T) {
 	unreachable := func(at *metav1.Time) corev1.Taint {
 		return corev1.Taint{Key: v1alpha1.TaintUnreachable, Effect: corev1.TaintEffectNoSchedule, TimeAdded: at}
 	}
+	unreachableNoExecute := func(at *metav1.Time) corev1.Taint {
+		return corev1.Taint{Key: v1alpha1.TaintUnreachable, Effect: corev1.TaintEffectNoExecute, TimeAdded: at}
+	}
 	notReady := func(at *metav1.Time) corev1.Taint {
 		return corev1.Taint{Key: v1alpha1.TaintNotReady, Effect: corev1.TaintEffectNoSchedule, TimeAdded: at}
 	}
 	tests := []struct {
-		name    string
-		current []corev1.Taint
-		snap    member.Snapshot
-		want    []corev1.Taint
+		name     string
+		current  []corev1.Taint
+		snap     member.Snapshot
+		plan     evictionPlan
+		want     []corev1.Taint
+		wantNext time.Duration
 	}{
 		{
 			name:    "unknown health keeps managed taints",
@@ -95,10 +101,61 @@ func TestRenderTaints(t *testing.T) {
 			want:    []corev1.Taint{unreachable(&earlier), operator},
 		},
 		{
-			name:    "managed key with another effect is replaced by NoSchedule",
-			current: []corev1.Taint{{Key: v1alpha1.TaintUnreachable, Effect: corev1.TaintEffectNoExecute, TimeAdded: &earlier}},
+			name:    "a NoExecute taint stays while the member is not Ready, and NoSchedule is added",
+			current: []corev1.Taint{unreachableNoExecute(&earlier)},
 			snap:    known(obsUnreachable),
-			want:    []corev1.Taint{unreachable(&now)},
+			want:    []corev1.Taint{unreachableNoExecute(&earlier), unreachable(&now)},
+		},
+		{
+			name:     "grace period over: NoExecute is added",
+			current:  []corev1.Taint{operator, unreachable(&earlier)},
+			snap:     known(obsUnreachable),
+			plan:     evictionPlan{allowed: true, grace: time.Minute},
+			want:     []corev1.Taint{operator, unreachable(&earlier), unreachableNoExecute(&now)},
+			wantNext: 0,
+		},
+		{
+			name:     "within the grace period: NoExecute is due later",
+			current:  []corev1.Taint{unreachable(&earlier)},
+			snap:     known(obsUnreachable),
+			plan:     evictionPlan{allowed: true, grace: tNow.Sub(tEarlier) + 10*time.Second},
+			want:     []corev1.Taint{unreachable(&earlier)},
+			wantNext: 10 * time.Second,
+		},
+		{
+			name:     "newly unreachable: NoSchedule now, NoExecute after the grace period",
+			snap:     known(obsUnreachable),
+			plan:     evictionPlan{allowed: true, grace: 30 * time.Second},
+			want:     []corev1.Taint{unreachable(&now)},
+			wantNext: 30 * time.Second,
+		},
+		{
+			name:    "grace counted from the first managed taint across a change of state",
+			current: []corev1.Taint{notReady(&earlier)},
+			snap:    known(obsUnreachable),
+			plan:    evictionPlan{allowed: true, grace: time.Minute},
+			want:    []corev1.Taint{unreachable(&now), unreachableNoExecute(&now)},
+		},
+		{
+			name:    "eviction not allowed (disruption): no NoExecute however long",
+			current: []corev1.Taint{unreachable(&earlier)},
+			snap:    known(obsUnreachable),
+			plan:    evictionPlan{allowed: false, grace: time.Second},
+			want:    []corev1.Taint{unreachable(&earlier)},
+		},
+		{
+			name:    "healthy again removes NoExecute too",
+			current: []corev1.Taint{unreachable(&earlier), unreachableNoExecute(&earlier), operator2},
+			snap:    known(obsHealthy),
+			plan:    evictionPlan{allowed: true, grace: time.Second},
+			want:    []corev1.Taint{operator2},
+		},
+		{
+			name:    "unknown health keeps NoExecute",
+			current: []corev1.Taint{unreachableNoExecute(&earlier)},
+			snap:    member.Snapshot{},
+			plan:    evictionPlan{allowed: true, grace: time.Second},
+			want:    []corev1.Taint{unreachableNoExecute(&earlier)},
 		},
 		{
 			name:    "duplicate operator taints are the operator's business",
@@ -113,9 +170,12 @@ func TestRenderTaints(t *testing.T) {
 			for i := range tt.current {
 				tt.current[i].DeepCopyInto(&before[i])
 			}
-			got := renderTaints(tt.current, tt.snap, tNow)
+			got, next := renderTaints(tt.current, viewOf(tt.snap), tt.plan, tNow)
 			if !equality.Semantic.DeepEqual(got, tt.want) {
 				t.Errorf("renderTaints() mismatch (-want +got):\n%s", diff(tt.want, got))
+			}
+			if next != tt.wantNext {
+				t.Errorf("renderTaints() next = %s, want %s", next, tt.wantNext)
 			}
 			if !equality.Semantic.DeepEqual(tt.current, before) {
 				t.Errorf("renderTaints() modified its input (-before +after):\n%s", diff(before, tt.current))
@@ -210,6 +270,45 @@ func TestInitialHealthRoundTrip(t *testing.T) {
 			}
 			if got.Health != o.Health || got.Reason != o.Reason || got.Message != o.Message || !got.At.Equal(tEarlier) {
 				t.Errorf("initialHealth() = %+v, want %s/%s %q at %v", *got, o.Health, o.Reason, o.Message, tEarlier)
+			}
+		})
+	}
+}
+
+func TestDisruption(t *testing.T) {
+	mc := func(name string, ready bool, deleting bool) v1alpha1.MemberCluster {
+		c := v1alpha1.MemberCluster{}
+		c.Name = name
+		status := metav1.ConditionFalse
+		if ready {
+			status = metav1.ConditionTrue
+		}
+		c.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: status}}
+		if deleting {
+			ts := metav1.NewTime(tNow)
+			c.DeletionTimestamp = &ts
+		}
+		return c
+	}
+	tests := []struct {
+		name      string
+		all       []v1alpha1.MemberCluster
+		self      string
+		disrupted bool
+	}{
+		{"one of three down", []v1alpha1.MemberCluster{mc("a", false, false), mc("b", true, false), mc("c", true, false)}, "a", false},
+		{"two of three down", []v1alpha1.MemberCluster{mc("a", false, false), mc("b", false, false), mc("c", true, false)}, "a", true},
+		{"all down", []v1alpha1.MemberCluster{mc("a", false, false), mc("b", false, false), mc("c", false, false)}, "a", true},
+		{"self's recorded Ready is overridden by what the session knows", []v1alpha1.MemberCluster{mc("a", true, false), mc("b", false, false), mc("c", true, false)}, "a", true},
+		{"one of two down evicts", []v1alpha1.MemberCluster{mc("a", false, false), mc("b", true, false)}, "a", false},
+		{"the only member", []v1alpha1.MemberCluster{mc("a", false, false)}, "a", true},
+		{"members being deleted do not count", []v1alpha1.MemberCluster{mc("a", false, false), mc("b", false, true), mc("c", true, false), mc("d", true, false)}, "a", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, _, _ := disruption(tt.all, tt.self, false, 0.55)
+			if got != tt.disrupted {
+				t.Errorf("disruption() = %v, want %v", got, tt.disrupted)
 			}
 		})
 	}

@@ -162,20 +162,40 @@ func (r *Reconciler) session(mc *v1alpha1.MemberCluster, name string) (*member.S
 // copies count as not Ready.
 const sessionGrace = 30 * time.Second
 
+// evict keeps the copy in a cluster that left the placement while ev says
+// so, and deletes it after (see deleteCopy).
+func (r *Reconciler) evict(fo *v1alpha1.FederatedObject, mc *v1alpha1.MemberCluster, prev v1alpha1.ClusterPropagationStatus, ev eviction) result {
+	if mc == nil {
+		return result{status: prev, drop: true} // the cluster left the federation
+	}
+	if ev.keep {
+		st := prev
+		st.Reason, st.Message = v1alpha1.PropagationEvicting, ev.message
+		return result{status: st, keepUntil: ev.deadline}
+	}
+	if ev.replaced && prev.LeftAt != nil && prev.Reason == v1alpha1.PropagationEvicting {
+		evictionSeconds.WithLabelValues("replaced").Observe(time.Since(prev.LeftAt.Time).Seconds())
+	} else if ev.message != "" && prev.Reason == v1alpha1.PropagationEvicting {
+		evictionSeconds.WithLabelValues("timeout").Observe(time.Since(prev.LeftAt.Time).Seconds())
+	}
+	return r.deleteCopy(fo, mc, prev, ev.message)
+}
+
 // deleteCopy deletes the copy in a cluster that left the placement, as a
-// flight (see syncCluster).
-func (r *Reconciler) deleteCopy(fo *v1alpha1.FederatedObject, mc *v1alpha1.MemberCluster, prev v1alpha1.ClusterPropagationStatus) result {
+// flight (see syncCluster). why, when set, says why now.
+func (r *Reconciler) deleteCopy(fo *v1alpha1.FederatedObject, mc *v1alpha1.MemberCluster, prev v1alpha1.ClusterPropagationStatus, why string) result {
 	st := prev
 	st.Reason = v1alpha1.PropagationDeleting
-	if mc == nil {
-		return result{status: st, drop: true} // the cluster left the federation
-	}
-	sess, why := r.session(mc, prev.Cluster)
-	if why == noSessionYet {
+	st.Message = why
+	sess, notReady := r.session(mc, prev.Cluster)
+	if notReady == noSessionYet {
 		return result{status: prev, pending: true}
 	}
 	if sess == nil {
-		st.Message = "the copy will be deleted when the cluster is Ready: " + why
+		st.Message = "the copy will be deleted when the cluster is Ready: " + notReady
+		if why != "" {
+			st.Message = why + "; " + st.Message
+		}
 		return result{status: st}
 	}
 	key := types.NamespacedName{Namespace: fo.Namespace, Name: fo.Name}

@@ -57,14 +57,19 @@ type Reconciler struct {
 	// reporting it Pending and moving on (default 2 s).
 	WaitBudget time.Duration
 
-	queue   trigger.Queue[reconcile.Request]
-	flights flights
-	missing sync.Map // cluster name → when a Ready cluster was first seen without a session
+	queue    trigger.Queue[reconcile.Request]
+	flights  flights
+	evicting sync.Map // FederatedObject keys keeping an evicted copy for its replacements
+	missing  sync.Map // cluster name → when a Ready cluster was first seen without a session
 }
 
 // retryAfter is when a cluster whose copy failed is tried again (events
 // bring it back sooner when something changes).
 const retryAfter = 15 * time.Second
+
+// evictionRecheck bounds the wait of an object keeping an evicted copy
+// before it looks at its replacements again.
+const evictionRecheck = 30 * time.Second
 
 // conflictRetryAfter is when a cluster whose copy is in Conflict is looked
 // at again.
@@ -110,10 +115,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, fmt.Errorf("update status of %s: %w", req, err)
 		}
 	}
+	waitUntil := time.Time{}
+	for _, res := range results {
+		if !res.keepUntil.IsZero() && (waitUntil.IsZero() || res.keepUntil.Before(waitUntil)) {
+			waitUntil = res.keepUntil
+		}
+	}
+	r.waitingForReplacements(req.NamespacedName, !waitUntil.IsZero())
 	for _, res := range results {
 		if res.pending {
 			return reconcile.Result{RequeueAfter: time.Second}, nil
 		}
+	}
+	if !waitUntil.IsZero() {
+		// Status changes of the replacements wake it sooner.
+		return reconcile.Result{RequeueAfter: min(time.Until(waitUntil)+time.Second, evictionRecheck)}, nil
 	}
 	// A write still in flight wakes the object when it ends.
 	for _, res := range results {
@@ -136,6 +152,9 @@ type environment struct {
 	cops     []v1alpha1.ClusterOverridePolicy
 	ops      []v1alpha1.OverridePolicy
 	adopt    bool
+	// graceful is how long a copy that left waits for its replacements
+	// (0 for followers: they follow their workloads' copies).
+	graceful time.Duration
 }
 
 func (r *Reconciler) environment(ctx context.Context, fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured) (*environment, error) {
@@ -160,12 +179,13 @@ func (r *Reconciler) environment(ctx context.Context, fo *v1alpha1.FederatedObje
 		env.ops = ops.Items
 	}
 	env.adopt = strings.EqualFold(tmpl.GetAnnotations()[v1alpha1.AnnotationConflictResolution], string(v1alpha1.ConflictAdopt))
-	if !env.adopt && fo.Spec.Policy != nil {
+	if fo.Spec.Policy != nil {
 		spec, err := fedobj.PolicySpec(ctx, r.Client, *fo.Spec.Policy)
 		if err != nil {
 			return nil, err
 		}
-		env.adopt = spec != nil && spec.ConflictResolution == v1alpha1.ConflictAdopt
+		env.adopt = env.adopt || (spec != nil && spec.ConflictResolution == v1alpha1.ConflictAdopt)
+		env.graceful = gracefulPeriod(spec)
 	}
 	return env, nil
 }
@@ -177,6 +197,8 @@ type result struct {
 	drop     bool   // the copy is gone and the cluster left the placement
 	pending  bool   // the cluster's session or cache is starting: try again shortly
 	inFlight bool   // a write is still running; it wakes the object when it ends
+	// keepUntil: an evicted copy waits for its replacements until then.
+	keepUntil time.Time
 }
 
 // syncAll brings every placed cluster's copy up to date and deletes the
@@ -193,8 +215,19 @@ func (r *Reconciler) syncAll(fo *v1alpha1.FederatedObject, tmpl *unstructured.Un
 		placed[p.Cluster] = true
 		jobs = append(jobs, func() result { return r.syncCluster(key, tmpl, p, env, prev[p.Cluster]) })
 	}
-	for _, c := range r.leftClusters(fo, tmpl, placed) {
-		jobs = append(jobs, func() result { return r.deleteCopy(fo, env.clusters[c.Cluster], c) })
+	left := r.leftClusters(fo, tmpl, placed)
+	var ready, want int64
+	measurable := false
+	if len(left) > 0 {
+		ready, want, measurable = r.replacements(fo, tmpl, env)
+	}
+	now := time.Now()
+	for _, c := range left {
+		if c.LeftAt == nil {
+			c.LeftAt = &metav1.Time{Time: now}
+		}
+		ev := decideEviction(now, c.LeftAt.Time, env.graceful, ready, want, measurable)
+		jobs = append(jobs, func() result { return r.evict(fo, env.clusters[c.Cluster], c, ev) })
 	}
 	results := make([]result, len(jobs))
 	var wg sync.WaitGroup

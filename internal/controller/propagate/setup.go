@@ -28,12 +28,18 @@ import (
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.Templates.Subscribe(func(k templates.Key) { r.queue.Add(fedobj.Request(k)) })
 	r.Pool.Subscribe(func(e member.ObjectEvent) {
+		req, ok := MemberEventRequest(r.Templates, e)
+		if !ok {
+			return
+		}
 		if e.StatusOnly {
-			return // drift is in spec, labels or annotations
+			// Drift is in spec, labels or annotations; status matters only
+			// to an object whose evicted copy waits for its replacements.
+			if _, waiting := r.evicting.Load(req.NamespacedName); !waiting {
+				return
+			}
 		}
-		if req, ok := MemberEventRequest(r.Templates, e); ok {
-			r.queue.Add(req)
-		}
+		r.queue.Add(req)
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).

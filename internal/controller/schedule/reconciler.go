@@ -70,9 +70,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.Templates.Subscribe(func(k templates.Key) { r.queue.Add(fedobj.Request(k)) })
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
-		For(&v1alpha1.FederatedObject{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		// A leader's placement moves its followers.
-		Watches(&v1alpha1.FederatedObject{}, handler.EnqueueRequestsFromMapFunc(followersOf), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&v1alpha1.FederatedObject{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, limitsChanged))).
+		// A leader's placement, and the clusters still holding its copies,
+		// move its followers.
+		Watches(&v1alpha1.FederatedObject{}, handler.EnqueueRequestsFromMapFunc(followersOf), builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, copiesChanged))).
 		Watches(&v1alpha1.PropagationPolicy{}, handler.EnqueueRequestsFromMapFunc(r.forPolicy), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha1.ClusterPropagationPolicy{}, handler.EnqueueRequestsFromMapFunc(r.forPolicy), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha1.MemberCluster{}, handler.EnqueueRequestsFromMapFunc(r.all), builder.WithPredicates(clusterChanged)).
@@ -283,7 +284,7 @@ func (r *Reconciler) result(err error) (reconcile.Result, error) {
 }
 
 // followerPlacement is the union of the clusters of the workloads that
-// reference a follower.
+// reference a follower, and of the clusters still holding their copies.
 func (r *Reconciler) followerPlacement(ctx context.Context, fo *v1alpha1.FederatedObject) ([]v1alpha1.ClusterPlacement, error) {
 	leaders := &v1alpha1.FederatedObjectList{}
 	key := fedobj.FollowerKey(fo.Spec.Template.Kind, fo.Spec.Template.Name)
@@ -299,6 +300,9 @@ func (r *Reconciler) followerPlacement(ctx context.Context, fo *v1alpha1.Federat
 		live++
 		for _, p := range l.Spec.Placement {
 			names = append(names, p.Cluster)
+		}
+		for _, c := range l.Status.Clusters {
+			names = append(names, c.Cluster) // an evicted copy still running needs its followers
 		}
 	}
 	if live == 0 {

@@ -69,6 +69,45 @@ var clusterChanged = predicate.Funcs{
 	},
 }
 
+// limitsChanged passes FederatedObject updates that change the capacity
+// limits in force (application failover).
+var limitsChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld.(*v1alpha1.FederatedObject), e.ObjectNew.(*v1alpha1.FederatedObject)
+		return !equality.Semantic.DeepEqual(activeLimits(o), activeLimits(n))
+	},
+}
+
+func activeLimits(fo *v1alpha1.FederatedObject) map[string]int32 {
+	var m map[string]int32
+	for _, l := range fo.Status.CapacityLimits {
+		if l.LiftedAt == nil {
+			if m == nil {
+				m = map[string]int32{}
+			}
+			m[l.Cluster] = l.Replicas
+		}
+	}
+	return m
+}
+
+// copiesChanged passes FederatedObject updates that change the clusters
+// holding copies (status.clusters): an evicted copy keeps its followers.
+var copiesChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld.(*v1alpha1.FederatedObject), e.ObjectNew.(*v1alpha1.FederatedObject)
+		if len(o.Status.Clusters) != len(n.Status.Clusters) {
+			return true
+		}
+		for i := range o.Status.Clusters {
+			if o.Status.Clusters[i].Cluster != n.Status.Clusters[i].Cluster {
+				return true
+			}
+		}
+		return false
+	},
+}
+
 // followerName is the FederatedObject name of a core-group follower.
 func followerName(obj types.NamespacedName, kind string) types.NamespacedName {
 	return fedobj.Request(templatesKey(kind, obj)).NamespacedName

@@ -33,6 +33,10 @@ type Unit struct {
 	Placement *v1alpha1.Placement
 	// Current is the placement in force.
 	Current []v1alpha1.ClusterPlacement
+	// Limits are clusters' estimated capacities for the object, in
+	// replicas, learnt from replicas that stayed Unschedulable there
+	// (application failover); a Divide object gets at most that many there.
+	Limits map[string]int32
 }
 
 // Divide reports whether the unit's replicas are split across clusters.

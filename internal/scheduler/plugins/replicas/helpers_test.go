@@ -125,6 +125,15 @@ func requests(kv ...string) unitOpt {
 	}
 }
 
+func limit(cluster string, n int32) unitOpt {
+	return func(u *framework.Unit) {
+		if u.Limits == nil {
+			u.Limits = map[string]int32{}
+		}
+		u.Limits[cluster] = n
+	}
+}
+
 func tolerate(t corev1.Toleration) unitOpt {
 	return func(u *framework.Unit) { u.Placement.Tolerations = append(u.Placement.Tolerations, t) }
 }

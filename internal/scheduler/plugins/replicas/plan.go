@@ -80,6 +80,24 @@ func spread(n int64, plan []int64, ts []target, only []bool, seed string) {
 	}
 }
 
+// overLimits spreads n replicas no cluster can take within its capacity
+// limit evenly over the limited clusters, up to their other limits.
+func overLimits(n int64, plan []int64, ts []target, seed string) {
+	extra := make([]planner.Target, len(ts))
+	for i := range ts {
+		extra[i] = planner.Target{Name: ts[i].Name, Weight: 1, Max: 0}
+		if ts[i].limited {
+			extra[i].Max = planner.NoMax
+			if ts[i].beyond >= 0 {
+				extra[i].Max = max(ts[i].beyond-plan[i], 0)
+			}
+		}
+	}
+	for i, v := range planner.Split(n, extra, seed) {
+		plan[i] += v
+	}
+}
+
 // keep reaches plan from the current replicas without moving running ones
 // because weights changed. The start is each target's held replicas within
 // its minimum and maximum; clusters no longer chosen are not targets, so

@@ -29,7 +29,10 @@
 // once its replicas run.
 //
 // A chosen cluster with a NoSchedule taint the object does not tolerate
-// keeps at most the replicas it holds. With avoidDisruption (the default)
+// keeps at most the replicas it holds, and one with a capacity limit
+// (Unit.Limits, application failover) gets at most the limit, unless the
+// other clusters cannot hold the rest: that goes evenly to the limited
+// clusters (where it waits to be scheduled) rather than nowhere. With avoidDisruption (the default)
 // the split is reached from the current one without moving running
 // replicas because weights changed (see replicas.AvoidDisruption): the
 // current counts, clamped to each cluster's limits, are the starting point;
@@ -142,6 +145,9 @@ func (p *Plugin) Replicas(ctx context.Context, _ framework.CycleState, u *framew
 	}
 	if ptr.Deref(rs.AvoidDisruption, true) && counted {
 		plan = keep(plan, ts, u.Key)
+	}
+	if left := total - sum(plan); left > 0 {
+		overLimits(left, plan, ts, u.Key)
 	}
 	out := make([]v1alpha1.ClusterPlacement, 0, len(ts))
 	counts := make([]int32, len(ts)) // one allocation for every Replicas pointer

@@ -117,6 +117,30 @@ func TestNoScheduleTaint(t *testing.T) {
 	})
 }
 
+func TestCapacityLimits(t *testing.T) {
+	ab := func() []framework.ScoredCluster { return ranked(mc("A"), mc("B")) }
+	runCases(t, []planCase{
+		{name: "the replicas a limited cluster cannot run move to the other (avoidDisruption)",
+			unit: divide(10, current("A=5", "B=5"), limit("A", 2)), chosen: ab(), want: m("A=2", "B=8")},
+		{name: "the same without avoidDisruption",
+			unit: divide(10, current("A=5", "B=5"), limit("A", 2), avoid(false)), chosen: ab(), want: m("A=2", "B=8")},
+		{name: "a scale-up does not grow the limited cluster",
+			unit: divide(20, current("A=2", "B=8"), limit("A", 2)), chosen: ab(), want: m("A=2", "B=18")},
+		{name: "a limit of 0 takes the cluster out",
+			unit: divide(10, current("A=5", "B=5"), limit("A", 0)), chosen: ab(), want: m("B=10")},
+		{name: "a limit above the share changes nothing",
+			unit: divide(10, current("A=5", "B=5"), limit("A", 7)), chosen: ab(), want: m("A=5", "B=5")},
+		{name: "a lower maxReplicas still wins",
+			unit: divide(10, current("A=5", "B=5"), limit("A", 4), weights(wMax("A", 1, 3), w("B", 1))), chosen: ab(), want: m("A=3", "B=7")},
+		{name: "every cluster limited: what none can run waits in them, evenly",
+			unit: divide(10, current("A=5", "B=5"), limit("A", 2), limit("B", 3)), chosen: ab(), check: func(p map[string]int32) bool {
+				return p["A"]+p["B"] == 10 && p["A"] >= 4 && p["B"] >= 5
+			}},
+		{name: "a limited cluster takes what the others' maxReplicas leave",
+			unit: divide(10, current("A=5", "B=5"), limit("A", 2), weights(w("A", 1), wMax("B", 1, 6))), chosen: ab(), want: m("A=4", "B=6")},
+	})
+}
+
 func TestAvoidDisruption(t *testing.T) {
 	abd := func() []framework.ScoredCluster { return ranked(mc("A"), mc("B"), mc("D")) }
 	runCases(t, []planCase{

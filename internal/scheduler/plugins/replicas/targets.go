@@ -22,6 +22,10 @@ type target struct {
 	room planner.Capacity
 	// fit is how many replicas the available amount holds (Binpack).
 	fit int64
+	// limited says that a capacity limit lowered Max; beyond is the Max
+	// without it.
+	limited bool
+	beyond  int64
 }
 
 // targets turns the chosen clusters into targets, in chosen order.
@@ -61,6 +65,10 @@ func targets(ctx context.Context, u *framework.Unit, chosen []framework.ScoredCl
 		}
 		if noNewReplicas(logger, c, u.Placement.Tolerations) && (t.Max < 0 || t.Max > t.held) {
 			t.Max = t.held // keeps what it has, gets no more
+		}
+		if limit, ok := u.Limits[c.Name]; ok && (t.Max < 0 || t.Max > int64(limit)) {
+			t.limited, t.beyond = true, t.Max
+			t.Max = int64(limit) // what the cluster was seen to run
 		}
 		if t.Max >= 0 && t.Min > t.Max {
 			t.Min = t.Max

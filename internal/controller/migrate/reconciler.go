@@ -1,0 +1,266 @@
+// Package migrate is the controller behind application failover: it
+// watches the replicas each member runs for a Divide workload, and when
+// some stay Unschedulable there for longer than the policy allows it
+// records a capacity limit for that member in the FederatedObject's status
+// (status.capacityLimits). The scheduler gives the member at most that
+// many replicas, so the rest move to members with room. A limit is held
+// for a while (longer each time it is set again) and lifted only when the
+// member shows room for the replicas that moved, so replicas never
+// oscillate between members.
+package migrate
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/controller/fedobj"
+	"github.com/flotilla-io/flotilla/internal/controller/propagate"
+	"github.com/flotilla-io/flotilla/internal/controller/trigger"
+	"github.com/flotilla-io/flotilla/internal/member"
+	"github.com/flotilla-io/flotilla/internal/scheduler"
+	"github.com/flotilla-io/flotilla/internal/templates"
+	"github.com/flotilla-io/flotilla/internal/workload"
+)
+
+// Name is the controller's name for --controllers.
+const Name = "migrate"
+
+// +kubebuilder:rbac:groups=flotilla.io,resources=federatedobjects,verbs=get;list;watch
+// +kubebuilder:rbac:groups=flotilla.io,resources=federatedobjects/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=flotilla.io,resources=memberclusters;propagationpolicies;clusterpropagationpolicies,verbs=get;list;watch
+
+// Reconciler keeps FederatedObjects' capacity limits.
+type Reconciler struct {
+	// Client reads (cached) and writes the host.
+	Client client.Client
+	// Templates is the host template cache.
+	Templates *templates.Cache
+	// Pool holds the member sessions.
+	Pool *member.Pool
+	// Recorder records events on templates.
+	Recorder events.EventRecorder
+	// MaxConcurrentReconciles bounds parallel reconciles (default 4).
+	MaxConcurrentReconciles int
+
+	queue trigger.Queue[reconcile.Request]
+}
+
+// SetupWithManager registers the controller with mgr. Besides
+// FederatedObjects it follows templates and the status of the member
+// copies (their pod counts).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.Templates.Subscribe(func(k templates.Key) { r.queue.Add(fedobj.Request(k)) })
+	r.Pool.Subscribe(func(e member.ObjectEvent) {
+		if req, ok := propagate.MemberEventRequest(r.Templates, e); ok {
+			r.queue.Add(req)
+		}
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(Name).
+		For(&v1alpha1.FederatedObject{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WatchesRawSource(r.queue.Source()).
+		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(r.MaxConcurrentReconciles, 4)}).
+		Complete(r)
+}
+
+// notReadyRecheck is how often a workload with copies short of Ready
+// replicas is looked at (its pods may turn Unschedulable without a status
+// change of the copy).
+const notReadyRecheck = 10 * time.Second
+
+// Reconcile updates one FederatedObject's capacity limits.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	fo := &v1alpha1.FederatedObject{}
+	if err := r.Client.Get(ctx, req.NamespacedName, fo); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !fo.DeletionTimestamp.IsZero() || fo.Spec.Policy == nil {
+		return reconcile.Result{}, nil
+	}
+	tmpl, err := r.Templates.Get(fedobj.Template(fo))
+	if errors.Is(err, templates.ErrNotSynced) {
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	}
+	if err != nil || tmpl == nil || tmpl.GetUID() != fo.Spec.Template.UID {
+		return reconcile.Result{}, nil
+	}
+	spec, err := fedobj.PolicySpec(ctx, r.Client, *fo.Spec.Policy)
+	if err != nil || spec == nil {
+		return reconcile.Result{}, err
+	}
+	threshold, enabled := settings(spec, tmpl)
+	if !enabled {
+		return reconcile.Result{}, r.write(ctx, fo, tmpl, nil, nil)
+	}
+	clusters, err := r.clusters(ctx)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	obs, short, waiting := r.observe(fo, tmpl, clusters)
+	requests := scheduler.Requests(tmpl)
+	hasRoom := func(name string, n int32) bool { return fits(clusters[name], requests, n) }
+	limits, recheck, changes := nextLimits(fo.Status.CapacityLimits, obs, threshold, hasRoom, time.Now())
+	if err := r.write(ctx, fo, tmpl, limits, changes); err != nil {
+		if apierrors.IsConflict(err) {
+			return reconcile.Result{RequeueAfter: 200 * time.Millisecond}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	if short && (recheck == 0 || recheck > notReadyRecheck) {
+		recheck = notReadyRecheck
+	}
+	if waiting && (recheck == 0 || recheck > time.Second) {
+		recheck = time.Second
+	}
+	return reconcile.Result{RequeueAfter: recheck}, nil
+}
+
+// settings returns the policy's Unschedulable threshold and whether
+// application failover applies to the object: a Divide workload of a kind
+// whose pods Flotilla can find.
+func settings(spec *v1alpha1.PropagationSpec, tmpl *unstructured.Unstructured) (time.Duration, bool) {
+	seconds := int32(v1alpha1.DefaultUnschedulableSeconds)
+	if f := spec.Failover; f != nil && f.Application != nil {
+		if f.Application.Disabled {
+			return 0, false
+		}
+		if f.Application.UnschedulableSeconds != nil {
+			seconds = *f.Application.UnschedulableSeconds
+		}
+	}
+	if spec.Placement.ReplicaScheduling.Type != v1alpha1.ReplicaSchedulingDivide || !workload.Migratable(tmpl) {
+		return 0, false
+	}
+	return time.Duration(seconds) * time.Second, true
+}
+
+func (r *Reconciler) clusters(ctx context.Context) (map[string]*v1alpha1.MemberCluster, error) {
+	list := &v1alpha1.MemberClusterList{}
+	if err := r.Client.List(ctx, list); err != nil {
+		return nil, err
+	}
+	out := make(map[string]*v1alpha1.MemberCluster, len(list.Items))
+	for i := range list.Items {
+		out[list.Items[i].Name] = &list.Items[i]
+	}
+	return out, nil
+}
+
+// observe reads, for each Ready placed cluster, the workload's pods there
+// from the member caches. short says some copy has fewer Ready replicas
+// than placed; waiting says some cache is still filling.
+func (r *Reconciler) observe(fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured, clusters map[string]*v1alpha1.MemberCluster) (obs []observation, short, waiting bool) {
+	kind, ok := r.Templates.Lookup(templates.KeyOf(tmpl).GroupKind())
+	if !ok {
+		return nil, false, false
+	}
+	for _, p := range fo.Spec.Placement {
+		mc := clusters[p.Cluster]
+		if p.Replicas == nil || *p.Replicas == 0 || mc == nil || !meta.IsStatusConditionTrue(mc.Status.Conditions, v1alpha1.ConditionReady) {
+			continue
+		}
+		sess := r.Pool.Get(p.Cluster)
+		if sess == nil {
+			continue
+		}
+		live, state := sess.ManagedObject(kind.GVR, tmpl.GetNamespace(), tmpl.GetName())
+		if state == member.CacheSyncing {
+			waiting = true
+			continue
+		}
+		if live == nil {
+			continue
+		}
+		if ready, ok := workload.ReadyReplicas(live); !ok || ready < *p.Replicas {
+			short = true
+		}
+		selector, ok := workload.PodSelector(live)
+		if !ok {
+			continue
+		}
+		pods, ok := workload.PodCount(live)
+		if !ok {
+			continue // the member's controller has not caught up with the spec
+		}
+		unschedulable, synced := sess.UnschedulablePods(tmpl.GetNamespace(), selector)
+		if !synced {
+			waiting = true
+			continue
+		}
+		o := observation{cluster: p.Cluster, placed: *p.Replicas, pods: pods}
+		for _, pod := range unschedulable {
+			o.unschedulable = append(o.unschedulable, pod.Since)
+		}
+		obs = append(obs, o)
+	}
+	return obs, short, waiting
+}
+
+// fits reports whether a cluster's available resources hold n more
+// replicas with the given requests (one pod each).
+func fits(mc *v1alpha1.MemberCluster, requests corev1.ResourceList, n int32) bool {
+	if mc == nil || !meta.IsStatusConditionTrue(mc.Status.Conditions, v1alpha1.ConditionReady) {
+		return false
+	}
+	need := corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(int64(n), resource.DecimalSI)}
+	for name, q := range requests {
+		total := q.DeepCopy()
+		for i := int32(1); i < n; i++ {
+			total.Add(q)
+		}
+		need[name] = total
+	}
+	for name, q := range need {
+		avail, ok := mc.Status.Resources.Available[name]
+		if !ok || avail.Cmp(q) < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// write records limits in fo's status when they changed, with an event on
+// the template for each change.
+func (r *Reconciler) write(ctx context.Context, fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured, limits []v1alpha1.CapacityLimit, changes []change) error {
+	if equality.Semantic.DeepEqual(limits, fo.Status.CapacityLimits) || (len(limits) == 0 && len(fo.Status.CapacityLimits) == 0) {
+		return nil
+	}
+	fo.Status.CapacityLimits = limits
+	if err := r.Client.Status().Update(ctx, fo); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("update capacity limits of %s/%s: %w", fo.Namespace, fo.Name, err)
+	}
+	logger := ctrl.LoggerFrom(ctx)
+	for _, c := range changes {
+		logger.Info("Capacity limit", "cluster", c.cluster, "lifted", c.lifted, "message", c.message)
+		if r.Recorder == nil {
+			continue
+		}
+		if c.lifted {
+			r.Recorder.Eventf(tmpl, nil, corev1.EventTypeNormal, "CapacityLimitLifted", "Migrate", "cluster %s: %s", c.cluster, c.message)
+		} else {
+			r.Recorder.Eventf(tmpl, nil, corev1.EventTypeWarning, "Migrating", "Migrate", "cluster %s: %s; the scheduler moves the rest to clusters with room", c.cluster, c.message)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,368 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/components"
+	"github.com/flotilla-io/flotilla/internal/localenv"
+	"github.com/flotilla-io/flotilla/internal/testenv"
+)
+
+// TestFailover drives cluster failover, maintenance and application
+// failover the way a user sees them, with the controller-manager's
+// defaults (30 s to mark a stopped member unreachable, 30 s of grace before
+// NoExecute).
+func TestFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("e2e")
+	}
+	f := startFed(t)
+
+	t.Run("drain moves everything off member-2 gracefully; uncordon lets it receive again", func(t *testing.T) {
+		ns := f.namespace(t, "drain")
+		f.create(t, configMap(ns, "settings"))
+		f.create(t, deployment(ns, "api", 6, "settings"))
+		f.create(t, dividePolicy(ns, nil))
+		f.waitMemberReplicas(t, ns, "api", map[string]int32{"member-1": 2, "member-2": 2, "member-3": 2})
+		mon := f.watchReplicas(t, ns, "api")
+		r := flotilla(t, "drain", "member-2", "--timeout", "2m", "--host-kubeconfig", f.kubeconfig(localenv.HostName))
+		if r.err != nil || !strings.Contains(r.stdout, "drained") {
+			t.Fatalf("flotilla drain: %v\n%s%s", r.err, r.stdout, r.stderr)
+		}
+		f.waitMemberReplicas(t, ns, "api", map[string]int32{"member-1": 3, "member-3": 3})
+		f.waitHostReady(t, ns, "api", 6)
+		if _, err := f.typed["member-2"].CoreV1().ConfigMaps(ns).Get(context.Background(), "settings", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("the follower ConfigMap is still in member-2 after the drain (err %v)", err)
+		}
+		minReady, maxPods := mon.stop()
+		t.Logf("during the drain: Ready replicas across members never below %d, pods never above %d", minReady, maxPods)
+		if minReady < 6 {
+			t.Errorf("Ready replicas across members dropped to %d during the drain, want at least 6", minReady)
+		}
+		if table := getTable(t, f, "/apis/flotilla.io/v1alpha1/memberclusters"); !strings.Contains(table, v1alpha1.TaintDraining) {
+			t.Errorf("kubectl get memberclusters does not show the drain: %s", table)
+		}
+
+		if r := flotilla(t, "uncordon", "member-2", "--host-kubeconfig", f.kubeconfig(localenv.HostName)); r.err != nil {
+			t.Fatalf("flotilla uncordon: %v", r.err)
+		}
+		f.create(t, deployment(ns, "fresh", 3, ""))
+		f.waitMemberReplicas(t, ns, "fresh", map[string]int32{"member-1": 1, "member-2": 1, "member-3": 1})
+		// Uncordoning moves nothing back (avoidDisruption).
+		f.waitMemberReplicas(t, ns, "api", map[string]int32{"member-1": 3, "member-3": 3})
+	})
+
+	t.Run("members failing", func(t *testing.T) {
+		t.Run("a member whose nodes fit 2 of its 5 replicas: 3 move, and stay moved", func(t *testing.T) {
+			t.Parallel()
+			applicationFailover(t, f)
+		})
+		t.Run("cluster loss, then all members at once", func(t *testing.T) {
+			t.Parallel()
+			clusterFailover(t, f)
+			allMembersStopped(t, f)
+		})
+	})
+}
+
+// dividePolicy splits every Deployment of ns over clusters (all when nil).
+func dividePolicy(ns string, clusters []string) *v1alpha1.PropagationPolicy {
+	return &v1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "divide"}, Spec: v1alpha1.PropagationSpec{
+		ResourceSelectors: []v1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment"}},
+		Placement: v1alpha1.Placement{ClusterNames: clusters,
+			ReplicaScheduling: v1alpha1.ReplicaScheduling{Type: v1alpha1.ReplicaSchedulingDivide}},
+	}}
+}
+
+// clusterFailover stops member-3's apiserver under a 9-replica Deployment
+// split 3/3/3 and follows the move.
+func clusterFailover(t *testing.T, f *fed) {
+	ns := f.namespace(t, "failover")
+	f.create(t, deployment(ns, "web", 9, ""))
+	f.create(t, dividePolicy(ns, members))
+	f.waitMemberReplicas(t, ns, "web", map[string]int32{"member-1": 3, "member-2": 3, "member-3": 3})
+	f.waitHostReady(t, ns, "web", 9)
+	mon := f.watchReplicas(t, ns, "web")
+
+	api := f.component(t, "member-3", components.KubeAPIServer)
+	stopped := time.Now()
+	if err := syscall.Kill(api.PID, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	defer func() {
+		if !resumed {
+			_ = syscall.Kill(api.PID, syscall.SIGCONT)
+		}
+	}()
+	testenv.Eventually(t, 2*time.Minute-time.Since(stopped), "9/9 Ready on member-1 and member-2 and the host", func(ctx context.Context) error {
+		var ready, spec int32
+		for _, m := range []string{"member-1", "member-2"} {
+			d, err := f.typed[m].AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			ready += d.Status.ReadyReplicas
+			spec += ptr.Deref(d.Spec.Replicas, 0)
+		}
+		if ready != 9 || spec != 9 {
+			return fmt.Errorf("member-1 + member-2: %d Ready of %d", ready, spec)
+		}
+		if err := f.hostReady(ctx, ns, "web", 9); err != nil {
+			return err
+		}
+		return nil
+	})
+	t.Logf("9/9 Ready on the two healthy members %s after member-3's apiserver stopped", time.Since(stopped).Round(time.Second))
+	mc, err := f.mc(context.Background(), "member-3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hasTaint(mc, v1alpha1.TaintUnreachable, corev1.TaintEffectNoExecute) {
+		t.Errorf("member-3 taints %v, want %s:NoExecute", mc.Spec.Taints, v1alpha1.TaintUnreachable)
+	}
+
+	if err := syscall.Kill(api.PID, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	resumed = true
+	f.waitReady(t, "member-3", metav1.ConditionTrue, "", 90*time.Second)
+	// The stale copy is deleted; nothing flows back (avoidDisruption).
+	f.waitMemberReplicas(t, ns, "web", map[string]int32{"member-1": 5, "member-2": 4})
+	f.waitHostReady(t, ns, "web", 9)
+	minReady, maxPods := mon.stop()
+	t.Logf("Ready replicas across members never below %d; pods across members never above %d", minReady, maxPods)
+	if minReady < 6 {
+		t.Errorf("Ready replicas across members dropped to %d, want at least 6", minReady)
+	}
+	if maxPods > 9+3 { // maxSurge 25% of 9, rounded up
+		t.Errorf("pods across members reached %d, want at most 12 (9 + maxSurge)", maxPods)
+	}
+}
+
+// allMembersStopped stops every member's apiserver at once: the control
+// plane blames itself and evicts nothing.
+func allMembersStopped(t *testing.T, f *fed) {
+	ns := f.namespace(t, "blip")
+	f.create(t, deployment(ns, "steady", 6, ""))
+	f.create(t, dividePolicy(ns, members))
+	f.waitMemberReplicas(t, ns, "steady", map[string]int32{"member-1": 2, "member-2": 2, "member-3": 2})
+	before := f.placement(t, ns, "steady.deployment.apps")
+	var pids []int
+	for _, m := range members {
+		pid := f.component(t, m, components.KubeAPIServer).PID
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		pids = append(pids, pid)
+	}
+	resume := func() {
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}
+	defer resume()
+	for _, m := range members {
+		f.waitReady(t, m, metav1.ConditionUnknown, v1alpha1.TaintUnreachable, 90*time.Second)
+	}
+	// Well past the 30 s grace period: no NoExecute taint, no move.
+	consistently(t, 45*time.Second, func() error {
+		for _, m := range members {
+			mc, err := f.mc(context.Background(), m)
+			if err != nil {
+				return err
+			}
+			if hasTaint(mc, v1alpha1.TaintUnreachable, corev1.TaintEffectNoExecute) {
+				return fmt.Errorf("%s was tainted NoExecute while every member was unreachable: %v", m, mc.Spec.Taints)
+			}
+		}
+		if got := f.placement(t, ns, "steady.deployment.apps"); got != before {
+			return fmt.Errorf("placement changed from %s to %s while every member was unreachable", before, got)
+		}
+		return nil
+	})
+	evs, err := f.typed[localenv.HostName].CoreV1().Events("").List(context.Background(), metav1.ListOptions{FieldSelector: "reason=EvictionSuppressed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs.Items) == 0 {
+		t.Errorf("no EvictionSuppressed event on the MemberClusters")
+	} else {
+		t.Logf("event: %s", evs.Items[0].Message)
+	}
+	resume()
+	for _, m := range members {
+		f.waitReady(t, m, metav1.ConditionTrue, "", 90*time.Second)
+	}
+	f.waitMemberReplicas(t, ns, "steady", map[string]int32{"member-1": 2, "member-2": 2, "member-3": 2})
+}
+
+// slotResource is an extended resource the application failover test gives
+// the members' nodes, so that it alone decides where its pods fit.
+const slotResource = "e2e.flotilla.io/slot"
+
+// applicationFailover gives member-1 room for 2 pods of a workload that
+// places 5 there: after the policy's threshold the 3 Unschedulable replicas
+// run in member-2, and stay there for 5 minutes.
+func applicationFailover(t *testing.T, f *fed) {
+	f.setSlots(t, "member-1", 2, 1)
+	f.setSlots(t, "member-2", 10, -1)
+	ns := f.namespace(t, "appfail")
+	d := deployment(ns, "batch", 10, "")
+	slot := corev1.ResourceList{slotResource: *resource.NewQuantity(1, resource.DecimalSI)}
+	d.Spec.Template.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: slot, Limits: slot}
+	f.create(t, d)
+	p := dividePolicy(ns, []string{"member-1", "member-2"})
+	p.Spec.Failover = &v1alpha1.Failover{Application: &v1alpha1.ApplicationFailover{UnschedulableSeconds: ptr.To[int32](15)}}
+	f.create(t, p)
+	created := time.Now()
+	f.waitMemberReplicas(t, ns, "batch", map[string]int32{"member-1": 2, "member-2": 8})
+	f.waitHostReady(t, ns, "batch", 10)
+	t.Logf("3 Unschedulable replicas moved from member-1 to member-2; 10/10 Ready %s after creation", time.Since(created).Round(time.Second))
+	fo := &v1alpha1.FederatedObject{}
+	if err := f.host.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "batch.deployment.apps"}, fo); err != nil {
+		t.Fatal(err)
+	}
+	if len(fo.Status.CapacityLimits) != 1 || fo.Status.CapacityLimits[0].Cluster != "member-1" || fo.Status.CapacityLimits[0].Replicas != 2 {
+		t.Errorf("capacity limits %+v, want member-1 limited to 2", fo.Status.CapacityLimits)
+	}
+	placed := f.placement(t, ns, "batch.deployment.apps")
+	consistently(t, 5*time.Minute, func() error {
+		if got := f.placement(t, ns, "batch.deployment.apps"); got != placed {
+			return fmt.Errorf("placement moved from %s to %s: oscillation", placed, got)
+		}
+		return nil
+	})
+	f.waitHostReady(t, ns, "batch", 10)
+}
+
+// setSlots gives a member's first n nodes (all when n < 0) count slots each
+// and removes the resource when the test ends.
+func (f *fed) setSlots(t *testing.T, member string, count, n int) {
+	t.Helper()
+	ctx := context.Background()
+	nodes, err := f.typed[member].CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, node := range nodes.Items {
+		if n >= 0 && i >= n {
+			break
+		}
+		patch := fmt.Sprintf(`{"status":{"capacity":{%q:"%d"},"allocatable":{%q:"%d"}}}`, slotResource, count, slotResource, count)
+		if _, err := f.typed[member].CoreV1().Nodes().PatchStatus(ctx, node.Name, []byte(patch)); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			patch := fmt.Sprintf(`{"status":{"capacity":{%q:null},"allocatable":{%q:null}}}`, slotResource, slotResource)
+			if _, err := f.typed[member].CoreV1().Nodes().PatchStatus(context.Background(), node.Name, []byte(patch)); err != nil {
+				t.Logf("remove %s from %s: %v", slotResource, node.Name, err)
+			}
+		})
+	}
+}
+
+// placement is a FederatedObject's placement as "member-1=2,member-2=8".
+func (f *fed) placement(t *testing.T, ns, name string) string {
+	t.Helper()
+	fo := &v1alpha1.FederatedObject{}
+	if err := f.host.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, fo); err != nil {
+		t.Fatal(err)
+	}
+	var parts []string
+	for _, p := range fo.Spec.Placement {
+		parts = append(parts, fmt.Sprintf("%s=%d", p.Cluster, ptr.Deref(p.Replicas, -1)))
+	}
+	return strings.Join(parts, ",")
+}
+
+func hasTaint(mc *v1alpha1.MemberCluster, key string, effect corev1.TaintEffect) bool {
+	for _, t := range mc.Spec.Taints {
+		if t.Key == key && t.Effect == effect {
+			return true
+		}
+	}
+	return false
+}
+
+// hostReady checks that the host Deployment reports n ready replicas for
+// its current generation.
+func (f *fed) hostReady(ctx context.Context, ns, name string, n int32) error {
+	d, err := f.typed[localenv.HostName].AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if st := d.Status; st.ObservedGeneration != d.Generation || st.ReadyReplicas != n || st.Replicas != n {
+		return fmt.Errorf("host: generation %d, status %+v", d.Generation, st)
+	}
+	return nil
+}
+
+// replicaMonitor samples a Deployment's copies in every member.
+type replicaMonitor struct {
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	minReady int32
+	maxPods  int32
+}
+
+// watchReplicas samples the members every 200 ms: the sum of Ready
+// replicas (a member that does not answer counts 0) and the sum of pods
+// (a member that does not answer counts what it last reported).
+func (f *fed) watchReplicas(t *testing.T, ns, name string) *replicaMonitor {
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &replicaMonitor{cancel: cancel, minReady: 1 << 30}
+	last := map[string]int32{}
+	m.wg.Go(func() {
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			var ready, pods int32
+			for _, c := range members {
+				rctx, done := context.WithTimeout(ctx, time.Second)
+				d, err := f.typed[c].AppsV1().Deployments(ns).Get(rctx, name, metav1.GetOptions{})
+				done()
+				switch {
+				case err == nil:
+					ready += d.Status.ReadyReplicas
+					last[c] = d.Status.Replicas
+				case apierrors.IsNotFound(err):
+					last[c] = 0
+				}
+				pods += last[c]
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			m.minReady, m.maxPods = min(m.minReady, ready), max(m.maxPods, pods)
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	})
+	t.Cleanup(func() { m.stop() })
+	return m
+}
+
+// stop ends the sampling and returns the extremes seen.
+func (m *replicaMonitor) stop() (minReady, maxPods int32) {
+	m.cancel()
+	m.wg.Wait()
+	return m.minReady, m.maxPods
+}
