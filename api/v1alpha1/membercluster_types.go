@@ -155,6 +155,13 @@ type MemberClusterStatus struct {
 	// +optional
 	Resources ResourceSummary `json:"resources,omitempty"`
 
+	// Scheduling sums up what the taints allow: Schedulable, Tainted (a
+	// NoSchedule or NoExecute taint of the operator's), Cordoned (flotilla
+	// cordon), Draining (flotilla drain), NotReady (a managed NoSchedule
+	// taint) or Evicting (a managed NoExecute taint: cluster failover).
+	// +optional
+	Scheduling string `json:"scheduling,omitempty"`
+
 	// ObservedGeneration is the generation of the spec the status reflects.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
@@ -166,7 +173,7 @@ type MemberClusterStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=mc;mcs,categories=flotilla
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
-// +kubebuilder:printcolumn:name="Taints",type=string,JSONPath=`.spec.taints[*].key`
+// +kubebuilder:printcolumn:name="Scheduling",type=string,JSONPath=`.status.scheduling`
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.kubernetesVersion`
 // +kubebuilder:printcolumn:name="Nodes",type=integer,JSONPath=`.status.nodeCount`
 // +kubebuilder:printcolumn:name="CPU-Available",type=string,JSONPath=`.status.resources.available.cpu`

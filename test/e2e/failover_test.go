@@ -53,7 +53,7 @@ func TestFailover(t *testing.T) {
 		if minReady < 6 {
 			t.Errorf("Ready replicas across members dropped to %d during the drain, want at least 6", minReady)
 		}
-		if table := getTable(t, f, "/apis/flotilla.io/v1alpha1/memberclusters"); !strings.Contains(table, v1alpha1.TaintDraining) {
+		if table := getTable(t, f, "/apis/flotilla.io/v1alpha1/memberclusters"); !strings.Contains(table, `"member-2","True","Draining"`) {
 			t.Errorf("kubectl get memberclusters does not show the drain: %s", table)
 		}
 

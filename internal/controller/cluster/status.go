@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -34,6 +35,7 @@ func renderStatus(mc *v1alpha1.MemberCluster, snap member.Snapshot, now time.Tim
 			meta.SetStatusCondition(&st.Conditions, c)
 		}
 	}
+	st.Scheduling = schedulingState(mc.Spec.Taints)
 	if snap.Version != "" {
 		st.KubernetesVersion = snap.Version
 	}
@@ -104,4 +106,33 @@ func initialHealth(mc *v1alpha1.MemberCluster) *member.Observation {
 		o.Health = member.Unreachable
 	}
 	return o
+}
+
+// schedulingState sums up a member's taints for kubectl get memberclusters,
+// the most telling first.
+func schedulingState(taints []corev1.Taint) string {
+	has := func(match func(t *corev1.Taint) bool) bool {
+		for i := range taints {
+			if match(&taints[i]) {
+				return true
+			}
+		}
+		return false
+	}
+	hard := func(t *corev1.Taint) bool {
+		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+	}
+	switch {
+	case has(func(t *corev1.Taint) bool { return managedKey(t.Key) && t.Effect == corev1.TaintEffectNoExecute }):
+		return "Evicting"
+	case has(func(t *corev1.Taint) bool { return t.Key == v1alpha1.TaintDraining }):
+		return "Draining"
+	case has(func(t *corev1.Taint) bool { return managedKey(t.Key) }):
+		return "NotReady"
+	case has(func(t *corev1.Taint) bool { return t.Key == v1alpha1.TaintUnschedulable }):
+		return "Cordoned"
+	case has(hard):
+		return "Tainted"
+	}
+	return "Schedulable"
 }

@@ -149,6 +149,7 @@ func fullStatus(obs member.Observation, gen int64) v1alpha1.MemberClusterStatus 
 	st := v1alpha1.MemberClusterStatus{
 		KubernetesVersion:    "v1.33.1",
 		APIResources:         []v1alpha1.APIResource{{Version: "v1", Kind: "Pod", Resource: "pods", Scope: v1alpha1.ScopeNamespaced}},
+		Scheduling:           "Schedulable",
 		NodeCount:            3,
 		SchedulableNodeCount: 2,
 		Resources: v1alpha1.ResourceSummary{
@@ -395,8 +396,8 @@ func TestRestartWritesNothing(t *testing.T) {
 			// An earlier run wrote status and taints.
 			mc := mcWith(2, v1alpha1.MemberClusterStatus{})
 			mc.Spec.Taints = []corev1.Taint{operatorTaint}
-			mc.Status = renderStatus(mc, known(tt.stored), tEarlier)
 			mc.Spec.Taints, _ = renderTaints(mc.Spec.Taints, viewOf(known(tt.stored)), evictionPlan{allowed: true, grace: time.Hour}, tEarlier)
+			mc.Status = renderStatus(mc, known(tt.stored), tEarlier) // as Reconcile: taints first
 			mc = roundTrip(t, mc)
 
 			// The restarted controller.

@@ -313,3 +313,26 @@ func TestDisruption(t *testing.T) {
 		})
 	}
 }
+
+func TestSchedulingState(t *testing.T) {
+	taint := func(key string, effect corev1.TaintEffect) corev1.Taint {
+		return corev1.Taint{Key: key, Effect: effect}
+	}
+	tests := []struct {
+		taints []corev1.Taint
+		want   string
+	}{
+		{nil, "Schedulable"},
+		{[]corev1.Taint{taint("example.com/x", corev1.TaintEffectPreferNoSchedule)}, "Schedulable"},
+		{[]corev1.Taint{taint("example.com/x", corev1.TaintEffectNoSchedule)}, "Tainted"},
+		{[]corev1.Taint{taint(v1alpha1.TaintUnschedulable, corev1.TaintEffectNoSchedule)}, "Cordoned"},
+		{[]corev1.Taint{taint(v1alpha1.TaintUnschedulable, corev1.TaintEffectNoSchedule), taint(v1alpha1.TaintDraining, corev1.TaintEffectNoExecute)}, "Draining"},
+		{[]corev1.Taint{taint(v1alpha1.TaintUnschedulable, corev1.TaintEffectNoSchedule), taint(v1alpha1.TaintUnreachable, corev1.TaintEffectNoSchedule)}, "NotReady"},
+		{[]corev1.Taint{taint(v1alpha1.TaintDraining, corev1.TaintEffectNoExecute), taint(v1alpha1.TaintUnreachable, corev1.TaintEffectNoExecute)}, "Evicting"},
+	}
+	for _, tt := range tests {
+		if got := schedulingState(tt.taints); got != tt.want {
+			t.Errorf("schedulingState(%v) = %q, want %q", tt.taints, got, tt.want)
+		}
+	}
+}
