@@ -141,8 +141,20 @@ func clusterFailover(t *testing.T, f *fed) {
 	}
 	resumed = true
 	f.waitReady(t, "member-3", metav1.ConditionTrue, "", 90*time.Second)
-	// The stale copy is deleted; nothing flows back (avoidDisruption).
-	f.waitMemberReplicas(t, ns, "web", map[string]int32{"member-1": 5, "member-2": 4})
+	// The stale copy is deleted; nothing flows back (avoidDisruption). The
+	// split (5/4 or 4/5) follows a stable hash of the object's key.
+	split := map[string]int32{}
+	fo := &v1alpha1.FederatedObject{}
+	if err := f.host.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "web.deployment.apps"}, fo); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range fo.Spec.Placement {
+		split[p.Cluster] = ptr.Deref(p.Replicas, 0)
+	}
+	if split["member-1"]+split["member-2"] != 9 || len(split) != 2 {
+		t.Fatalf("placement after the failover %v, want 9 replicas on member-1 and member-2", split)
+	}
+	f.waitMemberReplicas(t, ns, "web", split)
 	f.waitHostReady(t, ns, "web", 9)
 	minReady, maxPods := mon.stop()
 	t.Logf("Ready replicas across members never below %d; pods across members never above %d", minReady, maxPods)
