@@ -94,6 +94,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		tmpl = nil // a new object of the same name: not this FederatedObject's
 	}
 	if !fo.DeletionTimestamp.IsZero() {
+		r.waitingForReplacements(req.NamespacedName, false)
 		return r.cleanup(ctx, fo, tmpl)
 	}
 	if tmpl == nil {
