@@ -26,7 +26,7 @@ const ControllerManager = "flotilla-controller-manager"
 func (s *starter) startControlPlane(ctx context.Context, plans []*clusterPlan) error {
 	begin := time.Now()
 	host := plans[0]
-	ports, err := freePorts(2)
+	ports, err := freePorts(3)
 	if err != nil {
 		return err
 	}
@@ -39,6 +39,7 @@ func (s *starter) startControlPlane(ctx context.Context, plans []*clusterPlan) e
 			"--kubeconfig=" + host.kubeconfig(),
 			fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", ports[0]),
 			fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", ports[1]),
+			fmt.Sprintf("--pprof-bind-address=127.0.0.1:%d", ports[2]),
 		},
 	}
 	pr, err := startProcess(c, c.Args, s.opts.Detach)

@@ -57,6 +57,9 @@ type Options struct {
 	MetricsAddr string
 	// ProbeAddr serves /healthz and /readyz ("0" disables).
 	ProbeAddr string
+	// PprofAddr serves the Go profiler's /debug/pprof/ endpoints ("0", the
+	// default, disables them).
+	PprofAddr string
 	// CredentialsNamespace holds the member credentials Secrets.
 	CredentialsNamespace string
 	// Cluster tunes the cluster controller's member sessions.
@@ -96,6 +99,7 @@ func DefaultOptions() Options {
 		RetryPeriod:                2 * time.Second,
 		MetricsAddr:                ":8080",
 		ProbeAddr:                  ":8081",
+		PprofAddr:                  "0",
 		CredentialsNamespace:       v1alpha1.SystemNamespace,
 		Cluster:                    member.DefaultOptions(),
 		Failover:                   cluster.DefaultFailover(),
@@ -156,6 +160,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		}},
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:        opts.ProbeAddr,
+		PprofBindAddress:              opts.PprofAddr,
 		LeaderElection:                opts.LeaderElect,
 		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
 		LeaderElectionID:              opts.LeaderElectionID,

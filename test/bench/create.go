@@ -66,6 +66,8 @@ func (b *bench) createBurst(ctx context.Context, s *scenario) (*createResult, er
 	}
 
 	logf("create burst: %d Deployments + %d ConfigMaps in the host from %d goroutines", n, n, b.opts.workers)
+	profiled := b.prof.cpu(ctx, "cpu-create")
+	defer profiled()
 	begin := time.Now()
 	cr.created, err = timed(ctx, n, b.opts.workers, func(ctx context.Context, i int) error {
 		if _, err := b.host.CoreV1().ConfigMaps(cr.ns).Create(ctx, configMap(cr.ns, i), metav1.CreateOptions{}); err != nil {
@@ -114,6 +116,7 @@ func (b *bench) createBurst(ctx context.Context, s *scenario) (*createResult, er
 	if cr.afterCreate, err = b.measureUsage(ctx); err != nil {
 		return nil, err
 	}
+	b.prof.heap(ctx, "heap-create")
 	return cr, nil
 }
 

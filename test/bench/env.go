@@ -46,6 +46,8 @@ type bench struct {
 	stopWatches context.CancelFunc
 	// baseline is the resource use measured before any workload.
 	baseline usage
+	// prof saves controller-manager profiles (--profile-dir).
+	prof profiler
 }
 
 // memberCluster is one member and the harness's client for it.
@@ -58,6 +60,7 @@ type memberCluster struct {
 // error the returned bench (if any) still needs tearDown.
 func setUp(ctx context.Context, opts options) (*bench, error) {
 	b := &bench{opts: opts, rec: newRecorder()}
+	b.prof = profiler{dir: opts.profileDir, seconds: opts.profileSecs, b: b}
 	b.watchCtx, b.stopWatches = context.WithCancel(ctx)
 	if err := b.locateFlotilla(ctx); err != nil {
 		return b, err

@@ -22,11 +22,15 @@
 //     is then skipped and says so).
 //  4. update: the image of all N host Deployments is changed; time until
 //     every member copy runs the new image (p50/p99) and throughput.
-//  5. restart: with the controllers idle, the controller-manager is
+//  5. paced: once idle, more workloads are created at a steady rate well
+//     below the ceiling (--paced-rate, default 20/s, for --paced-duration,
+//     default 30 s); per workload, create → present in every member
+//     (p50/p99; the target is p99 under 1 s).
+//  6. restart: with the controllers idle, the controller-manager is
 //     SIGKILLed and started again by `flotilla up` on the same state
 //     directory; time until it is idle again and the number of write
 //     requests it sent to the members meanwhile (must be 0).
-//  6. memory: controller-manager resident memory before any workload
+//  7. memory: controller-manager resident memory before any workload
 //     (baseline), after the create burst settled and at its peak (VmHWM),
 //     RSS per workload above the baseline, and host etcd size per workload.
 //
@@ -52,6 +56,7 @@
 //	go run ./test/bench                                  # N=1,000, M=3
 //	go run ./test/bench --workloads 10000 --members 10 --timeout 60m
 //	go run ./test/bench --member-mode full --skip ceiling,restart
+//	go run ./test/bench --profile-dir prof   # then: go tool pprof prof/cpu-create.pprof
 //
 // Progress goes to stderr. The state directory (a temporary one unless
 // --state-dir is given) is removed at the end unless --keep is set; with
@@ -81,23 +86,28 @@ const (
 	scUpdate      = "update"
 	scRestart     = "restart"
 	scMemory      = "memory"
-	scenarioNames = "create,status,ceiling,update,memory,restart"
+	scPaced       = "paced"
+	scenarioNames = "create,status,ceiling,update,paced,memory,restart"
 )
 
 // options are the command-line flags.
 type options struct {
-	workloads   int
-	members     int
-	memberMode  string
-	clientQPS   float64
-	clientBurst int
-	workers     int
-	out         string
-	stateDir    string
-	keep        bool
-	flotilla    string
-	timeout     time.Duration
-	skip        []string
+	workloads     int
+	members       int
+	memberMode    string
+	clientQPS     float64
+	clientBurst   int
+	workers       int
+	out           string
+	stateDir      string
+	keep          bool
+	flotilla      string
+	timeout       time.Duration
+	skip          []string
+	profileDir    string
+	profileSecs   int
+	pacedRate     float64
+	pacedDuration time.Duration
 }
 
 func parseFlags(args []string) (options, error) {
@@ -115,6 +125,10 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.keep, "keep", false, "keep the state directory (logs, data) at the end")
 	fs.StringVar(&o.flotilla, "flotilla", "", "flotilla binary to use (default: built from ./cmd/flotilla)")
 	fs.DurationVar(&o.timeout, "timeout", 20*time.Minute, "bound on the whole run")
+	fs.Float64Var(&o.pacedRate, "paced-rate", 20, "workloads per second of the paced-load scenario")
+	fs.DurationVar(&o.pacedDuration, "paced-duration", 30*time.Second, "length of the paced-load scenario")
+	fs.StringVar(&o.profileDir, "profile-dir", "", "save controller-manager profiles here: CPU over the first --profile-seconds of each burst, heap after the create burst")
+	fs.IntVar(&o.profileSecs, "profile-seconds", 30, "length of the CPU profiles")
 	fs.StringVar(&skip, "skip", "", "comma-separated scenarios to skip ("+scenarioNames+")")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -145,6 +159,12 @@ func (o options) validate() error {
 	}
 	if o.workers < 1 {
 		errs = append(errs, fmt.Errorf("--workers must be at least 1, got %d", o.workers))
+	}
+	if o.pacedRate <= 0 || o.pacedDuration <= 0 {
+		errs = append(errs, errors.New("--paced-rate and --paced-duration must be positive"))
+	}
+	if o.profileSecs < 1 {
+		errs = append(errs, fmt.Errorf("--profile-seconds must be at least 1, got %d", o.profileSecs))
 	}
 	if o.timeout <= 0 {
 		errs = append(errs, errors.New("--timeout must be positive"))
@@ -231,6 +251,9 @@ func runScenarios(ctx context.Context, b *bench, rep *report) {
 	})
 	rep.run(scUpdate, "update burst", b.skipReason(scUpdate, needsCreate), func(s *scenario) error {
 		return b.updateBurst(ctx, s, cr)
+	})
+	rep.run(scPaced, "paced load", b.skipReason(scPaced, needsCreate), func(s *scenario) error {
+		return b.paced(ctx, s, cr)
 	})
 	rep.run(scMemory, "memory", b.skipReason(scMemory, needsCreate), func(s *scenario) error {
 		return b.memory(ctx, s, cr)

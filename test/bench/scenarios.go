@@ -72,6 +72,8 @@ func (b *bench) updateBurst(ctx context.Context, s *scenario, cr *createResult) 
 		return err
 	}
 	logf("update burst: new image for %d host Deployments", n)
+	profiled := b.prof.cpu(ctx, "cpu-update")
+	defer profiled()
 	begin := time.Now()
 	patched, err := timed(ctx, n, b.opts.workers, func(ctx context.Context, i int) error {
 		_, err := b.host.AppsV1().Deployments(cr.ns).Patch(ctx, workloadName(i), types.JSONPatchType, imagePatch, metav1.PatchOptions{})
@@ -182,7 +184,7 @@ func (b *bench) memory(ctx context.Context, s *scenario, cr *createResult) error
 	s.add("RSS, no workloads", kibToMiB(base.RSSKiB), "MiB", "")
 	s.add("RSS after the create burst", kibToMiB(created.RSSKiB), "MiB", "")
 	s.add("RSS per workload", float64(created.RSSKiB-base.RSSKiB)/n, "KiB", "")
-	s.add("RSS now (after the update burst)", kibToMiB(now.RSSKiB), "MiB", "")
+	s.add("RSS now (after the update burst and paced load)", kibToMiB(now.RSSKiB), "MiB", "")
 	s.add("peak RSS (VmHWM)", kibToMiB(now.HWMKiB), "MiB", "")
 	s.add("host etcd size, no workloads", float64(base.EtcdBytes)/(1<<20), "MiB", "")
 	s.add("host etcd size after the create burst", float64(created.EtcdBytes)/(1<<20), "MiB", "")

@@ -34,7 +34,8 @@ func NewControllerManagerCmd(streams Streams) *cobra.Command {
 On start it installs or updates the flotilla.io CRDs (--install-crds) and
 creates the flotilla-system namespace. With leader election (default) several
 replicas may run; one works at a time. /healthz and /readyz are served on
---health-probe-bind-address, Prometheus metrics on --metrics-bind-address.
+--health-probe-bind-address, Prometheus metrics on --metrics-bind-address,
+and Go profiles on --pprof-bind-address when it is set.
 SIGINT or SIGTERM stops it gracefully and releases the leader lease.
 
 Controllers: ` + strings.Join(manager.ControllerNames(), ", ") + `.`,
@@ -62,6 +63,7 @@ Controllers: ` + strings.Join(manager.ControllerNames(), ", ") + `.`,
 	fs.DurationVar(&m.RetryPeriod, "leader-elect-retry-period", m.RetryPeriod, "time between leader election attempts")
 	fs.StringVar(&m.MetricsAddr, "metrics-bind-address", m.MetricsAddr, "address serving Prometheus /metrics ('0' disables)")
 	fs.StringVar(&m.ProbeAddr, "health-probe-bind-address", m.ProbeAddr, "address serving /healthz and /readyz ('0' disables)")
+	fs.StringVar(&m.PprofAddr, "pprof-bind-address", m.PprofAddr, "address serving the Go profiler's /debug/pprof/ endpoints ('0' disables; keep it on a loopback address)")
 	fs.StringVar(&m.CredentialsNamespace, "credentials-namespace", m.CredentialsNamespace, "namespace of the member credentials Secrets")
 	fs.IntVar(&m.ConcurrentClusterSyncs, "concurrent-cluster-syncs", m.ConcurrentClusterSyncs, "MemberClusters reconciled in parallel")
 	fs.IntVar(&m.ConcurrentPropagationSyncs, "concurrent-propagation-syncs", m.ConcurrentPropagationSyncs, "FederatedObjects propagated in parallel (each writes to its clusters in parallel)")

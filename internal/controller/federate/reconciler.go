@@ -132,8 +132,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, key templates.Key) (reconcil
 	if chosen == nil && !follower {
 		// No longer selected (or referenced): the copies stay, unless the
 		// namespace is being deleted (its policy may simply have gone first).
+		// (Without a FederatedObject there is nothing to release but the
+		// finalizer, and no need to ask the host about the namespace.)
 		mode := v1alpha1.ReleaseOrphan
-		if r.namespaceTerminating(ctx, tmpl) && tmpl.GetAnnotations()[v1alpha1.AnnotationOrphan] != "true" {
+		if fo != nil && tmpl.GetAnnotations()[v1alpha1.AnnotationOrphan] != "true" && r.namespaceTerminating(ctx, tmpl) {
 			mode = v1alpha1.ReleaseDelete
 		}
 		return r.result(r.release(ctx, tmpl, fo, mode))

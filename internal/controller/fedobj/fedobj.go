@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -135,4 +136,12 @@ func PolicySpec(ctx context.Context, c client.Reader, ref v1alpha1.PolicyReferen
 		return &p.Spec, nil
 	}
 	return nil, nil
+}
+
+// Scheduled reports whether the scheduler has decided on fo at least once
+// (or it holds copies): before that, its empty placement means "not yet",
+// not "nowhere".
+func Scheduled(fo *v1alpha1.FederatedObject) bool {
+	return len(fo.Spec.Placement) > 0 || len(fo.Status.Clusters) > 0 ||
+		meta.FindStatusCondition(fo.Status.Conditions, v1alpha1.ConditionScheduled) != nil
 }

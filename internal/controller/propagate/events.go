@@ -2,6 +2,7 @@ package propagate
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,19 +11,27 @@ import (
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 )
 
-// recordEvents emits an event on the template for each write to a member
-// and for each cluster whose state turned bad (not again while it stays
-// so, to keep retries from flooding events).
+// recordEvents emits one event on the template per kind of write to the
+// members in this pass ("Created Deployment in clusters a, b, c"), and one
+// per cluster whose state turned bad (not again while it stays so, to keep
+// retries from flooding events). One event per pass rather than per
+// cluster keeps a burst of new objects from costing the host an event
+// write per member copy.
 func (r *Reconciler) recordEvents(tmpl *unstructured.Unstructured, before []v1alpha1.ClusterPropagationStatus, results []result) {
 	prev := map[string]v1alpha1.ClusterPropagationStatus{}
 	for _, c := range before {
 		prev[c.Cluster] = c
 	}
+	var outcomes []string
+	written := map[string][]string{}
 	for _, res := range results {
 		st := res.status
 		switch {
 		case res.outcome != "":
-			r.event(tmpl, corev1.EventTypeNormal, res.outcome, "Apply", fmt.Sprintf("%s %s in cluster %s", res.outcome, tmpl.GetKind(), st.Cluster))
+			if _, seen := written[res.outcome]; !seen {
+				outcomes = append(outcomes, res.outcome)
+			}
+			written[res.outcome] = append(written[res.outcome], st.Cluster)
 		case st.Reason != v1alpha1.PropagationOK && (prev[st.Cluster].Reason != st.Reason || prev[st.Cluster].Message != st.Message):
 			kind := corev1.EventTypeWarning
 			if st.Reason == v1alpha1.PropagationDeleting {
@@ -31,6 +40,18 @@ func (r *Reconciler) recordEvents(tmpl *unstructured.Unstructured, before []v1al
 			r.event(tmpl, kind, string(st.Reason), "Apply", fmt.Sprintf("cluster %s: %s", st.Cluster, st.Message))
 		}
 	}
+	for _, outcome := range outcomes {
+		r.event(tmpl, corev1.EventTypeNormal, outcome, "Apply", writtenMessage(outcome, tmpl.GetKind(), written[outcome]))
+	}
+}
+
+// writtenMessage says what one kind of write did: "Created Deployment in
+// cluster a" or "... in clusters a, b".
+func writtenMessage(outcome, kind string, clusters []string) string {
+	if len(clusters) == 1 {
+		return fmt.Sprintf("%s %s in cluster %s", outcome, kind, clusters[0])
+	}
+	return fmt.Sprintf("%s %s in clusters %s", outcome, kind, strings.Join(clusters, ", "))
 }
 
 func (r *Reconciler) event(tmpl *unstructured.Unstructured, kind, reason, action, msg string) {

@@ -27,6 +27,7 @@ import (
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/controller/fedobj"
+	"github.com/flotilla-io/flotilla/internal/controller/recent"
 	"github.com/flotilla-io/flotilla/internal/controller/trigger"
 	"github.com/flotilla-io/flotilla/internal/member"
 	"github.com/flotilla-io/flotilla/internal/templates"
@@ -43,6 +44,9 @@ const Name = "propagate"
 type Reconciler struct {
 	// Client reads (cached) and writes the host.
 	Client client.Client
+	// APIReader reads the host uncached: the current FederatedObject when
+	// a status write lost a race (nil: the object is requeued instead).
+	APIReader client.Reader
 	// Templates is the host template cache.
 	Templates *templates.Cache
 	// Pool holds the member sessions.
@@ -61,6 +65,7 @@ type Reconciler struct {
 	flights  flights
 	evicting sync.Map // FederatedObject keys keeping an evicted copy for its replacements
 	missing  sync.Map // cluster name → when a Ready cluster was first seen without a session
+	written  recent.Writes[*v1alpha1.FederatedObject]
 }
 
 // retryAfter is when a cluster whose copy failed is tried again (events
@@ -81,6 +86,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, fo); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	fo = r.written.Fresh(fo)
 	tmpl, err := r.Templates.Get(fedobj.Template(fo))
 	switch {
 	case errors.Is(err, templates.ErrNotSynced):
@@ -100,6 +106,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if tmpl == nil {
 		return reconcile.Result{}, nil // the federate controller deletes fo
 	}
+	if !fedobj.Scheduled(fo) {
+		return reconcile.Result{}, nil // the scheduler's first decision brings it back
+	}
 	env, err := r.environment(ctx, fo, tmpl)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -107,14 +116,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	results := r.syncAll(fo, tmpl, env)
 	status := r.status(fo, results)
 	r.recordEvents(tmpl, fo.Status.Clusters, results)
-	if !equality.Semantic.DeepEqual(status, fo.Status) {
-		fo.Status = status
-		if err := r.Client.Status().Update(ctx, fo); err != nil {
-			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-				return reconcile.Result{RequeueAfter: 200 * time.Millisecond}, nil
-			}
-			return reconcile.Result{}, fmt.Errorf("update status of %s: %w", req, err)
-		}
+	if retry, err := r.writeStatus(ctx, fo, status, results); err != nil {
+		return reconcile.Result{}, err
+	} else if retry {
+		return reconcile.Result{RequeueAfter: 200 * time.Millisecond}, nil
 	}
 	waitUntil := time.Time{}
 	for _, res := range results {
@@ -145,6 +150,45 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	return reconcile.Result{}, nil
 }
+
+// writeStatus writes status when it differs from fo's. A write that lost a
+// race with another controller's status write (the scheduler's) is made
+// again on the current object, with the same results, as long as the
+// placement they were computed for is still current; otherwise retry asks
+// for a new pass.
+func (r *Reconciler) writeStatus(ctx context.Context, fo *v1alpha1.FederatedObject, status v1alpha1.FederatedObjectStatus, results []result) (retry bool, err error) {
+	for attempt := 0; ; attempt++ {
+		if equality.Semantic.DeepEqual(status, fo.Status) {
+			return false, nil
+		}
+		fo.Status = status
+		replaced := fo.ResourceVersion
+		err := r.Client.Status().Update(ctx, fo)
+		switch {
+		case err == nil:
+			r.written.Wrote(replaced, fo)
+			return false, nil
+		case apierrors.IsNotFound(err):
+			return true, nil
+		case !apierrors.IsConflict(err):
+			return false, fmt.Errorf("update status of %s/%s: %w", fo.Namespace, fo.Name, err)
+		case r.APIReader == nil || attempt == maxStatusAttempts-1:
+			return true, nil
+		}
+		key, generation := client.ObjectKeyFromObject(fo), fo.Generation
+		fo = &v1alpha1.FederatedObject{}
+		if err := r.APIReader.Get(ctx, key, fo); err != nil {
+			return true, client.IgnoreNotFound(err)
+		}
+		if fo.Generation != generation || !fo.DeletionTimestamp.IsZero() {
+			return true, nil
+		}
+		status = r.status(fo, results)
+	}
+}
+
+// maxStatusAttempts bounds the status writes of one pass.
+const maxStatusAttempts = 3
 
 // environment is what rendering needs besides the template: the clusters,
 // the override policies and the conflict resolution.

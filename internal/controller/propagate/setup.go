@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
+	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,9 +42,31 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		r.queue.Add(req)
 	})
+	// Forget the status writes the cache has caught up with.
+	inf, err := mgr.GetCache().GetInformer(context.Background(), &v1alpha1.FederatedObject{})
+	if err != nil {
+		return err
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, o any) {
+			if fo, ok := o.(*v1alpha1.FederatedObject); ok {
+				r.written.Observed(fo, false)
+			}
+		},
+		DeleteFunc: func(o any) {
+			if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+				o = d.Obj
+			}
+			if fo, ok := o.(*v1alpha1.FederatedObject); ok {
+				r.written.Observed(fo, true)
+			}
+		},
+	}); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
-		For(&v1alpha1.FederatedObject{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deleting))).
+		For(&v1alpha1.FederatedObject{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deleting, scheduledNowhere))).
 		Watches(&v1alpha1.OverridePolicy{}, handler.EnqueueRequestsFromMapFunc(r.inNamespace)).
 		Watches(&v1alpha1.ClusterOverridePolicy{}, handler.EnqueueRequestsFromMapFunc(r.inNamespace)).
 		Watches(&v1alpha1.PropagationPolicy{}, handler.EnqueueRequestsFromMapFunc(r.inNamespace), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -86,6 +109,16 @@ func (r *Reconciler) onCluster(ctx context.Context, o client.Object) []reconcile
 var deleting = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
+	},
+}
+
+// scheduledNowhere passes the scheduler's first decision on an object when
+// it places it nowhere: a decision with clusters changes the placement,
+// and so the generation, and passes anyway.
+var scheduledNowhere = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld.(*v1alpha1.FederatedObject), e.ObjectNew.(*v1alpha1.FederatedObject)
+		return !fedobj.Scheduled(o) && fedobj.Scheduled(n) && len(n.Spec.Placement) == 0
 	},
 }
 

@@ -87,7 +87,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, fo); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if !fo.DeletionTimestamp.IsZero() {
+	if !fo.DeletionTimestamp.IsZero() || !fedobj.Scheduled(fo) {
+		// Before the first decision there is nothing to report yet.
 		return reconcile.Result{}, nil
 	}
 	tmpl, err := r.Templates.Get(fedobj.Template(fo))
