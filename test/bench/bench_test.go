@@ -207,10 +207,25 @@ func TestPrintTable(t *testing.T) {
 	if r.Passed {
 		t.Error("missed target passed")
 	}
+	goals := newReport(options{workloads: 10, members: 2})
+	goals.run("memory", "memory", "", func(s *scenario) error {
+		s.add("RSS per workload", 80, "KiB", "< 50 KiB")
+		s.goal(false)
+		return nil
+	})
+	goals.finish()
+	if !goals.Passed {
+		t.Error("a missed performance goal failed the run")
+	}
+	var goalOut strings.Builder
+	goals.printTable(&goalOut)
+	if !strings.Contains(goalOut.String(), "< 50 KiB  MISSED") || !strings.Contains(goalOut.String(), "1 performance goal(s) MISSED") {
+		t.Errorf("missed goal not reported:\n%s", goalOut.String())
+	}
 	var out strings.Builder
 	r.printTable(&out)
 	for _, want := range []string{"create    workload latency p50", "250 ms", "status    (skipped)", "= 0  MISSED",
-		"status: skipped: no status here", "create: a note", "MISSED a target"} {
+		"status: skipped: no status here", "create: a note", "missed a required value"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}

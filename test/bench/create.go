@@ -24,6 +24,8 @@ type createResult struct {
 	created []time.Time
 	// rate is the propagation throughput, member objects per second.
 	rate float64
+	// p99 is the 99th percentile of the workload latency, seconds.
+	p99 float64
 	// federatedObjects is how many FederatedObjects the workloads made.
 	federatedObjects int
 	// status collects when host Deployments reported ready (full members
@@ -94,6 +96,7 @@ func (b *bench) createBurst(ctx context.Context, s *scenario) (*createResult, er
 		return nil, err
 	}
 	cr.rate = rate(2*n*m, last.Sub(begin))
+	cr.p99 = summarize(lat).P99
 	s.add("host objects created", float64(2*n), "count", "")
 	s.add("host create rate", rate(2*n, hostDone.Sub(begin)), "obj/s", "")
 	s.addSummary("workload latency", lat)

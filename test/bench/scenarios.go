@@ -50,7 +50,11 @@ func (b *bench) ceiling(ctx context.Context, s *scenario, cr *createResult) erro
 	s.add("elapsed", elapsed.Seconds(), "s", "")
 	s.add("ceiling throughput", ceil, "obj/s", "")
 	if cr != nil {
-		s.add("propagation / ceiling", cr.rate/ceil, "ratio", "")
+		s.add("propagation / ceiling", cr.rate/ceil, "ratio", ">= 0.7")
+		s.goal(cr.rate/ceil >= 0.7)
+		ideal := 1.5 * float64(n*m) / ceil
+		s.add("create burst p99 goal (1.5 × N·M / ceiling)", ideal, "s", fmt.Sprintf("create p99 %.2f s", cr.p99))
+		s.goal(cr.p99 <= ideal)
 	}
 	s.note("plain creates, one client (QPS %g, burst %d) and %d goroutines per member", b.opts.clientQPS, b.opts.clientBurst, b.opts.workers)
 	return nil
@@ -157,7 +161,8 @@ func (b *bench) restart(ctx context.Context, s *scenario) error {
 	}
 	s.add("process ready (/readyz) after", ready.Sub(killed).Seconds(), "s", "")
 	s.add("controllers running after", idle.running.Sub(killed).Seconds(), "s", "")
-	s.add("idle again after", idle.since.Sub(killed).Seconds(), "s", "")
+	s.add("idle again after", idle.since.Sub(killed).Seconds(), "s", "< 30 s")
+	s.goal(idle.since.Sub(killed) < 30*time.Second)
 	s.add("member writes during restart", float64(writes), "count", "= 0")
 	s.check(writes == 0)
 	s.addControllers(idle.load.Controllers, fos)
@@ -183,7 +188,8 @@ func (b *bench) memory(ctx context.Context, s *scenario, cr *createResult) error
 	base, created := b.baseline, cr.afterCreate
 	s.add("RSS, no workloads", kibToMiB(base.RSSKiB), "MiB", "")
 	s.add("RSS after the create burst", kibToMiB(created.RSSKiB), "MiB", "")
-	s.add("RSS per workload", float64(created.RSSKiB-base.RSSKiB)/n, "KiB", "")
+	s.add("RSS per workload", float64(created.RSSKiB-base.RSSKiB)/n, "KiB", "< 50 KiB")
+	s.goal(float64(created.RSSKiB-base.RSSKiB)/n < 50)
 	s.add("RSS now (after the update burst and paced load)", kibToMiB(now.RSSKiB), "MiB", "")
 	s.add("peak RSS (VmHWM)", kibToMiB(now.HWMKiB), "MiB", "")
 	s.add("host etcd size, no workloads", float64(base.EtcdBytes)/(1<<20), "MiB", "")
