@@ -24,8 +24,10 @@ type entry[T client.Object] struct {
 	written  T      // the object as the apiserver returned it
 }
 
-// Wrote records that obj, based on resourceVersion replaced, was written
-// and that the apiserver returned written.
+// Wrote records that an object based on resourceVersion replaced was
+// written and that the apiserver returned written. Should the informer
+// deliver the write before Wrote runs, the entry stays until the next
+// Fresh of that object, which drops it.
 func (w *Writes[T]) Wrote(replaced string, written T) {
 	w.m.Store(client.ObjectKeyFromObject(written), entry[T]{replaced: replaced, written: written.DeepCopyObject().(T)})
 }
