@@ -46,7 +46,7 @@ func RESTConfig(mc *v1alpha1.MemberCluster, secret *corev1.Secret) (*rest.Config
 		Host:      mc.Spec.APIEndpoint,
 		UserAgent: "flotilla-controller-manager/" + mc.Name,
 		// An own dialer keeps client-go from sharing the transport between
-		// members, so that stopping a session closes its connections.
+		// members (the session wraps it to close its connections on Stop).
 		Dial: (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext,
 	}
 	cfg.TLSClientConfig.CAData = secret.Data[KeyCACert]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"slices"
 	"sync"
@@ -11,12 +12,12 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/util/connrotation"
 	"k8s.io/klog/v2"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
@@ -121,9 +122,11 @@ type Session struct {
 	opts      Options
 	client    kubernetes.Interface
 	discovery discovery.DiscoveryInterface
-	transport http.RoundTripper
-	notify    func(context.Context)
-	logger    klog.Logger
+	// conns tracks every connection the session opened, so that Stop
+	// closes them all, busy or idle.
+	conns  *connrotation.Dialer
+	notify func(context.Context)
+	logger klog.Logger
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -143,6 +146,9 @@ type Session struct {
 	resources []v1alpha1.APIResource
 	inv       *inventory
 	pending   *pendingPods // unbound pods, for UnschedulablePods
+	// onUnschedulable is set by the Pool, possibly after the cache of
+	// unbound pods has started.
+	onUnschedulable UnschedulableHandler
 }
 
 // Start connects to a member and starts the session's goroutines; they log
@@ -152,6 +158,16 @@ func Start(ctx context.Context, name, hash string, cfg *rest.Config, opts Option
 	opts = opts.withDefaults()
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = opts.ClientQPS, opts.ClientBurst
+	// Every connection goes through a tracking dialer so that Stop closes
+	// them all, including those still busy when the goroutines end (closing
+	// only idle ones would leave those behind). A dialer of its own also
+	// keeps client-go from sharing the transport with another session.
+	dial := cfg.Dial
+	if dial == nil {
+		dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	}
+	conns := connrotation.NewDialer(dial)
+	cfg.Dial = conns.DialContext
 	rt, err := rest.TransportFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("transport for member %s: %w", name, err)
@@ -174,7 +190,7 @@ func Start(ctx context.Context, name, hash string, cfg *rest.Config, opts Option
 		return nil, fmt.Errorf("member %s: %w", name, err)
 	}
 	s := &Session{
-		Name: name, Hash: hash, opts: opts, client: client, discovery: disco, transport: rt,
+		Name: name, Hash: hash, opts: opts, client: client, discovery: disco, conns: conns,
 		notify: notify, logger: klog.FromContext(ctx),
 		ctx: ctx, cancel: cancel, kick: make(chan struct{}, 1),
 		objects: objects, mapper: &throttledMapper{ResettableRESTMapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))},
@@ -191,7 +207,7 @@ func (s *Session) Stop() {
 	s.objects.stop()
 	s.cancel()
 	s.wg.Wait()
-	utilnet.CloseIdleConnectionsFor(s.transport)
+	s.conns.CloseAll()
 }
 
 // Client returns a client for the member.
@@ -251,12 +267,24 @@ func (s *Session) probeLoop(ctx context.Context) {
 func (s *Session) startInventory(ctx context.Context) {
 	s.started = true
 	inv := newInventory(s.client, s.changed)
-	pending := newPendingPods(s.client)
+	pending := newPendingPods(s.client, s.unschedulable)
 	s.mu.Lock()
 	s.inv, s.pending = inv, pending
 	s.mu.Unlock()
 	s.wg.Go(func() { inv.run(ctx) })
 	s.wg.Go(func() { pending.run(ctx) })
+}
+
+// unschedulable passes a pod that turned unschedulable to the Pool's
+// handlers.
+func (s *Session) unschedulable(p *pendingPod) {
+	s.mu.Lock()
+	h := s.onUnschedulable
+	s.mu.Unlock()
+	if h == nil {
+		return
+	}
+	h(UnschedulableEvent{Cluster: s.Name, Namespace: p.Namespace, Name: p.Name, Owner: p.Owner, OwnerName: p.OwnerName, Labels: p.Labels})
 }
 
 // discover refreshes the version and API resources and reports whether the
