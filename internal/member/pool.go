@@ -18,6 +18,7 @@ type Pool struct {
 	m        map[string]*Session
 	closed   bool // after StopAll: no new sessions
 	handlers []ObjectHandler
+	pods     []UnschedulableHandler
 	// OnChange, when set, is called with the number of sessions after each
 	// change (for a metric).
 	OnChange func(n int)
@@ -32,6 +33,14 @@ func (p *Pool) Subscribe(h ObjectHandler) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.handlers = append(p.handlers, h)
+}
+
+// SubscribeUnschedulable registers h for the pods that turn unschedulable
+// in every member. Call it before sessions start.
+func (p *Pool) SubscribeUnschedulable(h UnschedulableHandler) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.pods = append(p.pods, h)
 }
 
 // Get returns the session of a member, or nil.
@@ -55,12 +64,19 @@ func (p *Pool) Start(ctx context.Context, name, hash string, cfg *rest.Config, o
 		sess.Stop()
 		return nil, fmt.Errorf("session for %s not started: shutting down", name)
 	}
-	handlers := p.handlers
+	handlers, pods := p.handlers, p.pods
 	sess.onObject = func(e ObjectEvent) {
 		for _, h := range handlers {
 			h(e)
 		}
 	}
+	sess.mu.Lock()
+	sess.onUnschedulable = func(e UnschedulableEvent) {
+		for _, h := range pods {
+			h(e)
+		}
+	}
+	sess.mu.Unlock()
 	old := p.m[name]
 	p.m[name] = sess
 	p.changed()

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -28,13 +29,35 @@ type UnschedulablePod struct {
 	Since time.Time
 }
 
+// UnschedulableEvent says that the member's scheduler gave up placing a pod
+// for now (its PodScheduled condition turned False with reason
+// Unschedulable). The cache's first list reports every pod already in that
+// state, so a restarted subscriber misses none.
+type UnschedulableEvent struct {
+	// Cluster is the member's name.
+	Cluster string
+	// Namespace and Name identify the pod.
+	Namespace, Name string
+	// Owner and OwnerName are the kind and name of the pod's controller
+	// (a ReplicaSet, StatefulSet, ...); empty when it has none.
+	Owner     schema.GroupKind
+	OwnerName string
+	// Labels are the pod's labels.
+	Labels map[string]string
+}
+
+// UnschedulableHandler receives UnschedulableEvents. It must not block.
+type UnschedulableHandler func(UnschedulableEvent)
+
 // pendingPods watches a member's unbound pods, trimmed to what application
 // failover needs to tell whether a workload's replicas are unschedulable.
 type pendingPods struct {
 	informer cache.SharedIndexInformer
 }
 
-func newPendingPods(client kubernetes.Interface) *pendingPods {
+// newPendingPods returns the cache of a member's unbound pods; became is
+// called with each pod that turns unschedulable (see becameUnschedulable).
+func newPendingPods(client kubernetes.Interface, became func(*pendingPod)) *pendingPods {
 	core := client.CoreV1()
 	inf := cache.NewSharedIndexInformerWithOptions(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -49,7 +72,32 @@ func newPendingPods(client kubernetes.Interface) *pendingPods {
 		Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
 	})
 	_ = inf.SetTransform(trimPendingPod)
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if p := becameUnschedulable(nil, obj); p != nil {
+				became(p)
+			}
+		},
+		UpdateFunc: func(old, obj any) {
+			if p := becameUnschedulable(old, obj); p != nil {
+				became(p)
+			}
+		},
+	})
 	return &pendingPods{informer: inf}
+}
+
+// becameUnschedulable returns the pod obj when it is unschedulable and old
+// (nil for an added pod) was not; otherwise nil.
+func becameUnschedulable(old, obj any) *pendingPod {
+	p, ok := obj.(*pendingPod)
+	if !ok || !p.unschedulable() {
+		return nil
+	}
+	if o, ok := old.(*pendingPod); ok && o.unschedulable() {
+		return nil
+	}
+	return p
 }
 
 // run runs the informer until ctx ends.
@@ -77,8 +125,9 @@ func unschedulableIn(indexer cache.Indexer, namespace string, selector labels.Se
 // Unschedulable and that are not being deleted, sorted by Since and then
 // name. A nil selector matches no pod. synced is false until the session's
 // cache of unbound pods has listed the member (it starts once the member
-// is first healthy); until then pods is nil and means nothing. The cache
-// sends no change notifications: callers poll.
+// is first healthy); until then pods is nil and means nothing. Pods that
+// turn unschedulable are announced to the Pool's SubscribeUnschedulable
+// handlers.
 func (s *Session) UnschedulablePods(namespace string, selector labels.Selector) (pods []UnschedulablePod, synced bool) {
 	s.mu.Lock()
 	pending := s.pending
@@ -110,11 +159,14 @@ func filterUnschedulable(objs []any, selector labels.Selector) []UnschedulablePo
 }
 
 // pendingPod is what the cache of unbound pods keeps of a pod: identity,
-// labels, whether it is being deleted and its PodScheduled condition. The
-// resource version stays for the informer's bookkeeping.
+// labels, controller, whether it is being deleted and its PodScheduled
+// condition. The resource version stays for the informer's bookkeeping.
 type pendingPod struct {
 	metav1.TypeMeta
 	metav1.ObjectMeta
+	// Owner and OwnerName identify the pod's controller, if any.
+	Owner     schema.GroupKind
+	OwnerName string
 	// Deleting says that the pod has a deletion timestamp.
 	Deleting bool
 	// ScheduledStatus and ScheduledReason are the PodScheduled condition's
@@ -150,6 +202,10 @@ func trimPendingPod(obj any) (any, error) {
 	out := &pendingPod{
 		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, ResourceVersion: pod.ResourceVersion, Labels: pod.Labels},
 		Deleting:   pod.DeletionTimestamp != nil,
+	}
+	if ref := metav1.GetControllerOf(pod); ref != nil {
+		gv, _ := schema.ParseGroupVersion(ref.APIVersion)
+		out.Owner, out.OwnerName = schema.GroupKind{Group: gv.Group, Kind: ref.Kind}, ref.Name
 	}
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodScheduled {

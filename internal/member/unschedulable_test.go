@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 )
@@ -45,6 +46,51 @@ func deleting(pod *corev1.Pod) {
 
 var web = map[string]string{"app": "web"}
 
+// ownedBy adds a controller owner reference, plus an owner that is not
+// the controller (which trimPendingPod ignores).
+func ownedBy(apiVersion, kind, name string) func(*corev1.Pod) {
+	return func(pod *corev1.Pod) {
+		yes := true
+		pod.OwnerReferences = []metav1.OwnerReference{
+			{APIVersion: "v1", Kind: "ConfigMap", Name: "not-the-controller"},
+			{APIVersion: apiVersion, Kind: kind, Name: name, Controller: &yes},
+		}
+	}
+}
+
+func TestBecameUnschedulable(t *testing.T) {
+	trim := func(pod *corev1.Pod) any {
+		obj, _ := trimPendingPod(pod)
+		return obj
+	}
+	unschedulable := trim(pendingOf("shop", "web-1", web, corev1.ConditionFalse, corev1.PodReasonUnschedulable, since1))
+	later := trim(pendingOf("shop", "web-1", web, corev1.ConditionFalse, corev1.PodReasonUnschedulable, since2))
+	fresh := trim(pendingOf("shop", "web-1", web, "", "", time.Time{}))
+	gated := trim(pendingOf("shop", "web-1", web, corev1.ConditionFalse, corev1.PodReasonSchedulingGated, since1))
+	gone := trim(pendingOf("shop", "web-1", web, corev1.ConditionFalse, corev1.PodReasonUnschedulable, since1, deleting))
+	tests := []struct {
+		name     string
+		old, obj any
+		want     bool
+	}{
+		{name: "added unschedulable (also the first list after a restart)", obj: unschedulable, want: true},
+		{name: "added without a decision", obj: fresh},
+		{name: "added, gated", obj: gated},
+		{name: "turned unschedulable", old: fresh, obj: unschedulable, want: true},
+		{name: "gate lifted, then unschedulable", old: gated, obj: unschedulable, want: true},
+		{name: "still unschedulable", old: unschedulable, obj: later},
+		{name: "unschedulable and now deleted", old: unschedulable, obj: gone},
+		{name: "tombstone", obj: cache.DeletedFinalStateUnknown{Key: "shop/web-1", Obj: unschedulable}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := becameUnschedulable(tt.old, tt.obj) != nil; got != tt.want {
+				t.Errorf("becameUnschedulable() = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestTrimPendingPod(t *testing.T) {
 	tests := []struct {
 		name string
@@ -65,6 +111,15 @@ func TestTrimPendingPod(t *testing.T) {
 			want: &pendingPod{
 				ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "shop", ResourceVersion: "42", Labels: web},
 				Deleting:   true, ScheduledStatus: corev1.ConditionFalse, ScheduledReason: corev1.PodReasonUnschedulable, ScheduledSince: since1,
+			},
+		},
+		{
+			name: "controller kept",
+			in:   pendingOf("shop", "web-1", web, corev1.ConditionFalse, corev1.PodReasonUnschedulable, since1, ownedBy("apps/v1", "ReplicaSet", "web-5d8f")),
+			want: &pendingPod{
+				ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "shop", ResourceVersion: "42", Labels: web},
+				Owner:      schema.GroupKind{Group: "apps", Kind: "ReplicaSet"}, OwnerName: "web-5d8f",
+				ScheduledStatus: corev1.ConditionFalse, ScheduledReason: corev1.PodReasonUnschedulable, ScheduledSince: since1,
 			},
 		},
 		{
@@ -206,7 +261,7 @@ func TestUnschedulablePodsBeforeStart(t *testing.T) {
 	if pods, synced := s.UnschedulablePods("shop", labels.Everything()); synced || pods != nil {
 		t.Errorf("UnschedulablePods before the caches started = %v, %v; want nil, false", pods, synced)
 	}
-	p := newPendingPods(fake.NewClientset())
+	p := newPendingPods(fake.NewClientset(), func(*pendingPod) {})
 	if pods, synced := p.unschedulable("shop", labels.Everything()); synced || pods != nil {
 		t.Errorf("unschedulable before the informer ran = %v, %v; want nil, false", pods, synced)
 	}
@@ -216,7 +271,7 @@ func TestUnschedulablePodsBeforeStart(t *testing.T) {
 // filled directly: an informer on a fake clientset would not sync, as the
 // fake does not end the initial events of a watch list.
 func TestPendingPodsNamespaces(t *testing.T) {
-	p := newPendingPods(fake.NewClientset())
+	p := newPendingPods(fake.NewClientset(), func(*pendingPod) {})
 	indexer := p.informer.GetIndexer()
 	for _, obj := range trimmed(t,
 		pendingOf("shop", "web-1", web, corev1.ConditionFalse, corev1.PodReasonUnschedulable, since2),

@@ -1,6 +1,9 @@
 package workload
 
 import (
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -55,6 +58,36 @@ func shapeOf(obj *unstructured.Unstructured) (podShape, bool) {
 func Migratable(obj *unstructured.Unstructured) bool {
 	_, ok := shapeOf(obj)
 	return ok
+}
+
+// PodOwner names a Migratable workload.
+type PodOwner struct {
+	schema.GroupKind
+	// Name is the workload's name (in the pod's namespace).
+	Name string
+}
+
+// PodOwners returns the Migratable workloads that may own a pod whose
+// controller is the object kind/name: that object when its kind is
+// Migratable, and when it is a ReplicaSet whose name is a Deployment's
+// plus "-" and the pod's pod-template-hash label (how the Deployment
+// controller names them), that Deployment. Some of them may not exist.
+func PodOwners(kind schema.GroupKind, name string, podLabels map[string]string) []PodOwner {
+	if name == "" {
+		return nil
+	}
+	var out []PodOwner
+	if _, ok := migratableKinds[kind]; ok {
+		out = append(out, PodOwner{GroupKind: kind, Name: name})
+	}
+	deployment := schema.GroupKind{Group: kind.Group, Kind: "Deployment"}
+	if _, ok := migratableKinds[deployment]; ok && kind.Kind == "ReplicaSet" {
+		hash := podLabels[appsv1.DefaultDeploymentUniqueLabelKey]
+		if trimmed, ok := strings.CutSuffix(name, "-"+hash); ok && hash != "" && trimmed != "" {
+			out = append(out, PodOwner{GroupKind: deployment, Name: trimmed})
+		}
+	}
+	return out
 }
 
 // PodSelector returns the selector of obj's pods. ok is false for a kind

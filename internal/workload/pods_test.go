@@ -3,7 +3,9 @@ package workload
 import (
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // object is an unstructured object of apiVersion and kind with the given
@@ -196,6 +198,41 @@ func TestReadyReplicasAndPodCount(t *testing.T) {
 			pods, ok := PodCount(tt.obj)
 			if ok != tt.wantOK || pods != tt.pods {
 				t.Errorf("PodCount = %d, %v; want %d, %v", pods, ok, tt.pods, tt.wantOK)
+			}
+		})
+	}
+}
+
+func TestPodOwners(t *testing.T) {
+	rs := schema.GroupKind{Group: "apps", Kind: "ReplicaSet"}
+	deploy := schema.GroupKind{Group: "apps", Kind: "Deployment"}
+	sts := schema.GroupKind{Group: "apps", Kind: "StatefulSet"}
+	hashed := map[string]string{"app": "web", "pod-template-hash": "5d8f9c"}
+	tests := []struct {
+		name   string
+		kind   schema.GroupKind
+		owner  string
+		labels map[string]string
+		want   []PodOwner
+	}{
+		{name: "Deployment's ReplicaSet", kind: rs, owner: "web-5d8f9c", labels: hashed,
+			want: []PodOwner{{GroupKind: rs, Name: "web-5d8f9c"}, {GroupKind: deploy, Name: "web"}}},
+		{name: "ReplicaSet of its own (no hash label)", kind: rs, owner: "web", labels: map[string]string{"app": "web"},
+			want: []PodOwner{{GroupKind: rs, Name: "web"}}},
+		{name: "hash label that is not the name's suffix", kind: rs, owner: "web", labels: hashed,
+			want: []PodOwner{{GroupKind: rs, Name: "web"}}},
+		{name: "name that is only the hash", kind: rs, owner: "-5d8f9c", labels: hashed,
+			want: []PodOwner{{GroupKind: rs, Name: "-5d8f9c"}}},
+		{name: "StatefulSet", kind: sts, owner: "db", labels: map[string]string{"app": "db"},
+			want: []PodOwner{{GroupKind: sts, Name: "db"}}},
+		{name: "Job is not migratable", kind: schema.GroupKind{Group: "batch", Kind: "Job"}, owner: "import", labels: nil},
+		{name: "ReplicaSet of another group", kind: schema.GroupKind{Group: "example.com", Kind: "ReplicaSet"}, owner: "web-5d8f9c", labels: hashed},
+		{name: "no controller", labels: hashed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, PodOwners(tt.kind, tt.owner, tt.labels)); diff != "" {
+				t.Errorf("PodOwners mismatch (-want +got):\n%s", diff)
 			}
 		})
 	}

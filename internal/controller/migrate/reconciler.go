@@ -64,13 +64,19 @@ type Reconciler struct {
 }
 
 // SetupWithManager registers the controller with mgr. Besides
-// FederatedObjects it follows templates and the status of the member
-// copies (their pod counts).
+// FederatedObjects it follows templates, the status of the member copies
+// (their pod counts) and the member pods that turn unschedulable, so that
+// nothing needs polling.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.Templates.Subscribe(func(k templates.Key) { r.queue.Add(fedobj.Request(k)) })
 	r.Pool.Subscribe(func(e member.ObjectEvent) {
 		if req, ok := propagate.MemberEventRequest(r.Templates, e); ok {
 			r.queue.Add(req)
+		}
+	})
+	r.Pool.SubscribeUnschedulable(func(e member.UnschedulableEvent) {
+		for _, w := range workload.PodOwners(e.Owner, e.OwnerName, e.Labels) {
+			r.queue.Add(fedobj.Request(templates.Key{Group: w.Group, Kind: w.Kind, Namespace: e.Namespace, Name: w.Name}))
 		}
 	})
 	return ctrl.NewControllerManagedBy(mgr).
@@ -80,11 +86,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(r.MaxConcurrentReconciles, 4)}).
 		Complete(r)
 }
-
-// notReadyRecheck is how often a workload with copies short of Ready
-// replicas is looked at (its pods may turn Unschedulable without a status
-// change of the copy).
-const notReadyRecheck = 10 * time.Second
 
 // Reconcile updates one FederatedObject's capacity limits.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -114,7 +115,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	obs, short, waiting := r.observe(fo, tmpl, clusters)
+	obs, waiting := r.observe(fo, tmpl, clusters)
 	requests := scheduler.Requests(tmpl)
 	hasRoom := func(name string, n int32) bool { return fits(clusters[name], requests, n) }
 	limits, recheck, changes := nextLimits(fo.Status.CapacityLimits, obs, threshold, hasRoom, time.Now())
@@ -123,9 +124,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{RequeueAfter: 200 * time.Millisecond}, nil
 		}
 		return reconcile.Result{}, err
-	}
-	if short && (recheck == 0 || recheck > notReadyRecheck) {
-		recheck = notReadyRecheck
 	}
 	if waiting && (recheck == 0 || recheck > time.Second) {
 		recheck = time.Second
@@ -165,12 +163,11 @@ func (r *Reconciler) clusters(ctx context.Context) (map[string]*v1alpha1.MemberC
 }
 
 // observe reads, for each Ready placed cluster, the workload's pods there
-// from the member caches. short says some copy has fewer Ready replicas
-// than placed; waiting says some cache is still filling.
-func (r *Reconciler) observe(fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured, clusters map[string]*v1alpha1.MemberCluster) (obs []observation, short, waiting bool) {
+// from the member caches. waiting says some cache is still filling.
+func (r *Reconciler) observe(fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured, clusters map[string]*v1alpha1.MemberCluster) (obs []observation, waiting bool) {
 	kind, ok := r.Templates.Lookup(templates.KeyOf(tmpl).GroupKind())
 	if !ok {
-		return nil, false, false
+		return nil, false
 	}
 	for _, p := range fo.Spec.Placement {
 		mc := clusters[p.Cluster]
@@ -188,9 +185,6 @@ func (r *Reconciler) observe(fo *v1alpha1.FederatedObject, tmpl *unstructured.Un
 		}
 		if live == nil {
 			continue
-		}
-		if ready, ok := workload.ReadyReplicas(live); !ok || ready < *p.Replicas {
-			short = true
 		}
 		selector, ok := workload.PodSelector(live)
 		if !ok {
@@ -211,7 +205,7 @@ func (r *Reconciler) observe(fo *v1alpha1.FederatedObject, tmpl *unstructured.Un
 		}
 		obs = append(obs, o)
 	}
-	return obs, short, waiting
+	return obs, waiting
 }
 
 // fits reports whether a cluster's available resources hold n more
