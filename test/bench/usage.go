@@ -140,3 +140,28 @@ func (b *bench) memberWrites(ctx context.Context) (map[string]int, error) {
 	}
 	return out, nil
 }
+
+// hostWriteResources are the host resources whose writes (status
+// included) the restart scenario counts: what the controllers keep. Leases
+// (leader election) are left out, events are counted apart.
+var hostWriteResources = map[string]bool{
+	"deployments": true, "configmaps": true, "namespaces": true,
+	"federatedobjects": true, "memberclusters": true,
+}
+
+// hostWrites reads the host apiserver's apiserver_request_total and returns
+// the write requests on hostWriteResources (status included) and on events.
+func (b *bench) hostWrites(ctx context.Context) (objects, events int, err error) {
+	raw, err := b.host.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return 0, 0, fmt.Errorf("metrics of the host: %w", err)
+	}
+	samples := parseExposition(string(raw))
+	o, _ := sum(samples, "apiserver_request_total", func(l map[string]string) bool {
+		return writeVerbs[l["verb"]] && hostWriteResources[l["resource"]]
+	})
+	e, _ := sum(samples, "apiserver_request_total", func(l map[string]string) bool {
+		return writeVerbs[l["verb"]] && l["resource"] == "events"
+	})
+	return int(o), int(e), nil
+}
