@@ -5,6 +5,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/flotilla-io/flotilla/internal/localenv"
 )
 
 func TestPercentile(t *testing.T) {
@@ -229,5 +233,45 @@ func TestPrintTable(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+func TestObservePods(t *testing.T) {
+	pod := func(app string, ready corev1.ConditionStatus) *corev1.Pod {
+		p := &corev1.Pod{}
+		p.Name, p.Namespace, p.Labels = "wl-00001-abc", benchNamespace, map[string]string{appLabel: app, "pod-template-hash": "abc"}
+		if ready != "" {
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}, {Type: corev1.PodReady, Status: ready}}
+		}
+		return p
+	}
+	tests := []struct {
+		name   string
+		pod    *corev1.Pod
+		want   observation
+		wantOK bool
+	}{
+		{name: "ready", pod: pod("wl-00001", corev1.ConditionTrue), want: observation{cluster: "member-1", kind: kindPod, name: "wl-00001", ready: true}, wantOK: true},
+		{name: "not ready", pod: pod("wl-00001", corev1.ConditionFalse), want: observation{cluster: "member-1", kind: kindPod, name: "wl-00001"}, wantOK: true},
+		{name: "no conditions yet", pod: pod("wl-00001", ""), want: observation{cluster: "member-1", kind: kindPod, name: "wl-00001"}, wantOK: true},
+		{name: "not a workload's pod", pod: pod("", corev1.ConditionTrue), want: observation{cluster: "member-1", kind: kindPod, ready: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			trimmed, err := trim(tt.pod)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, ok := observe("member-1", trimmed)
+			if got != tt.want || ok != tt.wantOK {
+				t.Errorf("observe(trim(pod)) = %+v, %v; want %+v, %v", got, ok, tt.want, tt.wantOK)
+			}
+			if isCopy(got) {
+				t.Errorf("a member pod counted as a member copy")
+			}
+		})
+	}
+	if !isCopy(observation{cluster: "member-1", kind: kindDeployment}) || isCopy(observation{cluster: localenv.HostName, kind: kindDeployment}) {
+		t.Errorf("isCopy: a member Deployment is a copy, the host's is not")
 	}
 }

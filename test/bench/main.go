@@ -16,10 +16,12 @@
 //  2. ceiling: the same N×M Deployments and N×M ConfigMaps created directly
 //     in the members by a plain client, in a fresh namespace per member;
 //     reported as objects per second and as the ratio propagation/ceiling.
-//  3. status: time from host create to the host Deployment reporting all
-//     replicas ready (only with --member-mode full: apiserver-only members
-//     run no controllers, so there is no status to aggregate; the scenario
-//     is then skipped and says so).
+//  3. status: time from the last of a workload's member pods turning Ready
+//     to the host Deployment reporting all replicas ready (p50/p99; the
+//     target is p99 under 2 s), and from host create to that (only with
+//     --member-mode full: apiserver-only members run no controllers, so
+//     there is no status to aggregate; the scenario is then skipped and
+//     says so).
 //  4. update: the image of all N host Deployments is changed; time until
 //     every member copy runs the new image (p50/p99) and throughput.
 //  5. paced: once idle, more workloads are created at a steady rate well
@@ -29,7 +31,8 @@
 //  6. restart: with the controllers idle, the controller-manager is
 //     SIGKILLed and started again by `flotilla up` on the same state
 //     directory; time until it is idle again and the number of write
-//     requests it sent to the members meanwhile (must be 0).
+//     requests it sent to the members meanwhile (must be 0) and to the host
+//     (objects and status; the goal is 0; events are counted apart).
 //  7. memory: controller-manager resident memory before any workload
 //     (baseline), after the create burst settled and at its peak (VmHWM),
 //     RSS per workload above the baseline, and host etcd size per workload.

@@ -7,8 +7,6 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/flotilla-io/flotilla/internal/localenv"
 )
 
 // paced creates workloads at a steady rate (--paced-rate for
@@ -25,7 +23,7 @@ func (b *bench) paced(ctx context.Context, s *scenario, cr *createResult) error 
 	for i := first; i < first+n; i++ {
 		names[workloadName(i)], names[configMapName(i)] = true, true
 	}
-	copies := b.rec.begin(2*n*m, func(o observation) bool { return o.cluster != localenv.HostName && names[o.name] })
+	copies := b.rec.begin(2*n*m, func(o observation) bool { return isCopy(o) && names[o.name] })
 	defer b.rec.end(copies)
 	if _, err := b.waitIdle(ctx, 0, settleTimeout); err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -40,7 +41,16 @@ func (p profiler) heap(ctx context.Context, name string) {
 	}
 }
 
-// save fetches /debug/pprof/<query> into dir/name.pprof. A failure is
+// goroutines saves the controller-manager's goroutine stacks as text
+// (name.txt), to show where a stuck phase's work waits.
+func (p profiler) goroutines(ctx context.Context, name string) {
+	if p.dir != "" {
+		p.save(ctx, name, "goroutine?debug=2", time.Minute)
+	}
+}
+
+// save fetches /debug/pprof/<query> into dir/name.pprof (name.txt for a
+// text dump). A failure is
 // logged and otherwise ignored: profiles explain numbers, they are not
 // numbers.
 func (p profiler) save(ctx context.Context, name, query string, timeout time.Duration) {
@@ -48,7 +58,7 @@ func (p profiler) save(ctx context.Context, name, query string, timeout time.Dur
 		logf("  profile %s: %v", name, err)
 		return
 	}
-	logf("  profile written to %s", filepath.Join(p.dir, name+".pprof"))
+	logf("  profile written to %s", filepath.Join(p.dir, name+extension(query)))
 }
 
 func (p profiler) fetch(ctx context.Context, name, query string, timeout time.Duration) error {
@@ -76,7 +86,7 @@ func (p profiler) fetch(ctx context.Context, name, query string, timeout time.Du
 	if err := os.MkdirAll(p.dir, 0o755); err != nil {
 		return err
 	}
-	f, err := os.Create(filepath.Join(p.dir, name+".pprof"))
+	f, err := os.Create(filepath.Join(p.dir, name+extension(query)))
 	if err != nil {
 		return err
 	}
@@ -85,4 +95,12 @@ func (p profiler) fetch(ctx context.Context, name, query string, timeout time.Du
 		return err
 	}
 	return f.Close()
+}
+
+// extension is the file extension of a /debug/pprof query's answer.
+func extension(query string) string {
+	if strings.Contains(query, "debug=") {
+		return ".txt"
+	}
+	return ".pprof"
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"syscall"
 	"time"
 
@@ -90,7 +91,8 @@ func (b *bench) updateBurst(ctx context.Context, s *scenario, cr *createResult) 
 		return err
 	}
 	if err := updated.wait(ctx, "member copies updated"); err != nil {
-		return err
+		b.prof.goroutines(ctx, "goroutines-update-stuck")
+		return fmt.Errorf("%w; not updated: %s", err, b.missing(updated, n, kindDeployment, workloadName))
 	}
 	_, last := updated.progress()
 	lat, err := b.latencies(patched, func(mc memberCluster, i int) (time.Time, bool) {
@@ -108,7 +110,29 @@ func (b *bench) updateBurst(ctx context.Context, s *scenario, cr *createResult) 
 	}
 	s.add("controllers idle after", idle.since.Sub(begin).Seconds(), "s", "")
 	s.addControllers(idle.load.since(before), cr.federatedObjects)
+	b.prof.heap(ctx, "heap-update")
 	return nil
+}
+
+// missing lists (up to 10 of) the member objects of kind, named by name(i)
+// for i < n, that phase p has not seen.
+func (b *bench) missing(p *phase, n int, kind string, name func(int) string) string {
+	var out []string
+	total := 0
+	for i := range n {
+		for _, mc := range b.members {
+			if _, ok := p.at(mc.name, kind, name(i)); !ok {
+				total++
+				if len(out) < 10 {
+					out = append(out, mc.name+"/"+name(i))
+				}
+			}
+		}
+	}
+	if total > len(out) {
+		out = append(out, fmt.Sprintf("and %d more", total-len(out)))
+	}
+	return strings.Join(out, ", ")
 }
 
 // restart SIGKILLs the controller-manager in steady state, starts it again

@@ -12,13 +12,24 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
+
+	"github.com/flotilla-io/flotilla/internal/localenv"
 )
 
 // Kinds the harness watches.
 const (
 	kindDeployment = "Deployment"
 	kindConfigMap  = "ConfigMap"
+	// kindPod observations are named after the workload whose pod they
+	// are (the pod's app label), not after the pod.
+	kindPod = "Pod"
 )
+
+// isCopy says whether o is a member copy of a workload's objects (not the
+// host's object, not a member pod).
+func isCopy(o observation) bool {
+	return o.cluster != localenv.HostName && o.kind != kindPod
+}
 
 // observation is what the harness keeps of one watch event: the object as
 // it is now, reduced to what the scenarios look at.
@@ -29,7 +40,7 @@ type observation struct {
 	// image is a Deployment's first container image.
 	image string
 	// ready says a Deployment's status reports all replicas ready for its
-	// current generation.
+	// current generation, or a pod's Ready condition is True.
 	ready bool
 }
 
@@ -149,11 +160,11 @@ func (p *phase) wait(ctx context.Context, what string) error {
 }
 
 // watchCluster starts informers for the Deployments (and, with configMaps,
-// the ConfigMaps) of one namespace of a cluster, passing every add and
-// update to the recorder, and waits for their initial lists. They run
-// until the harness stops its watches. The informers keep trimmed objects
-// only.
-func (b *bench) watchCluster(cs kubernetes.Interface, cluster, ns string, configMaps bool) error {
+// the ConfigMaps; with pods, the Pods) of one namespace of a cluster,
+// passing every add and update to the recorder, and waits for their
+// initial lists. They run until the harness stops its watches. The
+// informers keep trimmed objects only.
+func (b *bench) watchCluster(cs kubernetes.Interface, cluster, ns string, configMaps, pods bool) error {
 	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns), informers.WithTransform(trim))
 	handler := func(obj any) {
 		if o, ok := observe(cluster, obj); ok {
@@ -167,6 +178,11 @@ func (b *bench) watchCluster(cs kubernetes.Interface, cluster, ns string, config
 	if configMaps {
 		if _, err := f.Core().V1().ConfigMaps().Informer().AddEventHandler(handlers); err != nil {
 			return fmt.Errorf("watch %s ConfigMaps: %w", cluster, err)
+		}
+	}
+	if pods {
+		if _, err := f.Core().V1().Pods().Informer().AddEventHandler(handlers); err != nil {
+			return fmt.Errorf("watch %s Pods: %w", cluster, err)
 		}
 	}
 	f.Start(b.watchCtx.Done())
@@ -192,6 +208,14 @@ func observe(cluster string, obj any) (observation, bool) {
 		return ob, true
 	case *corev1.ConfigMap:
 		return observation{cluster: cluster, kind: kindConfigMap, name: o.Name}, true
+	case *corev1.Pod:
+		ob := observation{cluster: cluster, kind: kindPod, name: o.Labels[appLabel]}
+		for _, c := range o.Status.Conditions {
+			if c.Type == corev1.PodReady {
+				ob.ready = c.Status == corev1.ConditionTrue
+			}
+		}
+		return ob, ob.name != ""
 	}
 	return observation{}, false
 }
@@ -213,6 +237,16 @@ func trim(obj any) (any, error) {
 	case *corev1.ConfigMap:
 		t := &corev1.ConfigMap{}
 		t.Name, t.Namespace, t.ResourceVersion = o.Name, o.Namespace, o.ResourceVersion
+		return t, nil
+	case *corev1.Pod:
+		t := &corev1.Pod{}
+		t.Name, t.Namespace, t.ResourceVersion = o.Name, o.Namespace, o.ResourceVersion
+		t.Labels = map[string]string{appLabel: o.Labels[appLabel]}
+		for _, c := range o.Status.Conditions {
+			if c.Type == corev1.PodReady {
+				t.Status.Conditions = []corev1.PodCondition{{Type: c.Type, Status: c.Status}}
+			}
+		}
 		return t, nil
 	}
 	return obj, nil

@@ -21,6 +21,8 @@ const (
 	policyName       = "flotilla-bench"
 	imageV1          = "registry.example.com/bench:1.0"
 	imageV2          = "registry.example.com/bench:2.0"
+	// appLabel holds the workload's name on its Deployment and pods.
+	appLabel = "app"
 )
 
 // workloadName is the name of the i-th workload's Deployment.
@@ -33,7 +35,7 @@ func configMapName(i int) string { return workloadName(i) + "-config" }
 // ConfigMap, so that the ConfigMap follows it to its members.
 func deployment(ns string, i int, replicas int32) *appsv1.Deployment {
 	name := workloadName(i)
-	labels := map[string]string{"app": name}
+	labels := map[string]string{appLabel: name}
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
 		Spec: appsv1.DeploymentSpec{

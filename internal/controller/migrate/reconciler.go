@@ -152,7 +152,9 @@ func settings(spec *v1alpha1.PropagationSpec, tmpl *unstructured.Unstructured) (
 
 func (r *Reconciler) clusters(ctx context.Context) (map[string]*v1alpha1.MemberCluster, error) {
 	list := &v1alpha1.MemberClusterList{}
-	if err := r.Client.List(ctx, list); err != nil {
+	// Read-only: the cached objects are shared, not copied (their lists of
+	// API resources make copies cost more than the rest of the pass).
+	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	out := make(map[string]*v1alpha1.MemberCluster, len(list.Items))

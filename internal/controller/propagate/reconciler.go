@@ -205,7 +205,9 @@ type environment struct {
 func (r *Reconciler) environment(ctx context.Context, fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured) (*environment, error) {
 	env := &environment{clusters: map[string]*v1alpha1.MemberCluster{}}
 	mcs := &v1alpha1.MemberClusterList{}
-	if err := r.Client.List(ctx, mcs); err != nil {
+	// Read-only: the cached objects are shared, not copied (their lists of
+	// API resources make copies cost more than the rest of the pass).
+	if err := r.Client.List(ctx, mcs, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	for i := range mcs.Items {

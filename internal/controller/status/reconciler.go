@@ -142,7 +142,9 @@ func (r *Reconciler) members(ctx context.Context, fo *v1alpha1.FederatedObject, 
 		st := synced[p.Cluster]
 		m.Current = st.Reason == v1alpha1.PropagationOK && st.TemplateGeneration == tmpl.GetGeneration()
 		mc := &v1alpha1.MemberCluster{}
-		if err := r.Client.Get(ctx, client.ObjectKey{Name: p.Cluster}, mc); client.IgnoreNotFound(err) != nil {
+		// Read-only: the cached object is shared, not copied (its list of API
+		// resources makes a copy cost more than the rest of the pass).
+		if err := r.Client.Get(ctx, client.ObjectKey{Name: p.Cluster}, mc, client.UnsafeDisableDeepCopy); client.IgnoreNotFound(err) != nil {
 			return nil, false, err
 		}
 		ready := mc.DeletionTimestamp.IsZero() && meta.IsStatusConditionTrue(mc.Status.Conditions, v1alpha1.ConditionReady)
