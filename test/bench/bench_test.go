@@ -275,3 +275,13 @@ func TestObservePods(t *testing.T) {
 		t.Errorf("isCopy: a member Deployment is a copy, the host's is not")
 	}
 }
+
+func TestWritesSince(t *testing.T) {
+	before := map[string]int{"PUT federatedobjects/status": 10, "PATCH deployments/status": 4}
+	after := map[string]int{"PUT federatedobjects/status": 12, "PATCH deployments/status": 4, "APPLY namespaces": 1}
+	got, total := writesSince(before, after)
+	want := map[string]int{"PUT federatedobjects/status": 2, "APPLY namespaces": 1}
+	if total != 3 || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("writesSince = %v, %d; want %v, 3", got, total, want)
+	}
+}

@@ -150,18 +150,42 @@ var hostWriteResources = map[string]bool{
 }
 
 // hostWrites reads the host apiserver's apiserver_request_total and returns
-// the write requests on hostWriteResources (status included) and on events.
-func (b *bench) hostWrites(ctx context.Context) (objects, events int, err error) {
+// the write requests on hostWriteResources (status included) by "VERB
+// resource[/subresource]", and the writes of events.
+func (b *bench) hostWrites(ctx context.Context) (objects map[string]int, events int, err error) {
 	raw, err := b.host.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
-		return 0, 0, fmt.Errorf("metrics of the host: %w", err)
+		return nil, 0, fmt.Errorf("metrics of the host: %w", err)
 	}
-	samples := parseExposition(string(raw))
-	o, _ := sum(samples, "apiserver_request_total", func(l map[string]string) bool {
-		return writeVerbs[l["verb"]] && hostWriteResources[l["resource"]]
-	})
-	e, _ := sum(samples, "apiserver_request_total", func(l map[string]string) bool {
-		return writeVerbs[l["verb"]] && l["resource"] == "events"
-	})
-	return int(o), int(e), nil
+	objects = map[string]int{}
+	for _, smp := range parseExposition(string(raw)) {
+		l := smp.labels
+		if smp.name != "apiserver_request_total" || !writeVerbs[l["verb"]] {
+			continue
+		}
+		switch {
+		case hostWriteResources[l["resource"]]:
+			what := l["verb"] + " " + l["resource"]
+			if sub := l["subresource"]; sub != "" {
+				what += "/" + sub
+			}
+			objects[what] += int(smp.value)
+		case l["resource"] == "events":
+			events += int(smp.value)
+		}
+	}
+	return objects, events, nil
+}
+
+// writesSince returns the counts of after that grew since before, and
+// their total.
+func writesSince(before, after map[string]int) (map[string]int, int) {
+	out, total := map[string]int{}, 0
+	for k, v := range after {
+		if d := v - before[k]; d > 0 {
+			out[k] = d
+			total += d
+		}
+	}
+	return out, total
 }
