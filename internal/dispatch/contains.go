@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"reflect"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -12,7 +13,8 @@ import (
 // "name" (containers, env, ports, volumes) are matched by name and live may
 // hold extra elements (an injected sidecar); other lists must match element
 // by element. Strings that both parse as quantities compare by value ("0.5"
-// equals "500m"), and numbers compare by value whatever their Go type.
+// equals "500m"; see quantityLike for which strings are tried), and numbers
+// compare by value whatever their Go type.
 func Contains(live, desired any) bool {
 	switch d := desired.(type) {
 	case map[string]any:
@@ -66,6 +68,9 @@ func Contains(live, desired any) bool {
 		if l == d {
 			return true
 		}
+		if !quantityLike(l) || !quantityLike(d) {
+			return false
+		}
 		lq, err1 := resource.ParseQuantity(l)
 		dq, err2 := resource.ParseQuantity(d)
 		return err1 == nil && err2 == nil && lq.Cmp(dq) == 0
@@ -76,6 +81,28 @@ func Contains(live, desired any) bool {
 	default:
 		return reflect.DeepEqual(live, desired)
 	}
+}
+
+// maxQuantityLength bounds the strings compared as quantities; resource
+// quantities are short.
+const maxQuantityLength = 40
+
+// quantityLike reports whether s is safe to parse as a resource quantity:
+// short, and with a decimal exponent ("1e3") of at most two digits.
+// resource.ParseQuantity computes 10^exponent exactly, so a hash or a name
+// that happens to read like "83e4596127" would keep it busy for minutes
+// and take gigabytes; quantities that Kubernetes stores never need such
+// exponents (its largest suffix is E, 10^18).
+func quantityLike(s string) bool {
+	if len(s) == 0 || len(s) > maxQuantityLength {
+		return false
+	}
+	i := strings.IndexAny(s, "eE")
+	if i < 0 {
+		return true
+	}
+	exponent := strings.TrimLeft(s[i+1:], "+-")
+	return len(exponent) <= 2
 }
 
 // namedElements indexes a list whose elements are all objects with a

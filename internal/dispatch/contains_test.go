@@ -19,6 +19,12 @@ func TestContains(t *testing.T) {
 		{"different strings", "a", "b", false},
 		{"quantity spelled differently", "500m", "0.5", true},
 		{"different quantities", "500m", "1", false},
+		{"quantities with small exponents", "1e3", "1k", true},
+		{"exa suffix", "1E", "1000P", true},
+		// Template hashes that read as numbers with huge exponents: parsed
+		// as quantities, they would take minutes each.
+		{"hashes with huge exponents", "83e4596127331094", "83e4596127331095", false},
+		{"hashes with huge negative exponents", "1e-999999999", "2e-999999999", false},
 		{"int and float", int64(3), float64(3), true},
 		{"different numbers", int64(3), int64(4), false},
 		{"bools", true, true, true},
@@ -54,5 +60,29 @@ func TestContains(t *testing.T) {
 				t.Errorf("Contains(%v, %v) = %v, want %v", tt.live, tt.desired, got, tt.want)
 			}
 		})
+	}
+}
+
+func TestQuantityLike(t *testing.T) {
+	tests := []struct {
+		in   string
+		want bool
+	}{
+		{"500m", true},
+		{"1.5Gi", true},
+		{"1e3", true},
+		{"12E+18", true},
+		{"2Ei", true},
+		{"1e-3", true},
+		{"83e4596127331094", false},
+		{"1e123", false},
+		{"1E-100", false},
+		{"", false},
+		{"1234567890123456789012345678901234567890123", false},
+	}
+	for _, tt := range tests {
+		if got := quantityLike(tt.in); got != tt.want {
+			t.Errorf("quantityLike(%q) = %v, want %v", tt.in, got, tt.want)
+		}
 	}
 }
