@@ -47,6 +47,18 @@ func (c controllerStats) total() int {
 // idle reports whether the workload controllers have nothing to do.
 func (l cmLoad) idle() bool { return l.Depth == 0 && l.Active == 0 }
 
+// workloadReconciles is the number of reconciles of the workload
+// controllers (all but ignoredControllers), any result.
+func (l cmLoad) workloadReconciles() int {
+	n := 0
+	for name, c := range l.Controllers {
+		if !ignoredControllers[name] {
+			n += c.total()
+		}
+	}
+	return n
+}
+
 // reconciles is a controller's number of reconciles, any result.
 func (l cmLoad) reconciles(controller string) int { return l.Controllers[controller].total() }
 
@@ -129,7 +141,9 @@ type idleResult struct {
 
 // waitIdle polls the controller-manager until its workload controllers
 // have been idle for idleHold with at least minPropagate propagate
-// reconciles since it started. Unreadable metrics (a controller-manager
+// reconciles since it started. Idle: empty queues, no active worker and no
+// reconcile during the whole stretch (a delayed requeue, which the queue
+// depth does not show, ends it). Unreadable metrics (a controller-manager
 // starting) count as busy.
 func (b *bench) waitIdle(ctx context.Context, minPropagate int, timeout time.Duration) (idleResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -139,6 +153,7 @@ func (b *bench) waitIdle(ctx context.Context, minPropagate int, timeout time.Dur
 	var (
 		r       idleResult
 		lastErr error
+		done    int // workload reconciles when the idle stretch began
 		logged  = time.Now()
 	)
 	for {
@@ -151,8 +166,8 @@ func (b *bench) waitIdle(ctx context.Context, minPropagate int, timeout time.Dur
 			r.since, r.load, lastErr = time.Time{}, l, nil
 		default:
 			r.load, lastErr = l, nil
-			if r.since.IsZero() {
-				r.since = now
+			if n := l.workloadReconciles(); r.since.IsZero() || n != done {
+				r.since, done = now, n
 			}
 			if now.Sub(r.since) >= idleHold {
 				return r, nil

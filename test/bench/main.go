@@ -51,8 +51,8 @@
 // effective values are recorded in the JSON file under settings.
 //
 // "Idle" means that every controller except the cluster controller (whose
-// health probes run on a timer) has an empty work queue and no active
-// worker, for 3 consecutive seconds.
+// health probes run on a timer) has an empty work queue, no active worker
+// and no reconcile (a delayed requeue) for 3 consecutive seconds.
 //
 // # Usage
 //
