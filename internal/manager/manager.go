@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -221,8 +222,16 @@ func PrepareHost(ctx context.Context, cfg *rest.Config, opts Options) error {
 	}
 	// flotilla-system also holds the FederatedObjects of cluster-scoped
 	// objects.
-	for _, ns := range []string{opts.CredentialsNamespace, opts.LeaderElectionNamespace, v1alpha1.SystemNamespace} {
-		_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	// Read first, so that a restart writes nothing.
+	for _, ns := range slices.Compact(slices.Sorted(slices.Values([]string{opts.CredentialsNamespace, opts.LeaderElectionNamespace, v1alpha1.SystemNamespace}))) {
+		_, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		if err == nil {
+			continue
+		}
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("read namespace %s: %w", ns, err)
+		}
+		_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create namespace %s: %w", ns, err)
 		}
