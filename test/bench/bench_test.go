@@ -285,3 +285,12 @@ func TestWritesSince(t *testing.T) {
 		t.Errorf("writesSince = %v, %d; want %v, 3", got, total, want)
 	}
 }
+
+func TestStatusChanges(t *testing.T) {
+	before := map[string]string{"a": `{"replicas":1}`, "b": `{"replicas":2}`, "c": `{}`}
+	after := map[string]string{"a": `{"replicas":1}`, "b": `{"replicas":3}`, "c": `{"x":1}`}
+	n, examples := statusChanges(before, after, 1)
+	if n != 2 || len(examples) != 1 || !strings.HasPrefix(examples[0], "b: before") {
+		t.Errorf("statusChanges = %d, %q; want 2 with one example for b", n, examples)
+	}
+}

@@ -154,6 +154,10 @@ func (b *bench) restart(ctx context.Context, s *scenario) error {
 	if err != nil {
 		return err
 	}
+	statusBefore, err := b.deploymentStatuses(ctx)
+	if err != nil {
+		return err
+	}
 	cm, err := b.controllerManager()
 	if err != nil {
 		return err
@@ -199,6 +203,15 @@ func (b *bench) restart(ctx context.Context, s *scenario) error {
 	s.goal(idle.since.Sub(killed) < 30*time.Second)
 	s.add("member writes during restart", float64(writes), "count", "= 0")
 	s.check(writes == 0)
+	statusAfter, err := b.deploymentStatuses(ctx)
+	if err != nil {
+		return err
+	}
+	changed, examples := statusChanges(statusBefore, statusAfter, 3)
+	s.details["hostStatusesChangedByRestart"] = changed
+	for _, e := range examples {
+		s.note("restart: host Deployment status changed: %s", e)
+	}
 	hostWrites, hostTotal := writesSince(hostBefore, hostAfter)
 	s.add("host object and status writes during restart", float64(hostTotal), "count", "= 0")
 	s.goal(hostTotal == 0)
