@@ -164,7 +164,7 @@ func Start(ctx context.Context, name, hash string, cfg *rest.Config, opts Option
 	// keeps client-go from sharing the transport with another session.
 	dial := cfg.Dial
 	if dial == nil {
-		dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+		dial = (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext
 	}
 	conns := connrotation.NewDialer(dial)
 	cfg.Dial = conns.DialContext
