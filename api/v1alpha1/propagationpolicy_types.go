@@ -186,7 +186,30 @@ type Placement struct {
 	// federation or the policy's cluster names or selector exclude it.
 	// +optional
 	Sticky bool `json:"sticky,omitempty"`
+
+	// EmptyPlacement says what happens when an object that is placed on
+	// clusters no longer fits any cluster (no cluster passes the filters:
+	// a cluster-names typo, relabelled or tainted clusters, a webhook that
+	// rejects them all). Keep (the default) leaves the current placement
+	// and its copies in force and reports Scheduled=False/Unschedulable
+	// with the reasons; Allow lets the placement become empty, which
+	// deletes every member copy. The object annotation
+	// flotilla.io/empty-placement (keep or allow) chooses for one object.
+	// +kubebuilder:validation:Enum=Keep;Allow
+	// +optional
+	EmptyPlacement EmptyPlacement `json:"emptyPlacement,omitempty"`
 }
+
+// EmptyPlacement says whether a placed object may lose all its clusters.
+type EmptyPlacement string
+
+const (
+	// EmptyPlacementKeep keeps the current placement when no cluster fits.
+	EmptyPlacementKeep EmptyPlacement = "Keep"
+	// EmptyPlacementAllow lets the placement become empty (every copy is
+	// deleted).
+	EmptyPlacementAllow EmptyPlacement = "Allow"
+)
 
 // ClusterAffinity selects and ranks clusters by label.
 type ClusterAffinity struct {
@@ -327,8 +350,11 @@ type Failover struct {
 	// GracefulEvictionSeconds is how long the copy in a cluster the object
 	// left (evicted by a NoExecute taint, drained, or moved by the
 	// scheduler) is kept while its replacement replicas become Ready in the
-	// other clusters. The copy is deleted as soon as they are Ready, or
-	// when this time has passed. 0 deletes it at once. Default 600.
+	// other clusters. The copy is deleted as soon as they are Ready or,
+	// once this time has passed, as soon as at least one of them is Ready.
+	// 0 deletes it as soon as a placed cluster holds a copy. A copy is
+	// never deleted while no other cluster holds the object (only `flotilla
+	// drain --force` does that). Default 600.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=86400
 	// +optional

@@ -26,6 +26,10 @@ const (
 	// TaintDraining (NoExecute) is put by `flotilla drain`: objects that do
 	// not tolerate it move to other members, gracefully.
 	TaintDraining = "flotilla.io/draining"
+	// DrainForce is the value of TaintDraining put by `flotilla drain
+	// --force`: the member's copies go even when no other cluster can take
+	// them (the last copy of a workload included).
+	DrainForce = "force"
 )
 
 // Labels and annotations.
@@ -80,6 +84,15 @@ const (
 	// AnnotationMaxClusters, on a propagated object, lowers its policy's
 	// maxClusters (never raises it).
 	AnnotationMaxClusters = "flotilla.io/max-clusters"
+	// AnnotationEmptyPlacement, on a propagated object, overrides its
+	// policy's placement.emptyPlacement: "allow" lets the object lose all
+	// its clusters (its copies are deleted), "keep" keeps them.
+	AnnotationEmptyPlacement = "flotilla.io/empty-placement"
+	// AnnotationDeletionProtection: "true" on any host object (a template,
+	// a namespace) makes the host apiserver refuse its deletion (the
+	// ValidatingAdmissionPolicy flotilla.io-deletion-protection), so that
+	// a mistaken delete cannot remove a workload from every cluster.
+	AnnotationDeletionProtection = "flotilla.io/deletion-protection"
 	// FinalizerPropagation, on host objects Flotilla propagates, holds
 	// their deletion until the member copies are gone.
 	FinalizerPropagation = "flotilla.io/propagation"

@@ -206,6 +206,14 @@ func isManaged(obj *unstructured.Unstructured) bool {
 	if obj.GetLabels()[v1alpha1.LabelManaged] == "true" {
 		return true
 	}
+	return Written(obj)
+}
+
+// Written reports whether Flotilla's field manager applied fields of a
+// member object: a copy Flotilla wrote, as opposed to an object that only
+// carries the managed label (a manifest copied from another member, say).
+// Only such copies are looked for in clusters the status does not list.
+func Written(obj *unstructured.Unstructured) bool {
 	for _, f := range obj.GetManagedFields() {
 		if f.Manager == FieldManager && f.Operation == metav1.ManagedFieldsOperationApply {
 			return true

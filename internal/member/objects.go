@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/dispatch"
 )
 
 // ObjectEvent says that a managed object in a member was added, changed or
@@ -218,11 +219,17 @@ func statusOnly(old, obj *unstructured.Unstructured) bool {
 		equality.Semantic.DeepEqual(old.GetAnnotations(), obj.GetAnnotations())
 }
 
-// trimManagedFields drops managed fields, which the controllers never read
-// and which are a large part of every object.
+// trimManagedFields drops managed fields, which are a large part of every
+// object, except the name of Flotilla's own apply entry (without its
+// fields): it tells a copy Flotilla wrote from an object that only carries
+// the managed label (dispatch.Written).
 func trimManagedFields(obj any) (any, error) {
 	if u, ok := obj.(*unstructured.Unstructured); ok {
-		u.SetManagedFields(nil)
+		var kept []metav1.ManagedFieldsEntry
+		if dispatch.Written(u) {
+			kept = []metav1.ManagedFieldsEntry{{Manager: dispatch.FieldManager, Operation: metav1.ManagedFieldsOperationApply}}
+		}
+		u.SetManagedFields(kept)
 	}
 	return obj, nil
 }

@@ -63,12 +63,31 @@ func Narrow(p *v1alpha1.Placement, annotations map[string]string) *v1alpha1.Plac
 		slices.Sort(names)
 		out.ClusterNames = slices.Compact(names)
 	}
+	if _, ok := annotations[v1alpha1.AnnotationEmptyPlacement]; ok {
+		out.EmptyPlacement = EmptyPlacement(p, annotations)
+	}
 	if v, ok := annotations[v1alpha1.AnnotationMaxClusters]; ok {
 		if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32); err == nil && n >= 1 && (p.MaxClusters == nil || int32(n) < *p.MaxClusters) {
 			out.MaxClusters = ptr.To(int32(n))
 		}
 	}
 	return out
+}
+
+// EmptyPlacement is what an object's placement does when no cluster fits:
+// the annotation flotilla.io/empty-placement (allow or keep, any case)
+// when set to one of those, else the policy's field, else Keep.
+func EmptyPlacement(p *v1alpha1.Placement, annotations map[string]string) v1alpha1.EmptyPlacement {
+	switch strings.ToLower(strings.TrimSpace(annotations[v1alpha1.AnnotationEmptyPlacement])) {
+	case "allow":
+		return v1alpha1.EmptyPlacementAllow
+	case "keep":
+		return v1alpha1.EmptyPlacementKeep
+	}
+	if p != nil && p.EmptyPlacement == v1alpha1.EmptyPlacementAllow {
+		return v1alpha1.EmptyPlacementAllow
+	}
+	return v1alpha1.EmptyPlacementKeep
 }
 
 // Requests returns one replica's resource requests from an object's pod
@@ -92,4 +111,15 @@ func Requests(tmpl *unstructured.Unstructured) corev1.ResourceList {
 		return nil
 	}
 	return reqs
+}
+
+// ForceDrained reports whether a cluster was drained with `flotilla drain
+// --force`: its copies may go even when no other cluster takes them.
+func ForceDrained(mc *v1alpha1.MemberCluster) bool {
+	for _, t := range mc.Spec.Taints {
+		if t.Key == v1alpha1.TaintDraining && t.Effect == corev1.TaintEffectNoExecute && t.Value == v1alpha1.DrainForce {
+			return true
+		}
+	}
+	return false
 }

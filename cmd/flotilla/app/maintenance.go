@@ -40,6 +40,10 @@ type MaintenanceOptions struct {
 	Wait bool
 	// Timeout bounds drain's wait.
 	Timeout time.Duration
+	// Force lets drain delete copies that no other cluster takes (the
+	// last copy of a workload included) and drain the last cluster that
+	// can take objects.
+	Force bool
 
 	action  maintenanceAction
 	host    hostFlags
@@ -93,6 +97,16 @@ replicas are Ready in the other clusters, or until the policy's
 failover.gracefulEvictionSeconds (default 600) have passed, and is deleted
 then.
 
+Drain never strands a workload: an object that no other cluster can take
+keeps running on CLUSTER (Flotilla never deletes the last copy of an object),
+and drain refuses to start when no other member is Ready and free of
+NoSchedule/NoExecute taints. While waiting, it stops with an error naming
+the objects that have nowhere to go once only those are left.
+
+--force drains anyway: it lists the objects that run only on CLUSTER, which
+will be deleted from it even if no other cluster takes them, and marks the
+taint flotilla.io/draining=force so that their copies go.
+
 Drain then waits, up to --timeout, until no FederatedObject is placed on
 CLUSTER or still has a copy there, printing the count as it changes.
 Objects whose policy tolerates flotilla.io/draining (placement.tolerations)
@@ -101,7 +115,8 @@ stay, so the wait can time out; the taints stay either way. With
 taints.`,
 		Example: `  flotilla drain prod-east-1
   flotilla drain prod-east-1 --timeout 30m
-  flotilla drain edge-7 --wait=false`,
+  flotilla drain edge-7 --wait=false
+  flotilla drain last-one --force   # deletes what nothing else can run`,
 	})
 }
 
@@ -124,6 +139,7 @@ func newMaintenanceCmd(streams Streams, action maintenanceAction, cmd *cobra.Com
 	if action == actionDrain {
 		fs.BoolVar(&o.Wait, "wait", o.Wait, "wait until no object is left on the cluster")
 		fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "how long to wait for the objects to leave the cluster")
+		fs.BoolVar(&o.Force, "force", o.Force, "delete the cluster's copies even when no other cluster takes them (the last copy of a workload included)")
 	}
 	return cmd
 }
@@ -156,6 +172,9 @@ func (o *MaintenanceOptions) Run(ctx context.Context) error {
 	now := metav1.NewTime(time.Now().Truncate(time.Second))
 	cordon := corev1.Taint{Key: v1alpha1.TaintUnschedulable, Effect: corev1.TaintEffectNoSchedule, TimeAdded: &now}
 	draining := corev1.Taint{Key: v1alpha1.TaintDraining, Effect: corev1.TaintEffectNoExecute, TimeAdded: &now}
+	if o.Force {
+		draining.Value = v1alpha1.DrainForce
+	}
 	var edit func([]corev1.Taint) ([]corev1.Taint, bool)
 	var done, already string
 	switch o.action {
@@ -168,12 +187,18 @@ func (o *MaintenanceOptions) Run(ctx context.Context) error {
 		}
 		done, already = "uncordoned", "already uncordoned"
 	case actionDrain:
+		if err := o.checkDrain(ctx); err != nil {
+			return err
+		}
 		edit = func(t []corev1.Taint) ([]corev1.Taint, bool) {
 			t, c1 := withTaint(t, cordon)
 			t, c2 := withTaint(t, draining)
 			return t, c1 || c2
 		}
 		done, already = "draining", "already draining"
+		if o.Force {
+			done, already = "draining (forced)", "already draining (forced)"
+		}
 	default:
 		return fmt.Errorf("unknown action %q", o.action)
 	}
@@ -223,7 +248,7 @@ func (o *MaintenanceOptions) updateTaints(ctx context.Context, edit func([]corev
 func (o *MaintenanceOptions) waitDrained(ctx context.Context) error {
 	var remaining []remainingObject
 	listed := false
-	last := -1
+	last, strandedPolls := -1, 0
 	err := wait.PollUntilContextTimeout(ctx, time.Second, o.Timeout, true, func(ctx context.Context) (bool, error) {
 		var list v1alpha1.FederatedObjectList
 		if err := o.client.List(ctx, &list); err != nil {
@@ -239,6 +264,17 @@ func (o *MaintenanceOptions) waitDrained(ctx context.Context) error {
 			fmt.Fprintf(o.streams.Out, "evicting %d objects from %s\n", n, o.Cluster)
 		}
 		last = len(remaining)
+		if !o.Force && last > 0 {
+			// Only objects with nowhere to go left, twice in a row (the
+			// scheduler has seen the taints): they stay, say so.
+			if s := stranded(list.Items, o.Cluster); len(s) == last {
+				if strandedPolls++; strandedPolls >= 2 {
+					return false, strandedError(o.Cluster, s)
+				}
+			} else {
+				strandedPolls = 0
+			}
+		}
 		return last == 0, nil
 	})
 	switch {
@@ -272,9 +308,15 @@ func drainTimeoutError(cluster string, timeout time.Duration, remaining []remain
 // as is (keeping its value and timeAdded), with false. taints is never
 // modified.
 func withTaint(taints []corev1.Taint, t corev1.Taint) ([]corev1.Taint, bool) {
-	for _, have := range taints {
+	for i, have := range taints {
 		if have.Key == t.Key && have.Effect == t.Effect {
-			return taints, false
+			if have.Value == t.Value || t.Value == "" {
+				return taints, false
+			}
+			// A drain --force over a plain drain: the value changes.
+			out := slices.Clone(taints)
+			out[i].Value = t.Value
+			return out, true
 		}
 	}
 	return append(slices.Clone(taints), t), true
@@ -334,11 +376,6 @@ func remainingObjects(objs []v1alpha1.FederatedObject, cluster string) []remaini
 			out = append(out, r)
 		}
 	}
-	slices.SortFunc(out, func(a, b remainingObject) int {
-		if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Name, b.Name)
-	})
+	sortRemaining(out)
 	return out
 }

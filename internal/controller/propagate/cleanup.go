@@ -81,7 +81,7 @@ func (r *Reconciler) deleteCopies(ctx context.Context, fo *v1alpha1.FederatedObj
 	if kind, ok := r.Templates.Lookup(templates.KeyOfReference(fo.Spec.Template).GroupKind()); ok {
 		for _, name := range r.Pool.Names() { // copies the status never recorded
 			if sess := r.Pool.Get(name); sess != nil && !slices.Contains(clusters, name) {
-				if _, found := sess.PeekManagedObject(kind.GVR, fo.Spec.Template.Namespace, fo.Spec.Template.Name); found {
+				if obj, found := sess.PeekManagedObject(kind.GVR, fo.Spec.Template.Namespace, fo.Spec.Template.Name); found && dispatch.Written(obj) {
 					clusters = append(clusters, name)
 				}
 			}

@@ -16,29 +16,53 @@ import (
 // Graceful eviction: when a cluster leaves a workload's placement (a
 // NoExecute taint, a drain, a move by the scheduler), its copy keeps
 // running until the replicas that replace it are Ready in the clusters
-// still placed, or until the policy's graceful eviction period has passed.
-// Only then is it deleted (when the cluster answers). The copy is not
-// counted in the host object's status meanwhile.
+// still placed or, once the policy's graceful eviction period has passed,
+// until at least one of them is. Only then is it deleted (when the cluster
+// answers). The copy is not counted in the host object's status meanwhile.
+// A copy is never deleted while nothing replaces it: no cluster is placed
+// (unless the object may lose every cluster), no placed cluster holds a
+// copy yet, or, for a workload whose readiness Flotilla reads, none of the
+// replacement replicas is Ready. Only a cluster drained with --force lets
+// its copies go regardless.
+
+// replacements is what the clusters still placed offer in place of a copy
+// that left.
+type replacements struct {
+	// placed is the number of clusters in the placement; applied, those
+	// whose copy is written (status OK).
+	placed, applied int
+	// measurable is true for kinds whose readiness Flotilla reads; want is
+	// the replicas the placed clusters are meant to run, ready how many of
+	// those are Ready.
+	measurable  bool
+	ready, want int64
+}
 
 // replacements counts the replicas the placed clusters are meant to run
-// and how many of those are Ready, from the member caches. measurable is
-// false for kinds whose readiness Flotilla cannot read: their copies are
-// deleted at once.
-func (r *Reconciler) replacements(fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured, env *environment) (ready, want int64, measurable bool) {
+// and how many of those are Ready, from the member caches, and the placed
+// clusters that hold a copy (from this pass's results).
+func (r *Reconciler) replacements(fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured, env *environment, placed []result) replacements {
+	rep := replacements{placed: len(fo.Spec.Placement)}
+	for _, res := range placed {
+		if res.status.Reason == v1alpha1.PropagationOK {
+			rep.applied++
+		}
+	}
 	total, ok := workload.Replicas(tmpl)
 	if !ok || !workload.Migratable(tmpl) {
-		return 0, 0, false
+		return rep
 	}
 	kind, ok := r.Templates.Lookup(templates.KeyOf(tmpl).GroupKind())
 	if !ok {
-		return 0, 0, false
+		return rep
 	}
+	rep.measurable = true
 	for _, p := range fo.Spec.Placement {
 		n := int64(total)
 		if p.Replicas != nil {
 			n = int64(*p.Replicas)
 		}
-		want += n
+		rep.want += n
 		sess, _ := r.session(env.clusters[p.Cluster], p.Cluster)
 		if sess == nil {
 			continue
@@ -48,36 +72,65 @@ func (r *Reconciler) replacements(fo *v1alpha1.FederatedObject, tmpl *unstructur
 			continue
 		}
 		if got, ok := workload.ReadyReplicas(live); ok {
-			ready += min(int64(got), n)
+			rep.ready += min(int64(got), n)
 		}
 	}
-	return ready, want, true
+	return rep
 }
 
 // eviction is what to do with the copy in a cluster that left.
 type eviction struct {
-	// keep: wait for the replacements (until deadline).
+	// keep: wait for the replacements (until deadline, when the decision
+	// is taken again).
 	keep     bool
 	deadline time.Time
+	// blocked: the copy stays because nothing replaces it.
+	blocked bool
 	// replaced: the replacements are Ready (else the period ran out, or
 	// there was nothing to wait for).
 	replaced bool
 	message  string
 }
 
-// decideEviction decides whether a copy that left the placement at leftAt
-// may go, given the graceful period and the replacements' readiness.
-func decideEviction(now, leftAt time.Time, period time.Duration, ready, want int64, measurable bool) eviction {
-	deadline := leftAt.Add(period)
-	switch {
-	case !measurable || period <= 0:
-		return eviction{}
-	case ready >= want:
-		return eviction{replaced: true, message: fmt.Sprintf("the %d replacement replicas are Ready", want)}
-	case !now.Before(deadline):
-		return eviction{message: fmt.Sprintf("the graceful eviction period (%s) passed with %d/%d replacement replicas Ready", period, ready, want)}
+// evictionInput is what decideEviction decides from.
+type evictionInput struct {
+	now, leftAt time.Time
+	// period is the policy's graceful eviction period.
+	period time.Duration
+	rep    replacements
+	// allowEmpty: the object may lose every cluster (emptyPlacement:
+	// Allow, or a follower whose workloads left).
+	allowEmpty bool
+	// forced: the cluster was drained with --force.
+	forced bool
+}
+
+// decideEviction decides whether a copy that left the placement may go.
+func decideEviction(in evictionInput) eviction {
+	rep := in.rep
+	blocked := func(why string) eviction {
+		return eviction{keep: true, blocked: true, deadline: in.now.Add(evictionRecheck), message: why}
 	}
-	return eviction{keep: true, deadline: deadline, message: fmt.Sprintf("the cluster left the placement; its copy keeps running, not counted, until the replacement replicas are Ready in the other clusters, at most until %s", deadline.UTC().Format(time.RFC3339))}
+	deadline := in.leftAt.Add(in.period)
+	switch {
+	case in.forced:
+		return eviction{message: "the cluster was drained with --force"}
+	case rep.placed == 0 && in.allowEmpty:
+		return eviction{message: "the object is placed on no cluster"}
+	case rep.placed == 0:
+		return blocked(fmt.Sprintf("no cluster is placed: the copy keeps running, since Flotilla never deletes the last copy of an object (set placement.emptyPlacement: Allow or the annotation %s: allow to let it go)", v1alpha1.AnnotationEmptyPlacement))
+	case rep.applied == 0:
+		return blocked(fmt.Sprintf("none of the %d placed clusters holds a copy yet: the copy keeps running, not counted, until one does", rep.placed))
+	case !rep.measurable || in.period <= 0:
+		return eviction{message: fmt.Sprintf("%d/%d placed clusters hold a copy", rep.applied, rep.placed)}
+	case rep.ready >= rep.want:
+		return eviction{replaced: true, message: fmt.Sprintf("the %d replacement replicas are Ready", rep.want)}
+	case !in.now.Before(deadline) && rep.ready > 0:
+		return eviction{message: fmt.Sprintf("the graceful eviction period (%s) passed with %d/%d replacement replicas Ready", in.period, rep.ready, rep.want)}
+	case !in.now.Before(deadline):
+		return blocked(fmt.Sprintf("the graceful eviction period (%s) passed but none of the %d replacement replicas is Ready: the copy keeps running, not counted, until one is", in.period, rep.want))
+	}
+	return eviction{keep: true, deadline: deadline, message: fmt.Sprintf("the cluster left the placement; its copy keeps running, not counted, until the replacement replicas are Ready in the other clusters (%d/%d now), at most until %s", rep.ready, rep.want, deadline.UTC().Format(time.RFC3339))}
 }
 
 // gracefulPeriod is the policy's graceful eviction period.

@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/dispatch"
 	"github.com/flotilla-io/flotilla/internal/templates"
 )
 
@@ -34,7 +35,10 @@ func (r *Reconciler) leftClusters(fo *v1alpha1.FederatedObject, tmpl *unstructur
 		if sess == nil {
 			continue
 		}
-		if _, found := sess.PeekManagedObject(kind.GVR, tmpl.GetNamespace(), tmpl.GetName()); found {
+		// Only a copy Flotilla wrote: an object that merely carries the
+		// managed label in a cluster the object was never placed on is not
+		// ours to delete.
+		if obj, found := sess.PeekManagedObject(kind.GVR, tmpl.GetNamespace(), tmpl.GetName()); found && dispatch.Written(obj) {
 			out = append(out, v1alpha1.ClusterPropagationStatus{Cluster: name, Reason: v1alpha1.PropagationDeleting})
 		}
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/controller/recent"
 	"github.com/flotilla-io/flotilla/internal/controller/trigger"
 	"github.com/flotilla-io/flotilla/internal/member"
+	"github.com/flotilla-io/flotilla/internal/scheduler"
 	"github.com/flotilla-io/flotilla/internal/templates"
 )
 
@@ -200,6 +201,10 @@ type environment struct {
 	// graceful is how long a copy that left waits for its replacements
 	// (0 for followers: they follow their workloads' copies).
 	graceful time.Duration
+	// allowEmpty: the object may lose every cluster (the policy's or the
+	// object's emptyPlacement is Allow; always for followers, whose
+	// placement follows their workloads' copies).
+	allowEmpty bool
 }
 
 func (r *Reconciler) environment(ctx context.Context, fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured) (*environment, error) {
@@ -233,6 +238,11 @@ func (r *Reconciler) environment(ctx context.Context, fo *v1alpha1.FederatedObje
 		}
 		env.adopt = env.adopt || (spec != nil && spec.ConflictResolution == v1alpha1.ConflictAdopt)
 		env.graceful = gracefulPeriod(spec)
+		if spec != nil {
+			env.allowEmpty = scheduler.EmptyPlacement(&spec.Placement, tmpl.GetAnnotations()) == v1alpha1.EmptyPlacementAllow
+		}
+	} else {
+		env.allowEmpty = true
 	}
 	return env, nil
 }
@@ -248,8 +258,10 @@ type result struct {
 	keepUntil time.Time
 }
 
-// syncAll brings every placed cluster's copy up to date and deletes the
-// copies of clusters that left the placement, all clusters in parallel.
+// syncAll brings every placed cluster's copy up to date, all clusters in
+// parallel, and then decides about the copies of clusters that left the
+// placement (deleted in parallel): make before break, a copy that left is
+// weighed against this pass's results of the clusters still placed.
 func (r *Reconciler) syncAll(fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured, env *environment) []result {
 	key := types.NamespacedName{Namespace: fo.Namespace, Name: fo.Name}
 	prev := map[string]v1alpha1.ClusterPropagationStatus{}
@@ -262,27 +274,34 @@ func (r *Reconciler) syncAll(fo *v1alpha1.FederatedObject, tmpl *unstructured.Un
 		placed[p.Cluster] = true
 		jobs = append(jobs, func() result { return r.syncCluster(key, tmpl, p, env, prev[p.Cluster]) })
 	}
-	left := r.leftClusters(fo, tmpl, placed)
-	var ready, want int64
-	measurable := false
-	if len(left) > 0 {
-		ready, want, measurable = r.replacements(fo, tmpl, env)
-	}
-	now := time.Now()
-	for _, c := range left {
-		if c.LeftAt == nil {
-			c.LeftAt = &metav1.Time{Time: now}
+	results := runAll(jobs)
+	if left := r.leftClusters(fo, tmpl, placed); len(left) > 0 {
+		rep := r.replacements(fo, tmpl, env, results)
+		now := time.Now()
+		jobs = jobs[:0]
+		for _, c := range left {
+			if c.LeftAt == nil {
+				c.LeftAt = &metav1.Time{Time: now}
+			}
+			mc := env.clusters[c.Cluster]
+			ev := decideEviction(evictionInput{now: now, leftAt: c.LeftAt.Time, period: env.graceful, rep: rep,
+				allowEmpty: env.allowEmpty, forced: mc != nil && scheduler.ForceDrained(mc)})
+			jobs = append(jobs, func() result { return r.evict(fo, mc, c, ev) })
 		}
-		ev := decideEviction(now, c.LeftAt.Time, env.graceful, ready, want, measurable)
-		jobs = append(jobs, func() result { return r.evict(fo, env.clusters[c.Cluster], c, ev) })
+		results = append(results, runAll(jobs)...)
 	}
+	slices.SortFunc(results, func(a, b result) int { return strings.Compare(a.status.Cluster, b.status.Cluster) })
+	return results
+}
+
+// runAll runs jobs in parallel and returns their results in order.
+func runAll(jobs []func() result) []result {
 	results := make([]result, len(jobs))
 	var wg sync.WaitGroup
 	for i, job := range jobs {
 		wg.Go(func() { results[i] = job() })
 	}
 	wg.Wait()
-	slices.SortFunc(results, func(a, b result) int { return strings.Compare(a.status.Cluster, b.status.Cluster) })
 	return results
 }
 

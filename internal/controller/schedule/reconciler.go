@@ -161,16 +161,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, fmt.Errorf("schedule %s: %w", req, err)
 	}
-	reason := "Scheduled"
+	reason, message := "Scheduled", res.Message
 	switch {
-	case len(res.Placement) > 0 || res.Feasible == 0:
-		// A placement, or nothing may hold the object any more (no cluster
-		// passes the filters): the copies follow.
+	case len(res.Placement) > 0:
 		if err := r.place(ctx, fo, res.Placement, res.Message); err != nil {
 			return r.result(err)
 		}
-		if len(res.Placement) == 0 {
-			reason = "Unschedulable"
+	case res.Feasible == 0:
+		// No cluster passes the filters: keep the placement in force unless
+		// the object may lose every cluster.
+		reason = "Unschedulable"
+		placement, note := noFit(fo.Spec.Placement, candidates, u.Placement.EmptyPlacement)
+		if note != "" {
+			message += "; " + note
+		}
+		if err := r.place(ctx, fo, placement, message); err != nil {
+			return r.result(err)
 		}
 	default:
 		// Clusters pass the filters but no choice or replica plan satisfies
@@ -178,7 +184,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// rather than remove the object everywhere.
 		reason = "Unschedulable"
 	}
-	if err := r.setStatus(ctx, fo, scheduledCondition(fo, reason == "Scheduled", reason, res.Message), basis); err != nil {
+	if err := r.setStatus(ctx, fo, scheduledCondition(fo, reason == "Scheduled", reason, message), basis); err != nil {
 		return r.result(err)
 	}
 	if reason == "Unschedulable" && (next.RequeueAfter == 0 || next.RequeueAfter > unschedulableRetry) {

@@ -1,0 +1,47 @@
+package propagate
+
+import (
+	"testing"
+	"time"
+)
+
+func TestDecideEviction(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	recent, old := now.Add(-time.Minute), now.Add(-time.Hour)
+	period := 10 * time.Minute
+	tests := []struct {
+		name         string
+		in           evictionInput
+		keep, gone   bool
+		replaced     bool
+		blockedState bool
+	}{
+		// The bug: "0 of 0 replacements ready" counted as done.
+		{name: "empty placement keeps the last copy", in: evictionInput{leftAt: old, period: period, rep: replacements{measurable: true}}, keep: true, blockedState: true},
+		{name: "empty placement allowed", in: evictionInput{leftAt: old, period: period, allowEmpty: true, rep: replacements{measurable: true}}, gone: true},
+		{name: "forced drain deletes without replacement", in: evictionInput{leftAt: recent, period: period, forced: true}, gone: true},
+		{name: "no placed copy yet (unmeasurable kind)", in: evictionInput{leftAt: old, period: period, rep: replacements{placed: 2}}, keep: true, blockedState: true},
+		{name: "unmeasurable kind with a placed copy", in: evictionInput{leftAt: recent, period: period, rep: replacements{placed: 2, applied: 1}}, gone: true},
+		{name: "replacements ready", in: evictionInput{leftAt: recent, period: period, rep: replacements{placed: 1, applied: 1, measurable: true, ready: 3, want: 3}}, gone: true, replaced: true},
+		{name: "waiting within the period", in: evictionInput{leftAt: recent, period: period, rep: replacements{placed: 1, applied: 1, measurable: true, ready: 1, want: 3}}, keep: true},
+		{name: "period passed with some ready", in: evictionInput{leftAt: old, period: period, rep: replacements{placed: 1, applied: 1, measurable: true, ready: 1, want: 3}}, gone: true},
+		{name: "period passed with none ready", in: evictionInput{leftAt: old, period: period, rep: replacements{placed: 1, applied: 1, measurable: true, want: 3}}, keep: true, blockedState: true},
+		{name: "zero period needs a placed copy", in: evictionInput{leftAt: recent, rep: replacements{placed: 1, measurable: true, want: 3}}, keep: true, blockedState: true},
+		{name: "zero period with a placed copy", in: evictionInput{leftAt: recent, rep: replacements{placed: 1, applied: 1, measurable: true, want: 3}}, gone: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.in.now = now
+			got := decideEviction(tc.in)
+			if got.keep != tc.keep || got.keep == tc.gone || got.replaced != tc.replaced || got.blocked != tc.blockedState {
+				t.Errorf("decideEviction = %+v, want keep=%v replaced=%v blocked=%v", got, tc.keep, tc.replaced, tc.blockedState)
+			}
+			if got.message == "" {
+				t.Error("no message")
+			}
+			if got.keep && !got.deadline.After(now) {
+				t.Errorf("a kept copy is looked at again at %s, not after now", got.deadline)
+			}
+		})
+	}
+}

@@ -1,0 +1,49 @@
+package schedule
+
+import (
+	"fmt"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/scheduler"
+)
+
+// noFit decides the placement of an object that no cluster fits any more
+// (no cluster passes the filters). A transient or mistaken input (a typo in
+// flotilla.io/cluster-names, relabelled or tainted clusters, a webhook
+// rejecting every cluster) must not delete a workload everywhere at once,
+// so the current placement stays in force unless the policy or the object
+// allows an empty placement. Only clusters that cannot hold the object any
+// more leave it: clusters drained with --force and clusters that are gone
+// or leaving the federation. note says what was done, for the Scheduled
+// condition.
+func noFit(current []v1alpha1.ClusterPlacement, clusters []*v1alpha1.MemberCluster, mode v1alpha1.EmptyPlacement) (placement []v1alpha1.ClusterPlacement, note string) {
+	if len(current) == 0 {
+		return nil, ""
+	}
+	if mode == v1alpha1.EmptyPlacementAllow {
+		return nil, "the placement is emptied (emptyPlacement: Allow)"
+	}
+	byName := make(map[string]*v1alpha1.MemberCluster, len(clusters))
+	for _, c := range clusters {
+		byName[c.Name] = c
+	}
+	var forced []string
+	for _, p := range current {
+		c := byName[p.Cluster]
+		switch {
+		case c == nil || !c.DeletionTimestamp.IsZero():
+			continue // gone: it holds nothing Flotilla can reach
+		case scheduler.ForceDrained(c):
+			forced = append(forced, p.Cluster)
+			continue
+		}
+		placement = append(placement, p)
+	}
+	switch {
+	case len(placement) == 0 && len(forced) > 0:
+		return nil, fmt.Sprintf("the placement is emptied: %v drained with --force", forced)
+	case len(placement) == 0:
+		return nil, "the placement is emptied: its clusters are gone"
+	}
+	return placement, fmt.Sprintf("keeping the current placement (%s) and its copies; set placement.emptyPlacement: Allow in the policy, or the annotation %s: allow on the object, to let it lose every cluster", describe(placement), v1alpha1.AnnotationEmptyPlacement)
+}
