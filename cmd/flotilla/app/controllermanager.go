@@ -88,7 +88,7 @@ Controllers: ` + strings.Join(manager.ControllerNames(), ", ") + `.`,
 	fs.BoolVar(&m.Failover.Disabled, "disable-cluster-failover", m.Failover.Disabled, "never taint members NoExecute: objects stay on members that are not Ready")
 	fs.DurationVar(&m.Failover.GracePeriod, "cluster-failover-grace-period", m.Failover.GracePeriod, "how long a member stays not Ready (tainted NoSchedule) before it is tainted NoExecute and objects that do not tolerate it move away")
 	fs.Float64Var(&m.Failover.DisruptionThreshold, "cluster-failover-disruption-threshold", m.Failover.DisruptionThreshold, "fraction of members not Ready above which nothing is evicted (the control plane's own connectivity is suspected)")
-	fs.BoolVar(&m.AllowInsecureMembers, "allow-insecure-members", m.AllowInsecureMembers, "FOR TESTS ONLY: connect to members whose apiEndpoint is plain http or whose tls.insecureSkipVerify is set, sending their credentials without transport security (reported by the InsecureTransport condition, a Warning event, a log line and the flotilla_member_cluster_insecure metric); by default such members are refused (Ready=False, reason InsecureEndpoint)")
+	fs.BoolVar(&m.AllowInsecureMembers, "allow-insecure-members", m.AllowInsecureMembers, "for tests only: connect to members with an http:// apiEndpoint or tls.insecureSkipVerify, reported loudly (InsecureTransport condition, Warning event, log line, flotilla_member_cluster_insecure metric); by default they are refused (Ready=False, reason InsecureEndpoint)")
 	fs.DurationVar(&m.GracefulShutdown, "graceful-shutdown-timeout", m.GracefulShutdown, "how long to wait for controllers to stop")
 	fs.IntVarP(&o.Verbosity, "v", "v", 0, "log verbosity")
 	return cmd
