@@ -26,7 +26,8 @@ const (
 // +kubebuilder:validation:XValidation:rule="(has(self.syncMode) && self.syncMode == 'Pull') || has(self.secretRef)",message="secretRef is required for syncMode Push: name the Secret holding the member's credentials"
 type MemberClusterSpec struct {
 	// APIEndpoint is the URL of the member's kube-apiserver, for example
-	// https://10.0.0.1:6443.
+	// https://10.0.0.1:6443. A plain http URL is refused by the
+	// controller-manager unless it runs with --allow-insecure-members.
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() in ['https', 'http'] && url(self).getHostname() != ''",message="apiEndpoint must be an absolute http(s) URL such as https://10.0.0.1:6443"
 	// +optional
@@ -36,7 +37,9 @@ type MemberClusterSpec struct {
 	// host, holding the credentials for the member: key "token" (a bearer
 	// token) or keys "tls.crt" and "tls.key" (a client certificate), and
 	// optionally "ca.crt" (the CA bundle that signs the member's serving
-	// certificate).
+	// certificate). The Secret must be bound to this MemberCluster: labelled
+	// flotilla.io/member-cluster=<this name> or owned by it (flotilla join
+	// does both); a Secret bound to another MemberCluster is refused.
 	// +optional
 	SecretRef *SecretReference `json:"secretRef,omitempty"`
 
@@ -77,7 +80,8 @@ type SecretReference struct {
 // TLSOptions tune the verification of a member's serving certificate.
 type TLSOptions struct {
 	// InsecureSkipVerify disables verification of the member's serving
-	// certificate. For tests only.
+	// certificate. For tests only: the controller-manager refuses such a
+	// member unless it runs with --allow-insecure-members.
 	// +optional
 	InsecureSkipVerify bool `json:"insecureSkipVerify,omitempty"`
 	// ServerName overrides the name the serving certificate is checked
@@ -125,7 +129,8 @@ type ResourceSummary struct {
 // MemberClusterStatus is what the control plane observes of a member.
 type MemberClusterStatus struct {
 	// Conditions: Ready (the member answers, is healthy and accepts the
-	// credentials) and Offline (the member cannot be contacted).
+	// credentials), Offline (the member cannot be contacted) and, only while
+	// the connection has no transport security, InsecureTransport.
 	// +listType=map
 	// +listMapKey=type
 	// +optional

@@ -8,6 +8,11 @@ const (
 	// ConditionOffline is True when the member's apiserver cannot be
 	// contacted at all.
 	ConditionOffline = "Offline"
+	// ConditionInsecureTransport is True while the control plane connects to
+	// the member without transport security (a plain http endpoint or
+	// tls.insecureSkipVerify), which only a controller-manager started with
+	// --allow-insecure-members does; it is absent otherwise.
+	ConditionInsecureTransport = "InsecureTransport"
 )
 
 // Taints Flotilla puts on MemberClusters. The cluster controller manages
@@ -41,9 +46,17 @@ const (
 	// AnnotationClusterName, next to AnnotationControlPlaneID, records the
 	// member's name in that control plane.
 	AnnotationClusterName = "flotilla.io/cluster-name"
+	// AnnotationCreated: "true" on the member's flotilla-system namespace
+	// when Flotilla (join or the cluster controller) created it, so that
+	// unjoin deletes the namespace; without it unjoin removes only what
+	// Flotilla added to a namespace that was there before.
+	AnnotationCreated = "flotilla.io/created"
 	// LabelManaged marks objects Flotilla created and manages.
 	LabelManaged = "flotilla.io/managed"
-	// LabelMemberCluster names the MemberCluster an object belongs to.
+	// LabelMemberCluster names the MemberCluster an object belongs to. On a
+	// credentials Secret it binds the Secret to that MemberCluster: the
+	// cluster controller uses a Secret only for the MemberCluster it is
+	// bound to (by this label or by an owner reference).
 	LabelMemberCluster = "flotilla.io/member-cluster"
 )
 

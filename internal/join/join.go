@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -89,10 +91,14 @@ func Join(ctx context.Context, o Options) error {
 		return err
 	}
 	fmt.Fprintf(o.Out, "Joining %s (%s) to control plane %s\n", o.Name, o.APIEndpoint, id)
-	if err := claimMember(ctx, memberCS, id, o); err != nil {
+	if u, err := url.Parse(o.APIEndpoint); err == nil && strings.EqualFold(u.Scheme, "http") {
+		fmt.Fprintf(o.Out, "warning: %s is plain http: the controller-manager refuses this member (reason InsecureEndpoint) unless it runs with --allow-insecure-members\n", o.APIEndpoint)
+	}
+	owner, err := claimMember(ctx, memberCS, id, o)
+	if err != nil {
 		return err
 	}
-	token, err := memberToken(ctx, memberCS, o)
+	token, err := memberToken(ctx, memberCS, owner, o)
 	if err != nil {
 		return err
 	}
@@ -174,9 +180,13 @@ func isResourceNotFound(err error) bool {
 }
 
 // claimMember records the ownership on the member's flotilla-system
-// namespace, refusing a member owned by another control plane or name, and
-// creates the ServiceAccount and its RBAC.
-func claimMember(ctx context.Context, cs kubernetes.Interface, id string, o Options) error {
+// namespace (creating it, marked as created by Flotilla, when missing),
+// refusing a member owned by another control plane or name, and creates the
+// ServiceAccount and its RBAC. It returns an owner reference to the
+// ClusterRole, which owns the ServiceAccount, its token and the binding, so
+// that deleting the ClusterRole lets the member's garbage collector remove
+// them all (unjoin of a namespace that was there before join).
+func claimMember(ctx context.Context, cs kubernetes.Interface, id string, o Options) (*metav1ac.OwnerReferenceApplyConfiguration, error) {
 	nsAPI := cs.CoreV1().Namespaces()
 	var ns *corev1.Namespace
 	err := poll.Until(ctx, o.Timeout, func(ctx context.Context) error {
@@ -194,71 +204,68 @@ func claimMember(ctx context.Context, cs kubernetes.Interface, id string, o Opti
 		return nil
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if ns != nil {
-		owner, name := ns.Annotations[v1alpha1.AnnotationControlPlaneID], ns.Annotations[v1alpha1.AnnotationClusterName]
-		switch {
-		case owner != "" && owner != id:
-			return fmt.Errorf("%w: the cluster is joined to another Flotilla control plane (%s=%s, as %q); unjoin it there first", ErrOwnedElsewhere, v1alpha1.AnnotationControlPlaneID, owner, name)
-		case owner == id && name != o.Name:
-			return fmt.Errorf("%w: the cluster is joined to this control plane as %q; unjoin %s first", ErrOwnedElsewhere, name, name)
-		}
-	}
+	claim := member.Claim{ControlPlaneID: id, Cluster: o.Name}
+	v := claim.Decide(ns)
 	// Create, or update at the resourceVersion read above, so that of two
 	// control planes claiming the member at once only one succeeds.
-	var applied *corev1.Namespace
-	if ns == nil {
-		applied, err = nsAPI.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-			Name: v1alpha1.SystemNamespace, Labels: managed(),
-			Annotations: map[string]string{v1alpha1.AnnotationControlPlaneID: id, v1alpha1.AnnotationClusterName: o.Name},
-		}}, metav1.CreateOptions{FieldManager: FieldManager})
-	} else {
-		ns = ns.DeepCopy()
-		if ns.Labels == nil {
-			ns.Labels = map[string]string{}
+	applied := ns
+	switch v.Action {
+	case member.ClaimRefused:
+		if v.SameControlPlane(claim) {
+			return nil, fmt.Errorf("%w: the cluster is joined to this control plane as %q; unjoin %s first", ErrOwnedElsewhere, v.OwnerName, v.OwnerName)
 		}
-		if ns.Annotations == nil {
-			ns.Annotations = map[string]string{}
-		}
-		ns.Labels[v1alpha1.LabelManaged] = "true"
-		ns.Annotations[v1alpha1.AnnotationControlPlaneID] = id
-		ns.Annotations[v1alpha1.AnnotationClusterName] = o.Name
-		applied, err = nsAPI.Update(ctx, ns, metav1.UpdateOptions{FieldManager: FieldManager})
+		return nil, fmt.Errorf("%w: the cluster is joined to another Flotilla control plane (%s=%s, as %q); unjoin it there first", ErrOwnedElsewhere, v1alpha1.AnnotationControlPlaneID, v.OwnerID, v.OwnerName)
+	case member.ClaimCreate:
+		applied, err = nsAPI.Create(ctx, claim.NewNamespace(), metav1.CreateOptions{FieldManager: FieldManager})
+	case member.ClaimAdd:
+		applied, err = nsAPI.Update(ctx, claim.Mark(ns), metav1.UpdateOptions{FieldManager: FieldManager})
 	}
 	if apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err) {
-		return fmt.Errorf("claim the member (namespace %s): changed by someone else meanwhile, try again: %w", v1alpha1.SystemNamespace, err)
+		return nil, fmt.Errorf("claim the member (namespace %s): changed by someone else meanwhile, try again: %w", v1alpha1.SystemNamespace, err)
 	}
 	if err != nil {
-		return fmt.Errorf("claim the member (namespace %s): %w", v1alpha1.SystemNamespace, err)
+		return nil, fmt.Errorf("claim the member (namespace %s): %w", v1alpha1.SystemNamespace, err)
 	}
 	opts := metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
-	// The RBAC objects belong to the namespace, so that deleting it (unjoin)
-	// lets the member's garbage collector remove them too.
-	owner := metav1ac.OwnerReference().WithAPIVersion("v1").WithKind("Namespace").WithName(applied.Name).WithUID(applied.UID)
-	if _, err := cs.CoreV1().ServiceAccounts(v1alpha1.SystemNamespace).Apply(ctx,
-		corev1ac.ServiceAccount(ServiceAccountName, v1alpha1.SystemNamespace).WithLabels(managed()), opts); err != nil {
-		return fmt.Errorf("create ServiceAccount in the member: %w", err)
-	}
-	if _, err := cs.RbacV1().ClusterRoles().Apply(ctx, rbacv1ac.ClusterRole(ClusterRoleName).WithLabels(managed()).WithOwnerReferences(owner).WithRules(
+	role := rbacv1ac.ClusterRole(ClusterRoleName).WithLabels(managed()).WithRules(
 		rbacv1ac.PolicyRule().WithAPIGroups("*").WithResources("*").WithVerbs("*"),
 		rbacv1ac.PolicyRule().WithNonResourceURLs("/readyz", "/livez", "/healthz", "/version", "/api", "/api/*", "/apis", "/apis/*").WithVerbs("get"),
-	), opts); err != nil {
-		return fmt.Errorf("create ClusterRole %s in the member: %w", ClusterRoleName, err)
+	)
+	if applied.Annotations[v1alpha1.AnnotationCreated] == "true" {
+		// The namespace is Flotilla's: deleting it (unjoin) lets the
+		// member's garbage collector remove the ClusterRole and, through
+		// it, the binding.
+		role.WithOwnerReferences(metav1ac.OwnerReference().WithAPIVersion("v1").WithKind("Namespace").WithName(applied.Name).WithUID(applied.UID))
+	}
+	cr, err := cs.RbacV1().ClusterRoles().Apply(ctx, role, opts)
+	if err != nil {
+		return nil, fmt.Errorf("create ClusterRole %s in the member: %w", ClusterRoleName, err)
+	}
+	owner := roleOwner(cr.Name, cr.UID)
+	if _, err := cs.CoreV1().ServiceAccounts(v1alpha1.SystemNamespace).Apply(ctx,
+		corev1ac.ServiceAccount(ServiceAccountName, v1alpha1.SystemNamespace).WithLabels(managed()).WithOwnerReferences(owner), opts); err != nil {
+		return nil, fmt.Errorf("create ServiceAccount in the member: %w", err)
 	}
 	if _, err := cs.RbacV1().ClusterRoleBindings().Apply(ctx, rbacv1ac.ClusterRoleBinding(ClusterRoleName).WithLabels(managed()).WithOwnerReferences(owner).
 		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup("rbac.authorization.k8s.io").WithKind("ClusterRole").WithName(ClusterRoleName)).
 		WithSubjects(rbacv1ac.Subject().WithKind("ServiceAccount").WithName(ServiceAccountName).WithNamespace(v1alpha1.SystemNamespace)), opts); err != nil {
-		return fmt.Errorf("create ClusterRoleBinding %s in the member: %w", ClusterRoleName, err)
+		return nil, fmt.Errorf("create ClusterRoleBinding %s in the member: %w", ClusterRoleName, err)
 	}
-	return nil
+	return owner, nil
+}
+
+// roleOwner is an owner reference to the ClusterRole join creates.
+func roleOwner(name string, uid types.UID) *metav1ac.OwnerReferenceApplyConfiguration {
+	return metav1ac.OwnerReference().WithAPIVersion("rbac.authorization.k8s.io/v1").WithKind("ClusterRole").WithName(name).WithUID(uid)
 }
 
 // memberToken creates the ServiceAccount's token Secret and waits for the
 // member's token controller to fill it.
-func memberToken(ctx context.Context, cs kubernetes.Interface, o Options) ([]byte, error) {
+func memberToken(ctx context.Context, cs kubernetes.Interface, owner *metav1ac.OwnerReferenceApplyConfiguration, o Options) ([]byte, error) {
 	secrets := cs.CoreV1().Secrets(v1alpha1.SystemNamespace)
-	_, err := secrets.Apply(ctx, corev1ac.Secret(TokenSecretName, v1alpha1.SystemNamespace).WithLabels(managed()).
+	_, err := secrets.Apply(ctx, corev1ac.Secret(TokenSecretName, v1alpha1.SystemNamespace).WithLabels(managed()).WithOwnerReferences(owner).
 		WithType(corev1.SecretTypeServiceAccountToken).
 		WithAnnotations(map[string]string{corev1.ServiceAccountNameKey: ServiceAccountName}),
 		metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
@@ -325,8 +332,9 @@ func applyMemberCluster(ctx context.Context, c client.Client, o Options) (*v1alp
 	return mc, nil
 }
 
-// applyCredentials writes the credentials Secret, owned by mc unless mc is
-// nil.
+// applyCredentials writes the credentials Secret, bound to the
+// MemberCluster by the label flotilla.io/member-cluster and, unless mc is
+// nil, owned by mc (the cluster controller accepts either binding).
 func applyCredentials(ctx context.Context, cs kubernetes.Interface, mc *v1alpha1.MemberCluster, token, ca []byte, o Options) error {
 	if _, err := cs.CoreV1().Namespaces().Apply(ctx, corev1ac.Namespace(o.CredentialsNamespace), metav1.ApplyOptions{FieldManager: FieldManager}); err != nil {
 		return fmt.Errorf("create namespace %s in the host: %w", o.CredentialsNamespace, err)

@@ -2,16 +2,20 @@ package join
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
@@ -39,9 +43,11 @@ type UnjoinOptions struct {
 	Out io.Writer
 }
 
-// Unjoin removes the member's namespace, ServiceAccount and RBAC (only if
-// the member is owned by this control plane) and then the MemberCluster and
-// its Secret from the host.
+// Unjoin removes what join created in the member (only if the member is
+// owned by this control plane): the namespace flotilla-system if join
+// created it, otherwise the claim on it and the ServiceAccount, token and
+// RBAC; and then the MemberCluster and, if join created it, its Secret from
+// the host.
 func Unjoin(ctx context.Context, o UnjoinOptions) error {
 	if o.CredentialsNamespace == "" {
 		o.CredentialsNamespace = v1alpha1.SystemNamespace
@@ -84,8 +90,9 @@ func Unjoin(ctx context.Context, o UnjoinOptions) error {
 }
 
 // deleteCredentials deletes the MemberCluster's Secret if join made it for
-// this MemberCluster (labelled with its name or owned by it); a Secret
-// shared with other MemberClusters stays.
+// this MemberCluster (owned by it, or written by join's field manager); a
+// Secret made by hand (even if labelled for the MemberCluster) or shared
+// stays.
 func deleteCredentials(ctx context.Context, cs kubernetes.Interface, mc *v1alpha1.MemberCluster, namespace string) error {
 	if mc.Spec.SecretRef == nil {
 		return nil
@@ -98,11 +105,7 @@ func deleteCredentials(ctx context.Context, cs kubernetes.Interface, mc *v1alpha
 	if err != nil {
 		return fmt.Errorf("read credentials Secret %s/%s: %w", namespace, mc.Spec.SecretRef.Name, err)
 	}
-	owned := secret.Labels[v1alpha1.LabelMemberCluster] == mc.Name
-	for _, ref := range secret.OwnerReferences {
-		owned = owned || ref.UID == mc.UID
-	}
-	if !owned {
+	if !madeByJoin(secret, mc) {
 		return nil
 	}
 	err = secrets.Delete(ctx, secret.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &secret.UID}})
@@ -112,21 +115,39 @@ func deleteCredentials(ctx context.Context, cs kubernetes.Interface, mc *v1alpha
 	return nil
 }
 
-// releaseMember deletes what join created in the member. Deleting the
-// namespace removes the ServiceAccount and, through the member's garbage
-// collector, the ClusterRole and binding; they are also deleted directly
-// when the credentials still allow it.
+// madeByJoin reports whether join wrote the credentials Secret for mc: it is
+// owned by mc, or it was applied by join's field manager and names no other
+// MemberCluster.
+func madeByJoin(secret *corev1.Secret, mc *v1alpha1.MemberCluster) bool {
+	for _, ref := range secret.OwnerReferences {
+		if ref.Kind == "MemberCluster" {
+			return ref.UID == mc.UID
+		}
+	}
+	if l, ok := secret.Labels[v1alpha1.LabelMemberCluster]; ok && l != mc.Name {
+		return false
+	}
+	for _, f := range secret.ManagedFields {
+		if f.Manager == FieldManager && f.Operation == metav1.ManagedFieldsOperationApply {
+			return true
+		}
+	}
+	return false
+}
+
+// releaseMember deletes what join created in the member. When join created
+// the namespace flotilla-system, deleting it removes the ServiceAccount and
+// token and, through the member's garbage collector, the ClusterRole and
+// binding (they are also deleted directly when the credentials still allow
+// it). A namespace that was there before join stays with everything else in
+// it: the claim is removed from it and the ClusterRole deleted last (the
+// garbage collector removes the ServiceAccount, token and binding it owns),
+// since each of these deletions ends the stored credentials' access.
 func releaseMember(ctx context.Context, hostCS kubernetes.Interface, mc *v1alpha1.MemberCluster, id string, o UnjoinOptions) error {
 	cfg := o.Member
 	if cfg == nil {
-		if mc.Spec.SecretRef == nil {
-			return fmt.Errorf("MemberCluster %s has no secretRef: pass the member's --kubeconfig", o.Name)
-		}
-		secret, err := hostCS.CoreV1().Secrets(o.CredentialsNamespace).Get(ctx, mc.Spec.SecretRef.Name, metav1.GetOptions{})
-		if err != nil {
-			return fmt.Errorf("read credentials of %s: %w", o.Name, err)
-		}
-		if cfg, err = member.RESTConfig(mc, secret); err != nil {
+		var err error
+		if cfg, err = storedConfig(ctx, hostCS, mc, o); err != nil {
 			return err
 		}
 	}
@@ -145,6 +166,10 @@ func releaseMember(ctx context.Context, hostCS kubernetes.Interface, mc *v1alpha
 		return fmt.Errorf("reach member %s: %w", o.Name, err)
 	case ns.Annotations[v1alpha1.AnnotationControlPlaneID] != id:
 		return fmt.Errorf("member %s is owned by another control plane (%s=%s); leaving it untouched", o.Name, v1alpha1.AnnotationControlPlaneID, ns.Annotations[v1alpha1.AnnotationControlPlaneID])
+	case ns.Annotations[v1alpha1.AnnotationClusterName] != o.Name:
+		return fmt.Errorf("member %s is owned by MemberCluster %q of this control plane (%s on its namespace %s), not by %s; leaving it untouched", o.Name, ns.Annotations[v1alpha1.AnnotationClusterName], v1alpha1.AnnotationClusterName, v1alpha1.SystemNamespace, o.Name)
+	case ns.Annotations[v1alpha1.AnnotationCreated] != "true":
+		return releaseKeepingNamespace(ctx, cs, ns, o)
 	}
 	if err := cs.CoreV1().Namespaces().Delete(ctx, v1alpha1.SystemNamespace, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete namespace %s in member %s: %w", v1alpha1.SystemNamespace, o.Name, err)
@@ -154,6 +179,85 @@ func releaseMember(ctx context.Context, hostCS kubernetes.Interface, mc *v1alpha
 	_ = cs.RbacV1().ClusterRoleBindings().Delete(ctx, ClusterRoleName, metav1.DeleteOptions{})
 	_ = cs.RbacV1().ClusterRoles().Delete(ctx, ClusterRoleName, metav1.DeleteOptions{})
 	fmt.Fprintf(o.Out, "Removed namespace %s, ServiceAccount and RBAC from member %s\n", v1alpha1.SystemNamespace, o.Name)
+	return nil
+}
+
+// storedConfig builds a client configuration for the member from the
+// credentials stored in the host, refusing a Secret not bound to mc and an
+// insecure endpoint (the MemberCluster may have been edited to send the
+// credentials elsewhere).
+func storedConfig(ctx context.Context, hostCS kubernetes.Interface, mc *v1alpha1.MemberCluster, o UnjoinOptions) (*rest.Config, error) {
+	if mc.Spec.SecretRef == nil {
+		return nil, fmt.Errorf("MemberCluster %s has no secretRef: pass the member's --kubeconfig", o.Name)
+	}
+	if insecure := member.Insecurities(mc); len(insecure) > 0 {
+		return nil, fmt.Errorf("not sending the stored credentials of %s over an insecure connection (%s): pass the member's --kubeconfig", o.Name, strings.Join(insecure, "; "))
+	}
+	secret, err := hostCS.CoreV1().Secrets(o.CredentialsNamespace).Get(ctx, mc.Spec.SecretRef.Name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("read credentials of %s: %w", o.Name, err)
+	}
+	if err := member.CheckBinding(mc, secret); err != nil {
+		return nil, fmt.Errorf("not using the stored credentials: %w; pass the member's --kubeconfig", err)
+	}
+	return member.RESTConfig(mc, secret)
+}
+
+// releaseKeepingNamespace undoes join in a namespace that was there before
+// it: removes the claim (annotations and label) from the namespace, makes
+// the ClusterRole the only owner of the ServiceAccount, its token and the
+// binding (members joined by earlier versions had them owned by the
+// namespace), then deletes the ClusterRole, so that the member's garbage
+// collector removes the rest. The ClusterRole goes last because its
+// deletion ends the access of the stored credentials.
+func releaseKeepingNamespace(ctx context.Context, cs kubernetes.Interface, ns *corev1.Namespace, o UnjoinOptions) error {
+	ns = ns.DeepCopy()
+	for _, k := range []string{v1alpha1.AnnotationControlPlaneID, v1alpha1.AnnotationClusterName} {
+		delete(ns.Annotations, k)
+	}
+	delete(ns.Labels, v1alpha1.LabelManaged)
+	if _, err := cs.CoreV1().Namespaces().Update(ctx, ns, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
+		return fmt.Errorf("remove the claim from namespace %s in member %s: %w", v1alpha1.SystemNamespace, o.Name, err)
+	}
+	role, err := cs.RbacV1().ClusterRoles().Get(ctx, ClusterRoleName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		fmt.Fprintf(o.Out, "Removed the claim from namespace %s in member %s (which existed before join and stays); no ClusterRole %s to remove\n", v1alpha1.SystemNamespace, o.Name, ClusterRoleName)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read ClusterRole %s in member %s: %w", ClusterRoleName, o.Name, err)
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"ownerReferences": []metav1.OwnerReference{{
+		APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: role.Name, UID: role.UID,
+	}}}})
+	if err != nil {
+		return err
+	}
+	for _, p := range []struct {
+		what string
+		do   func() error
+	}{
+		{"ServiceAccount " + ServiceAccountName, func() error {
+			_, err := cs.CoreV1().ServiceAccounts(v1alpha1.SystemNamespace).Patch(ctx, ServiceAccountName, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+			return err
+		}},
+		{"Secret " + TokenSecretName, func() error {
+			_, err := cs.CoreV1().Secrets(v1alpha1.SystemNamespace).Patch(ctx, TokenSecretName, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+			return err
+		}},
+		{"ClusterRoleBinding " + ClusterRoleName, func() error {
+			_, err := cs.RbacV1().ClusterRoleBindings().Patch(ctx, ClusterRoleName, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+			return err
+		}},
+	} {
+		if err := p.do(); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("hand %s in member %s to ClusterRole %s for deletion: %w", p.what, o.Name, ClusterRoleName, err)
+		}
+	}
+	if err := cs.RbacV1().ClusterRoles().Delete(ctx, ClusterRoleName, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &role.UID}, PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete ClusterRole %s in member %s: %w", ClusterRoleName, o.Name, err)
+	}
+	fmt.Fprintf(o.Out, "Removed the claim, ServiceAccount, token and RBAC from member %s (the member's garbage collector deletes what the ClusterRole owned); namespace %s existed before join and stays\n", o.Name, v1alpha1.SystemNamespace)
 	return nil
 }
 

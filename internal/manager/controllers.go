@@ -49,6 +49,7 @@ var Controllers = []Controller{
 			MaxConcurrentReconciles: opts.ConcurrentClusterSyncs,
 			Pool:                    shared.Pool,
 			Failover:                opts.Failover,
+			AllowInsecure:           opts.AllowInsecureMembers,
 		}
 		return r.SetupWithManager(mgr)
 	}},

@@ -68,6 +68,10 @@ type Options struct {
 	// Failover tunes cluster failover (NoExecute taints on members that
 	// stay not Ready).
 	Failover cluster.Failover
+	// AllowInsecureMembers lets the cluster controller reach members over
+	// plain http or without verifying their serving certificate (reported
+	// loudly); by default such members are refused.
+	AllowInsecureMembers bool
 	// ConcurrentClusterSyncs bounds parallel MemberCluster reconciles.
 	ConcurrentClusterSyncs int
 	// ConcurrentSyncs bounds parallel reconciles of the federate, schedule

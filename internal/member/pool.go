@@ -12,7 +12,9 @@ import (
 // Pool is the set of live member sessions, by MemberCluster name. The
 // cluster controller starts and stops sessions; the propagation controllers
 // look them up to reach members and subscribe to the events of the objects
-// they manage there.
+// they manage there. Get and Names show only usable sessions (whose claim
+// on their member is verified), so nothing reaches a member that is not
+// its MemberCluster's.
 type Pool struct {
 	mu       sync.Mutex
 	m        map[string]*Session
@@ -43,8 +45,19 @@ func (p *Pool) SubscribeUnschedulable(h UnschedulableHandler) {
 	p.pods = append(p.pods, h)
 }
 
-// Get returns the session of a member, or nil.
+// Get returns the usable session of a member, or nil.
 func (p *Pool) Get(name string) *Session {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if s := p.m[name]; s != nil && s.Usable() {
+		return s
+	}
+	return nil
+}
+
+// Current returns the session of a member whether or not it is usable yet,
+// or nil; for the cluster controller, which owns the sessions.
+func (p *Pool) Current(name string) *Session {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.m[name]
@@ -52,9 +65,9 @@ func (p *Pool) Get(name string) *Session {
 
 // Start replaces the session of name (stopping the old one) with a new one;
 // see the package function Start for the arguments.
-func (p *Pool) Start(ctx context.Context, name, hash string, cfg *rest.Config, opts Options, initial *Observation, notify func(context.Context)) (*Session, error) {
+func (p *Pool) Start(ctx context.Context, name, hash string, cfg *rest.Config, opts Options, initial *Observation, claim *Claim, notify func(context.Context)) (*Session, error) {
 	p.Stop(name)
-	sess, err := Start(ctx, name, hash, cfg, opts, initial, notify)
+	sess, err := Start(ctx, name, hash, cfg, opts, initial, claim, notify)
 	if err != nil {
 		return nil, err
 	}
@@ -103,19 +116,25 @@ func (p *Pool) Stop(name string) {
 func (p *Pool) StopAll() {
 	p.mu.Lock()
 	p.closed = true
+	names := make([]string, 0, len(p.m))
+	for name := range p.m {
+		names = append(names, name)
+	}
 	p.mu.Unlock()
-	for _, name := range p.Names() {
+	for _, name := range names {
 		p.Stop(name)
 	}
 }
 
-// Names returns the names of the members with a session, sorted.
+// Names returns the names of the members with a usable session, sorted.
 func (p *Pool) Names() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	out := make([]string, 0, len(p.m))
-	for name := range p.m {
-		out = append(out, name)
+	for name, s := range p.m {
+		if s.Usable() {
+			out = append(out, name)
+		}
 	}
 	sort.Strings(out)
 	return out

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -113,6 +114,12 @@ type Snapshot struct {
 // loop, periodic discovery, node and pod caches, and a cache of unbound
 // pods. notify is called (at most once per NotifyInterval, with a context
 // that ends when the session stops) whenever the snapshot changes.
+//
+// A session with a claim first makes sure the member is claimed by it (see
+// Claim): until then it is not usable (the Pool hides it from the
+// propagation controllers) and it neither discovers nor caches anything;
+// while the member belongs to someone else its health is NotReady with
+// reason ClaimedElsewhere.
 type Session struct {
 	// Name is the MemberCluster's name.
 	Name string
@@ -131,9 +138,14 @@ type Session struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	kick   chan struct{}
+	// claim is verified before the session is used (nil: nothing to verify).
+	claim *Claim
+	// usable is set once the claim is verified.
+	usable atomic.Bool
 	// Owned by the probe goroutine.
 	started          bool // inventory started
 	lastDiscoveryErr string
+	lastClaimErr     string
 
 	ctx      context.Context // ends when the session stops
 	objects  *objectCaches
@@ -153,8 +165,10 @@ type Session struct {
 
 // Start connects to a member and starts the session's goroutines; they log
 // with the logger in ctx. initial is the health an earlier run recorded (nil
-// if none), so that a restarted controller does not flip conditions.
-func Start(ctx context.Context, name, hash string, cfg *rest.Config, opts Options, initial *Observation, notify func(context.Context)) (*Session, error) {
+// if none), so that a restarted controller does not flip conditions. claim,
+// when not nil, is verified (and recorded in an unclaimed member) before the
+// session is usable.
+func Start(ctx context.Context, name, hash string, cfg *rest.Config, opts Options, initial *Observation, claim *Claim, notify func(context.Context)) (*Session, error) {
 	opts = opts.withDefaults()
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = opts.ClientQPS, opts.ClientBurst
@@ -195,7 +209,9 @@ func Start(ctx context.Context, name, hash string, cfg *rest.Config, opts Option
 		ctx: ctx, cancel: cancel, kick: make(chan struct{}, 1),
 		objects: objects, mapper: &throttledMapper{ResettableRESTMapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))},
 		damper: NewDamper(opts.FailureThreshold, opts.SuccessThreshold, initial),
+		claim:  claim,
 	}
+	s.usable.Store(claim == nil)
 	s.wg.Go(func() { s.notifyLoop(ctx) })
 	s.wg.Go(func() { s.probeLoop(ctx) })
 	return s, nil
@@ -213,6 +229,10 @@ func (s *Session) Stop() {
 // Client returns a client for the member.
 func (s *Session) Client() kubernetes.Interface { return s.client }
 
+// Usable reports whether the session may be used to reach the member: its
+// claim on the member is verified (or it has none to verify).
+func (s *Session) Usable() bool { return s.usable.Load() }
+
 // Snapshot returns what the session knows now.
 func (s *Session) Snapshot() Snapshot {
 	s.mu.Lock()
@@ -229,6 +249,11 @@ func (s *Session) probeLoop(ctx context.Context) {
 	var lastDiscovery time.Time
 	for {
 		o := Probe(ctx, s.client.CoreV1().RESTClient(), s.opts.ProbeTimeout, time.Now)
+		if o.Health == Healthy && !s.usable.Load() {
+			// The member answers: before anything else, make sure it is
+			// this MemberCluster's to use.
+			o = s.claimObservation(ctx, o)
+		}
 		if ctx.Err() != nil {
 			return
 		}

@@ -130,7 +130,11 @@ func TestMemberClusters(t *testing.T) {
 
 	t.Run("bad members get clear conditions and do not disturb the others", func(t *testing.T) {
 		m1, _ := f.st.Cluster("member-1")
-		token := func(s string) map[string][]byte { return map[string][]byte{"token": []byte(s)} }
+		m1cfg, err := localenv.RESTConfig(m1.Kubeconfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		token := func(s string) map[string][]byte { return map[string][]byte{"token": []byte(s), "ca.crt": m1cfg.CAData} }
 		for name, spec := range map[string]struct {
 			endpoint string
 			data     map[string][]byte
@@ -138,9 +142,11 @@ func TestMemberClusters(t *testing.T) {
 			"e2e-unreachable": {"https://127.0.0.1:1", token("x")},
 			"e2e-badtoken":    {m1.Server, token("wrong")},
 		} {
-			secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: v1alpha1.SystemNamespace}, Data: spec.data}
+			// Bound to its MemberCluster by the label, as hand-made Secrets must be.
+			secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: v1alpha1.SystemNamespace,
+				Labels: map[string]string{v1alpha1.LabelMemberCluster: name}}, Data: spec.data}
 			mc := &v1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: name},
-				Spec: v1alpha1.MemberClusterSpec{APIEndpoint: spec.endpoint, SecretRef: &v1alpha1.SecretReference{Name: name}, TLS: &v1alpha1.TLSOptions{InsecureSkipVerify: true}}}
+				Spec: v1alpha1.MemberClusterSpec{APIEndpoint: spec.endpoint, SecretRef: &v1alpha1.SecretReference{Name: name}}}
 			for _, o := range []client.Object{secret, mc} {
 				if err := f.host.Create(ctx, o); err != nil {
 					t.Fatal(err)

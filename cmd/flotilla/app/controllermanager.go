@@ -36,6 +36,13 @@ creates the flotilla-system namespace. With leader election (default) several
 replicas may run; one works at a time. /healthz and /readyz are served on
 --health-probe-bind-address, Prometheus metrics on --metrics-bind-address,
 and Go profiles on --pprof-bind-address when it is set.
+
+Members are reached only with a Secret bound to their MemberCluster (owner
+reference or label flotilla.io/member-cluster), only over verified TLS unless
+--allow-insecure-members is set, and only once the member's flotilla-system
+namespace records this control plane and MemberCluster as its owner (the
+controller records it in an unclaimed member, and refuses a member claimed
+by another control plane or MemberCluster).
 SIGINT or SIGTERM stops it gracefully and releases the leader lease.
 
 Controllers: ` + strings.Join(manager.ControllerNames(), ", ") + `.`,
@@ -81,6 +88,7 @@ Controllers: ` + strings.Join(manager.ControllerNames(), ", ") + `.`,
 	fs.BoolVar(&m.Failover.Disabled, "disable-cluster-failover", m.Failover.Disabled, "never taint members NoExecute: objects stay on members that are not Ready")
 	fs.DurationVar(&m.Failover.GracePeriod, "cluster-failover-grace-period", m.Failover.GracePeriod, "how long a member stays not Ready (tainted NoSchedule) before it is tainted NoExecute and objects that do not tolerate it move away")
 	fs.Float64Var(&m.Failover.DisruptionThreshold, "cluster-failover-disruption-threshold", m.Failover.DisruptionThreshold, "fraction of members not Ready above which nothing is evicted (the control plane's own connectivity is suspected)")
+	fs.BoolVar(&m.AllowInsecureMembers, "allow-insecure-members", m.AllowInsecureMembers, "for tests only: connect to members with an http:// apiEndpoint or tls.insecureSkipVerify, reported loudly (InsecureTransport condition, Warning event, log line, flotilla_member_cluster_insecure metric); by default they are refused (Ready=False, reason InsecureEndpoint)")
 	fs.DurationVar(&m.GracefulShutdown, "graceful-shutdown-timeout", m.GracefulShutdown, "how long to wait for controllers to stop")
 	fs.IntVarP(&o.Verbosity, "v", "v", 0, "log verbosity")
 	return cmd

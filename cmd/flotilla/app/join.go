@@ -29,14 +29,18 @@ func NewJoinCmd(streams Streams) *cobra.Command {
 		Short: "Join a member cluster to the Flotilla control plane",
 		Long: `Join a Kubernetes cluster to the control plane as MemberCluster NAME.
 
-In the member, join creates namespace flotilla-system (annotated with the
-control plane's id and NAME, so that no other control plane can take the
-member), ServiceAccount flotilla-controller, ClusterRole and
-ClusterRoleBinding flotilla:controller, and a token for the ServiceAccount.
-In the host it stores the token and the member's CA in Secret
-flotilla-system/NAME and creates MemberCluster NAME. Joining again with the
-same name refreshes the credentials. A member joined to another control
-plane, or to this one under another name, is refused.
+In the member, join creates namespace flotilla-system (or uses the one that
+is there), annotates it with the control plane's id and NAME (the claim, so
+that no other control plane or MemberCluster can take the member; the
+controller-manager enforces it too) and creates ServiceAccount
+flotilla-controller, ClusterRole and ClusterRoleBinding flotilla:controller,
+and a token for the ServiceAccount. In the host it stores the token and the
+member's CA in Secret flotilla-system/NAME, bound to the MemberCluster (owner
+reference and label flotilla.io/member-cluster=NAME), and creates
+MemberCluster NAME. Joining again with the same name refreshes the
+credentials. A member joined to another control plane, or to this one under
+another name, is refused. A plain http --api-endpoint is refused by the
+controller-manager unless it runs with --allow-insecure-members.
 
 --kubeconfig must grant cluster-admin in the member; the host kubeconfig
 must allow creating MemberClusters and Secrets.`,
@@ -121,14 +125,20 @@ func NewUnjoinCmd(streams Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "unjoin NAME",
 		Short: "Remove a member cluster from the Flotilla control plane",
-		Long: `Remove MemberCluster NAME: delete namespace flotilla-system (with the
-ServiceAccount and token) and the flotilla:controller ClusterRole and binding
-from the member, then the MemberCluster and its Secret from the host.
+		Long: `Remove MemberCluster NAME: undo what join did in the member, then delete
+the MemberCluster and, if join created it, its Secret from the host.
+
+In the member, unjoin deletes namespace flotilla-system only if join (or the
+controller-manager) created it; a namespace that was there before join stays,
+with everything else in it, and loses only the claim annotations, the
+ServiceAccount flotilla-controller and its token, and the flotilla:controller
+ClusterRole and binding. A credentials Secret made by hand stays in the host.
 
 The member is reached with the credentials stored in the host unless
---kubeconfig is given. Nothing is deleted in a member owned by another
-control plane. When the member cannot be reached, --force removes it from
-the host anyway.`,
+--kubeconfig is given; stored credentials are not used over an insecure
+endpoint or from a Secret not bound to the MemberCluster. Nothing is deleted
+in a member owned by another control plane or MemberCluster. When the member
+cannot be reached, --force removes it from the host anyway.`,
 		Example: `  flotilla unjoin prod-east-1
   flotilla unjoin lost-cluster --force`,
 		Args: cobra.ExactArgs(1),

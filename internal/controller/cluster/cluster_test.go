@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -85,9 +86,12 @@ func startController(t *testing.T) {
 	}
 }
 
-// register creates the credentials Secret and MemberCluster name for a
-// member of the environment, using the admin token unless token is set, and
-// deletes both when the test ends.
+// register creates the credentials Secret (bound to the MemberCluster by
+// its label) and MemberCluster name for a member of the environment, using
+// the admin token unless token is set. When the test ends it deletes both
+// and, once the session is gone, removes the claim the controller recorded
+// in the member, so that later tests may register the member under another
+// name.
 func register(t *testing.T, name string, m *testenv.Cluster, endpoint, token string) *v1alpha1.MemberCluster {
 	t.Helper()
 	ctx := context.Background()
@@ -98,7 +102,7 @@ func register(t *testing.T, name string, m *testenv.Cluster, endpoint, token str
 		token = m.Config.BearerToken
 	}
 	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: v1alpha1.SystemNamespace},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: v1alpha1.SystemNamespace, Labels: map[string]string{v1alpha1.LabelMemberCluster: name}},
 		Data:       map[string][]byte{member.KeyToken: []byte(token), member.KeyCACert: m.Config.CAData},
 	}
 	if err := hostClient.Create(ctx, secret); err != nil {
@@ -114,8 +118,34 @@ func register(t *testing.T, name string, m *testenv.Cluster, endpoint, token str
 	t.Cleanup(func() {
 		_ = hostClient.Delete(ctx, mc)
 		_ = hostClient.Delete(ctx, secret)
+		releaseClaim(t, name, m)
 	})
 	return mc
+}
+
+// releaseClaim waits until the session of name is gone and removes its claim
+// from the member's flotilla-system namespace, if the claim is name's.
+func releaseClaim(t *testing.T, name string, m *testenv.Cluster) {
+	t.Helper()
+	testenv.Eventually(t, 30*time.Second, "session of "+name+" stopped", func(context.Context) error {
+		if reconciler.Pool.Current(name) != nil {
+			return fmt.Errorf("session still running")
+		}
+		return nil
+	})
+	testenv.Eventually(t, 30*time.Second, "claim of "+name+" removed from "+m.Name, func(ctx context.Context) error {
+		ns, err := m.Client.CoreV1().Namespaces().Get(ctx, v1alpha1.SystemNamespace, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) || (err == nil && ns.Annotations[v1alpha1.AnnotationClusterName] != name) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		delete(ns.Annotations, v1alpha1.AnnotationControlPlaneID)
+		delete(ns.Annotations, v1alpha1.AnnotationClusterName)
+		_, err = m.Client.CoreV1().Namespaces().Update(ctx, ns, metav1.UpdateOptions{})
+		return err
+	})
 }
 
 func get(ctx context.Context, name string) (*v1alpha1.MemberCluster, error) {

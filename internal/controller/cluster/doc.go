@@ -4,6 +4,12 @@
 // resources, node count, allocatable and available resources) and the taints
 // flotilla.io/unreachable and flotilla.io/not-ready. It writes only when
 // something changed.
+//
+// It uses a member's credentials only from a Secret bound to the
+// MemberCluster, refuses insecure endpoints unless allowed, and lets a
+// session be used only once the member's claim (the annotations on its
+// flotilla-system namespace) is this MemberCluster's: see member.CheckBinding,
+// member.Insecurities and member.Claim.
 package cluster
 
 // Permissions the controller needs in the host (config/rbac is generated
@@ -12,4 +18,5 @@ package cluster
 // +kubebuilder:rbac:groups=flotilla.io,resources=memberclusters,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=flotilla.io,resources=memberclusters/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",namespace=flotilla-system,resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch

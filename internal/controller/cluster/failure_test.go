@@ -150,13 +150,17 @@ func TestMissingSecretThenCreated(t *testing.T) {
 	t.Cleanup(func() { _ = hostClient.Delete(ctx, mc) })
 	waitReady(t, "nosecret", metav1.ConditionFalse, member.ReasonSecretNotFound, 30*time.Second)
 	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "nosecret", Namespace: v1alpha1.SystemNamespace},
+		ObjectMeta: metav1.ObjectMeta{Name: "nosecret", Namespace: v1alpha1.SystemNamespace, Labels: map[string]string{v1alpha1.LabelMemberCluster: "nosecret"}},
 		Data:       map[string][]byte{member.KeyToken: []byte(env.Members[0].Config.BearerToken), member.KeyCACert: env.Members[0].Config.CAData},
 	}
 	if err := hostClient.Create(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = hostClient.Delete(ctx, secret) })
+	t.Cleanup(func() {
+		_ = hostClient.Delete(ctx, mc)
+		_ = hostClient.Delete(ctx, secret)
+		releaseClaim(t, "nosecret", env.Members[0])
+	})
 	waitReady(t, "nosecret", metav1.ConditionTrue, member.ReasonReady, 30*time.Second)
 }
 

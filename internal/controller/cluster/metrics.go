@@ -18,6 +18,10 @@ var (
 		Name: "flotilla_cluster_eviction_suppressed",
 		Help: "1 while a not-Ready member cluster is not evicted because most members are not Ready (a disruption of the control plane's connectivity).",
 	}, []string{"cluster"})
+	insecureGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "flotilla_member_cluster_insecure",
+		Help: "1 while the control plane connects to a member cluster without transport security (plain http or TLS verification skipped), allowed by --allow-insecure-members; 0 otherwise.",
+	}, []string{"cluster"})
 	sessionsGauge = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "flotilla_member_cluster_sessions",
 		Help: "Number of member clusters with a live connection (health probe, discovery and caches).",
@@ -25,5 +29,5 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(readyGauge, sessionsGauge, evictionsTotal, suppressedGauge)
+	metrics.Registry.MustRegister(readyGauge, sessionsGauge, evictionsTotal, suppressedGauge, insecureGauge)
 }

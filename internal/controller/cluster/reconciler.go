@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -51,9 +53,19 @@ type Reconciler struct {
 	Pool *member.Pool
 	// Failover tunes the NoExecute taints of members that stay not Ready.
 	Failover Failover
+	// AllowInsecure lets members be reached over plain http or without
+	// verifying their serving certificate (--allow-insecure-members); such
+	// members are reported by a condition, an event, a log line and a
+	// metric. When false they are refused.
+	AllowInsecure bool
+	// APIReader reads the host without a cache (the control plane's id);
+	// nil takes the manager's.
+	APIReader client.Reader
 
 	events     chan event.GenericEvent
 	suppressed sync.Map // cluster name → true while its eviction is held back
+	idMu       sync.Mutex
+	id         string // the control plane's id, once read
 }
 
 // SetupWithManager registers the controller and the shutdown of all member
@@ -66,6 +78,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Pool = member.NewPool()
 	}
 	r.Failover = r.Failover.withDefaults()
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
 	r.Pool.OnChange = func(n int) { sessionsGauge.Set(float64(n)) }
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.MemberCluster{}, secretRefIndex, func(o client.Object) []string {
 		if ref := o.(*v1alpha1.MemberCluster).Spec.SecretRef; ref != nil {
@@ -102,6 +117,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if apierrors.IsNotFound(err) {
 			r.Pool.Stop(req.Name)
 			readyGauge.DeleteLabelValues(req.Name)
+			insecureGauge.DeleteLabelValues(req.Name)
 			r.suppressed.Delete(req.Name)
 			suppressedGauge.DeleteLabelValues(req.Name)
 			return reconcile.Result{}, nil
@@ -111,9 +127,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !mc.DeletionTimestamp.IsZero() {
 		r.Pool.Stop(mc.Name)
 		readyGauge.DeleteLabelValues(mc.Name)
+		insecureGauge.DeleteLabelValues(mc.Name)
 		return reconcile.Result{}, nil
 	}
-	snap, err := r.observe(ctx, mc)
+	snap, insecure, err := r.observe(ctx, mc)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -154,6 +171,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// Rendered after the taint update, so that the status records the
 	// generation that update produced and one write covers both.
 	status := renderStatus(mc, snap, now)
+	renderInsecure(&status, insecure, mc.Generation, now)
 	observeReady(mc.Name, status)
 	if equality.Semantic.DeepEqual(status, mc.Status) {
 		return result, nil
@@ -174,37 +192,53 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 // observe makes sure a session runs for mc with its current configuration
-// and returns what it knows. Problems that prevent a session (Pull mode, a
-// missing or unusable Secret) are returned as a committed health.
-func (r *Reconciler) observe(ctx context.Context, mc *v1alpha1.MemberCluster) (member.Snapshot, error) {
-	unusable := func(reason, msg string) member.Snapshot {
+// and returns what it knows, and what makes its connection insecure when
+// that is allowed. Problems that prevent a session (Pull mode, a missing,
+// unusable or unbound Secret, a refused insecure endpoint) are returned as
+// a committed health.
+func (r *Reconciler) observe(ctx context.Context, mc *v1alpha1.MemberCluster) (member.Snapshot, []string, error) {
+	unusable := func(reason, msg string) (member.Snapshot, []string, error) {
 		r.Pool.Stop(mc.Name)
-		return member.Snapshot{HealthKnown: true, Health: member.Observation{Health: member.NotReady, Reason: reason, Message: msg, At: time.Now()}}
+		insecureGauge.WithLabelValues(mc.Name).Set(0)
+		return member.Snapshot{HealthKnown: true, Health: member.Observation{Health: member.NotReady, Reason: reason, Message: msg, At: time.Now()}}, nil, nil
 	}
 	if mc.Spec.SyncMode == v1alpha1.SyncModePull {
-		return unusable(member.ReasonSyncModeUnsupported, "syncMode Pull needs the flotilla agent, which this version does not ship; use Push"), nil
+		return unusable(member.ReasonSyncModeUnsupported, "syncMode Pull needs the flotilla agent, which this version does not ship; use Push")
 	}
 	if mc.Spec.SecretRef == nil {
-		return unusable(member.ReasonSecretNotFound, "spec.secretRef is not set"), nil
+		return unusable(member.ReasonSecretNotFound, "spec.secretRef is not set")
+	}
+	insecure := member.Insecurities(mc)
+	if len(insecure) > 0 && !r.AllowInsecure {
+		return unusable(member.ReasonInsecureEndpoint, "refused: "+strings.Join(insecure, "; ")+
+			": use an https endpoint and put the CA that signs the member's serving certificate in the Secret (key ca.crt); only for tests, start the controller-manager with --allow-insecure-members")
 	}
 	secret := &corev1.Secret{}
 	key := types.NamespacedName{Namespace: r.CredentialsNamespace, Name: mc.Spec.SecretRef.Name}
 	if err := r.Client.Get(ctx, key, secret); err != nil {
 		if apierrors.IsNotFound(err) {
-			return unusable(member.ReasonSecretNotFound, fmt.Sprintf("Secret %s not found: create it with the member's credentials (key %q, or %q and %q)", key, member.KeyToken, member.KeyClientCert, member.KeyClientKey)), nil
+			return unusable(member.ReasonSecretNotFound, fmt.Sprintf("Secret %s not found: create it with the member's credentials (key %q, or %q and %q) and label it %s=%s",
+				key, member.KeyToken, member.KeyClientCert, member.KeyClientKey, v1alpha1.LabelMemberCluster, mc.Name))
 		}
-		return member.Snapshot{}, err
+		return member.Snapshot{}, nil, err
+	}
+	if err := member.CheckBinding(mc, secret); err != nil {
+		return unusable(member.ReasonCredentialsNotBound, err.Error())
 	}
 	hash := member.ConfigHash(mc, secret)
-	if s := r.Pool.Get(mc.Name); s != nil && s.Hash == hash {
-		return s.Snapshot(), nil
+	if s := r.Pool.Current(mc.Name); s != nil && s.Hash == hash {
+		return s.Snapshot(), insecure, nil
 	}
 	cfg, err := member.RESTConfig(mc, secret)
 	if err != nil {
 		if errors.Is(err, member.ErrInvalidCredentials) {
-			return unusable(member.ReasonInvalidCredentials, err.Error()), nil
+			return unusable(member.ReasonInvalidCredentials, err.Error())
 		}
-		return unusable(member.ReasonInvalidCredentials, "cannot build a client: "+err.Error()), nil
+		return unusable(member.ReasonInvalidCredentials, "cannot build a client: "+err.Error())
+	}
+	id, err := r.controlPlaneID(ctx)
+	if err != nil {
+		return member.Snapshot{}, nil, err
 	}
 	name := mc.Name
 	notify := func(ctx context.Context) {
@@ -216,12 +250,45 @@ func (r *Reconciler) observe(ctx context.Context, mc *v1alpha1.MemberCluster) (m
 		}
 	}
 	logger := ctrl.Log.WithName("member").WithValues("cluster", name) // sessions log with it too
-	s, err := r.Pool.Start(ctrl.LoggerInto(context.Background(), logger), name, hash, cfg, r.Session, initialHealth(mc), notify)
+	claim := &member.Claim{ControlPlaneID: id, Cluster: name}
+	s, err := r.Pool.Start(ctrl.LoggerInto(context.Background(), logger), name, hash, cfg, r.Session, initialHealth(mc), claim, notify)
 	if err != nil {
-		return member.Snapshot{}, err
+		return member.Snapshot{}, nil, err
 	}
 	logger.Info("Started member session", "endpoint", mc.Spec.APIEndpoint)
-	return s.Snapshot(), nil
+	r.reportInsecure(mc, insecure, logger)
+	return s.Snapshot(), insecure, nil
+}
+
+// reportInsecure makes an allowed insecure connection loud: a log line and
+// a Warning event at each new session, and the metric.
+func (r *Reconciler) reportInsecure(mc *v1alpha1.MemberCluster, insecure []string, logger klog.Logger) {
+	if len(insecure) == 0 {
+		insecureGauge.WithLabelValues(mc.Name).Set(0)
+		return
+	}
+	insecureGauge.WithLabelValues(mc.Name).Set(1)
+	msg := insecureMessage(insecure)
+	logger.Info("INSECURE member connection, allowed by --allow-insecure-members", "problems", insecure)
+	if r.Recorder != nil {
+		r.Recorder.Eventf(mc, nil, corev1.EventTypeWarning, reasonInsecureAllowed, "Connect", "%s", msg)
+	}
+}
+
+// controlPlaneID returns this control plane's id (the UID of the host's
+// kube-system namespace, as `flotilla join` records it), read once.
+func (r *Reconciler) controlPlaneID(ctx context.Context) (string, error) {
+	r.idMu.Lock()
+	defer r.idMu.Unlock()
+	if r.id != "" {
+		return r.id, nil
+	}
+	ns := &corev1.Namespace{}
+	if err := r.APIReader.Get(ctx, types.NamespacedName{Name: metav1.NamespaceSystem}, ns); err != nil {
+		return "", fmt.Errorf("identify the control plane (read namespace %s): %w", metav1.NamespaceSystem, err)
+	}
+	r.id = string(ns.UID)
+	return r.id, nil
 }
 
 // recordTransition emits an event when the Ready condition changed status

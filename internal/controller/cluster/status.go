@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,9 +19,15 @@ const (
 	reasonNotProbed = "NotProbed"
 )
 
-// probeReasons are the Ready reasons that come from probing the member;
-// only those seed the damper of a new session.
-var probeReasons = []string{member.ReasonReady, member.ReasonUnreachable, member.ReasonAPIServerNotReady, member.ReasonUnauthorized, member.ReasonForbidden}
+// reasonInsecureAllowed is the reason of the InsecureTransport condition
+// and of the Warning event of an insecure connection that is allowed.
+const reasonInsecureAllowed = "InsecureTransportAllowed"
+
+// probeReasons are the Ready reasons that come from probing the member
+// (the claim is checked once it answers); only those seed the damper of a
+// new session.
+var probeReasons = []string{member.ReasonReady, member.ReasonUnreachable, member.ReasonAPIServerNotReady, member.ReasonUnauthorized, member.ReasonForbidden,
+	member.ReasonClaimedElsewhere, member.ReasonClaimFailed}
 
 // renderStatus returns the status a MemberCluster should have given what
 // its session knows. Fields the snapshot does not know yet keep their
@@ -48,6 +55,26 @@ func renderStatus(mc *v1alpha1.MemberCluster, snap member.Snapshot, now time.Tim
 		st.Resources = v1alpha1.ResourceSummary{Allocatable: snap.Summary.Allocatable, Available: snap.Summary.Available}
 	}
 	return st
+}
+
+// renderInsecure sets the InsecureTransport condition while the connection
+// has the insecurities listed (an insecure connection the operator allowed)
+// and removes it otherwise.
+func renderInsecure(st *v1alpha1.MemberClusterStatus, insecure []string, generation int64, now time.Time) {
+	if len(insecure) == 0 {
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionInsecureTransport)
+		return
+	}
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		Type: v1alpha1.ConditionInsecureTransport, Status: metav1.ConditionTrue, Reason: reasonInsecureAllowed,
+		Message: insecureMessage(insecure), ObservedGeneration: generation, LastTransitionTime: metav1.NewTime(now),
+	})
+}
+
+// insecureMessage says what is insecure about a member connection and why
+// it is used anyway.
+func insecureMessage(insecure []string) string {
+	return "INSECURE: " + strings.Join(insecure, "; ") + "; allowed only because the controller-manager runs with --allow-insecure-members: anyone on the network path may read or capture the member's credentials"
 }
 
 // conditionsFor maps a committed health observation to the Ready and
