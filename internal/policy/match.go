@@ -33,8 +33,8 @@ type Decision struct {
 	// Chosen is the policy that propagates the object, nil for none.
 	Chosen *Chosen
 	// NotApplicable, when set, says which policy label on the object names
-	// a policy that may not select it, and why. The object is then not
-	// propagated (Chosen is nil).
+	// a policy that may not select it, and why. No policy propagates the
+	// object then (Chosen is nil).
 	NotApplicable string
 }
 
@@ -84,7 +84,7 @@ func byLabel(obj *unstructured.Unstructured, pps []v1alpha1.PropagationPolicy, c
 			if len(p.Spec.ResourceSelectors) == 0 || SelectsAny(p.Spec.ResourceSelectors, obj, ns) {
 				return Decision{Chosen: &Chosen{Ref: v1alpha1.PolicyReference{Kind: KindPropagationPolicy, Namespace: ns, Name: name}, Spec: &p.Spec}}, true
 			}
-			return Decision{NotApplicable: fmt.Sprintf("label %s=%s names PropagationPolicy %s/%s, %s; not propagated",
+			return Decision{NotApplicable: fmt.Sprintf("label %s=%s names PropagationPolicy %s/%s, %s",
 				v1alpha1.LabelPropagationPolicy, name, ns, name, notSelected)}, true
 		}
 	}
@@ -102,7 +102,7 @@ func byLabel(obj *unstructured.Unstructured, pps []v1alpha1.PropagationPolicy, c
 			if len(sels) == 0 {
 				why = "which has no resourceSelectors: by label alone it applies only to cluster-scoped objects"
 			}
-			return Decision{NotApplicable: fmt.Sprintf("label %s=%s names ClusterPropagationPolicy %s, %s; not propagated",
+			return Decision{NotApplicable: fmt.Sprintf("label %s=%s names ClusterPropagationPolicy %s, %s",
 				v1alpha1.LabelClusterPropagationPolicy, name, name, why)}, true
 		}
 	}

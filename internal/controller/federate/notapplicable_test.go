@@ -23,31 +23,37 @@ func TestNoteNotApplicableOnce(t *testing.T) {
 		return u
 	}
 	key := templates.Key{Group: "apps", Kind: "Deployment", Namespace: "shop", Name: "web"}
+	const (
+		notPropagated = "; not propagated"
+		follows       = "; it only follows the workloads that reference it"
+	)
 	passes := []struct {
-		uid, msg string
-		want     bool // an event is recorded
+		uid, why string
+		follower bool
+		want     string // the event's message; "" for none
 	}{
-		{"1", "label names A", true},
-		{"1", "label names A", false}, // the same again
-		{"1", "label names A", false},
-		{"1", "label names B", true}, // another reason
-		{"1", "", false},             // the label applies now (or is gone)
-		{"1", "label names B", true}, // and stops applying again
-		{"2", "label names B", true}, // a new object of the same name
+		{uid: "1", why: "label names A", want: "label names A" + notPropagated},
+		{uid: "1", why: "label names A"}, // the same again
+		{uid: "1", why: "label names A"},
+		{uid: "1", why: "label names B", want: "label names B" + notPropagated},           // another reason
+		{uid: "1", why: "label names B", follower: true, want: "label names B" + follows}, // now referenced by a workload
+		{uid: "1"}, // the label applies now (or is gone)
+		{uid: "1", why: "label names B", want: "label names B" + notPropagated}, // and stops applying again
+		{uid: "2", why: "label names B", want: "label names B" + notPropagated}, // a new object of the same name
 	}
 	rec := events.NewFakeRecorder(len(passes))
 	r := &Reconciler{Recorder: rec}
 	for i, p := range passes {
-		r.noteNotApplicable(context.Background(), key, tmpl(p.uid), p.msg)
+		r.noteNotApplicable(context.Background(), key, tmpl(p.uid), p.why, p.follower)
 		select {
 		case e := <-rec.Events:
-			if !p.want {
+			if p.want == "" {
 				t.Errorf("pass %d: unexpected event %q", i, e)
-			} else if !strings.Contains(e, ReasonPolicyNotApplicable) || !strings.Contains(e, p.msg) {
-				t.Errorf("pass %d: event %q, want reason %s and %q", i, e, ReasonPolicyNotApplicable, p.msg)
+			} else if !strings.Contains(e, ReasonPolicyNotApplicable) || !strings.HasSuffix(e, p.want) {
+				t.Errorf("pass %d: event %q, want reason %s and %q", i, e, ReasonPolicyNotApplicable, p.want)
 			}
 		default:
-			if p.want {
+			if p.want != "" {
 				t.Errorf("pass %d: no event, want one", i)
 			}
 		}

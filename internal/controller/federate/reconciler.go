@@ -129,7 +129,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, key templates.Key) (reconcil
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	r.noteNotApplicable(ctx, key, tmpl, decision.NotApplicable)
 	chosen := decision.Chosen
 	follower := false
 	if chosen == nil {
@@ -141,6 +140,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key templates.Key) (reconcil
 		// copies stay where they are, since pods there may still use them.
 		follower = follower || (fo != nil && fo.Spec.Policy == nil && fo.DeletionTimestamp.IsZero())
 	}
+	r.noteNotApplicable(ctx, key, tmpl, decision.NotApplicable, follower)
 	if chosen == nil && !follower {
 		// No longer selected (or referenced): the copies stay, unless the
 		// namespace is being deleted (its policy may simply have gone first).
@@ -209,13 +209,17 @@ func (r *Reconciler) choose(ctx context.Context, tmpl *unstructured.Unstructured
 }
 
 // noteNotApplicable records a PolicyNotApplicable Warning event on tmpl
-// when a policy label on it names a policy that may not select it (msg),
+// when a policy label on it names a policy that may not select it (why),
 // once per template and message: a pass that finds the same again records
-// nothing. An empty msg forgets the template.
-func (r *Reconciler) noteNotApplicable(ctx context.Context, key templates.Key, tmpl *unstructured.Unstructured, msg string) {
-	if msg == "" {
+// nothing. An empty why forgets the template.
+func (r *Reconciler) noteNotApplicable(ctx context.Context, key templates.Key, tmpl *unstructured.Unstructured, why string, follower bool) {
+	if why == "" {
 		r.notApplicable.Delete(key)
 		return
+	}
+	msg := why + "; not propagated"
+	if follower {
+		msg = why + "; it only follows the workloads that reference it"
 	}
 	seen := string(tmpl.GetUID()) + "|" + msg
 	if prev, loaded := r.notApplicable.Swap(key, seen); loaded && prev == seen {
