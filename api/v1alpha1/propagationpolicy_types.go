@@ -302,10 +302,17 @@ const (
 // PropagationSpec is what a PropagationPolicy or ClusterPropagationPolicy
 // says: which objects to propagate and where.
 type PropagationSpec struct {
-	// ResourceSelectors select the objects the policy propagates. Objects
-	// can also name the policy explicitly with the label
-	// flotilla.io/propagation-policy (namespaced policies) or
-	// flotilla.io/cluster-propagation-policy (cluster policies).
+	// ResourceSelectors select the objects the policy propagates (for a
+	// ClusterPropagationPolicy, their namespace fields are its allow-list
+	// of namespaces). The label flotilla.io/propagation-policy or
+	// flotilla.io/cluster-propagation-policy on an object only chooses the
+	// policy it names among the policies that may select the object: a
+	// label naming a policy whose selectors do not select the object leaves
+	// it unpropagated. A policy without selectors applies by label only: a
+	// PropagationPolicy to objects of its namespace, a
+	// ClusterPropagationPolicy to cluster-scoped objects. To offer a
+	// ClusterPropagationPolicy by label to namespaced objects, select that
+	// label with a labelSelector (and a namespace, if wanted).
 	// +kubebuilder:validation:MaxItems=100
 	// +listType=atomic
 	// +optional
@@ -324,8 +331,10 @@ type PropagationSpec struct {
 	// ConflictResolution says what to do when a member already has an
 	// object of the same name that Flotilla does not manage: Abort (leave it
 	// and report Conflict, the default) or Adopt (take it over in place).
-	// The annotation flotilla.io/conflict-resolution: adopt on the object
-	// asks the same for one object.
+	// The annotation flotilla.io/conflict-resolution on an object can only
+	// narrow this: "abort" turns adoption off; "adopt" is honoured under a
+	// PropagationPolicy of the object's namespace, never under a
+	// ClusterPropagationPolicy without Adopt.
 	// +kubebuilder:default=Abort
 	// +optional
 	ConflictResolution ConflictResolution `json:"conflictResolution,omitempty"`

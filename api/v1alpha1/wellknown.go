@@ -75,17 +75,22 @@ const (
 
 // Labels and annotations users put on host objects.
 const (
-	// LabelPropagationPolicy on a namespaced object names the
-	// PropagationPolicy (in its namespace) that propagates it.
+	// LabelPropagationPolicy on a namespaced object chooses the
+	// PropagationPolicy (in its namespace) that propagates it, among the
+	// policies that may select it.
 	LabelPropagationPolicy = "flotilla.io/propagation-policy"
-	// LabelClusterPropagationPolicy on an object names the
-	// ClusterPropagationPolicy that propagates it.
+	// LabelClusterPropagationPolicy on an object chooses the
+	// ClusterPropagationPolicy that propagates it, among the policies that
+	// may select it.
 	LabelClusterPropagationPolicy = "flotilla.io/cluster-propagation-policy"
 	// AnnotationOrphan: "true" keeps the member copies when the host object
 	// is deleted.
 	AnnotationOrphan = "flotilla.io/orphan"
-	// AnnotationConflictResolution: "adopt" takes over existing member
-	// objects of the same name in place.
+	// AnnotationConflictResolution narrows the policy's
+	// conflictResolution for one object: "abort" turns adoption off;
+	// "adopt" takes over existing member objects of the same name in place
+	// where the object's namespace may ask for it (see
+	// PropagationSpec.ConflictResolution).
 	AnnotationConflictResolution = "flotilla.io/conflict-resolution"
 	// AnnotationRetainReplicas: "true" leaves spec.replicas of the member
 	// copies to member-side actors (a member HPA).

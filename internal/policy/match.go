@@ -2,6 +2,7 @@ package policy
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,29 +28,90 @@ type Chosen struct {
 	Spec *v1alpha1.PropagationSpec
 }
 
-// Select returns the policy that propagates obj, or nil. An explicit policy
-// label wins (the namespaced label before the cluster one) if it names an
-// existing policy; otherwise the resource selectors decide: the highest
-// priority wins, then a PropagationPolicy over a ClusterPropagationPolicy,
-// then the first name. pps must be the policies of obj's namespace.
+// Decision is what Decide found for an object.
+type Decision struct {
+	// Chosen is the policy that propagates the object, nil for none.
+	Chosen *Chosen
+	// NotApplicable, when set, says which policy label on the object names
+	// a policy that may not select it, and why. No policy propagates the
+	// object then (Chosen is nil).
+	NotApplicable string
+}
+
+// Select returns the policy that propagates obj, or nil. It is Decide
+// without the explanation.
 func Select(obj *unstructured.Unstructured, pps []v1alpha1.PropagationPolicy, cpps []v1alpha1.ClusterPropagationPolicy) *Chosen {
+	return Decide(obj, pps, cpps).Chosen
+}
+
+// Decide returns the policy that propagates obj. A policy label can only
+// narrow: it chooses the policy it names (the namespaced label before the
+// cluster one) among the policies allowed to select obj, whatever their
+// priority. A policy may select obj when its resourceSelectors do (a
+// PropagationPolicy only in its own namespace), or, for a policy without
+// resourceSelectors, when it is a PropagationPolicy of obj's namespace or a
+// ClusterPropagationPolicy and obj is cluster-scoped. A label naming an
+// existing policy that may not select obj leaves obj unpropagated, with the
+// reason in NotApplicable; a label naming a policy that does not exist (or
+// is being deleted) is ignored. Without a label the resource selectors
+// decide: the highest priority wins, then a PropagationPolicy over a
+// ClusterPropagationPolicy, then the first name. pps must be the policies
+// of obj's namespace.
+func Decide(obj *unstructured.Unstructured, pps []v1alpha1.PropagationPolicy, cpps []v1alpha1.ClusterPropagationPolicy) Decision {
 	if Ignored(obj) {
-		return nil
+		return Decision{}
 	}
-	if name := obj.GetLabels()[v1alpha1.LabelPropagationPolicy]; name != "" && obj.GetNamespace() != "" {
+	if d, ok := byLabel(obj, pps, cpps); ok {
+		return d
+	}
+	return Decision{Chosen: bySelectors(obj, pps, cpps)}
+}
+
+// notSelected explains a label naming a policy whose selectors do not
+// select the object.
+const notSelected = "whose resourceSelectors do not select this object (a label only chooses among the policies that select it)"
+
+// byLabel applies the policy labels; ok is false when no label names an
+// existing policy.
+func byLabel(obj *unstructured.Unstructured, pps []v1alpha1.PropagationPolicy, cpps []v1alpha1.ClusterPropagationPolicy) (d Decision, ok bool) {
+	ns := obj.GetNamespace()
+	if name := obj.GetLabels()[v1alpha1.LabelPropagationPolicy]; name != "" && ns != "" {
 		for i := range pps {
-			if pps[i].Name == name && pps[i].Namespace == obj.GetNamespace() && pps[i].DeletionTimestamp.IsZero() {
-				return &Chosen{Ref: v1alpha1.PolicyReference{Kind: KindPropagationPolicy, Namespace: pps[i].Namespace, Name: name}, Spec: &pps[i].Spec}
+			p := &pps[i]
+			if p.Name != name || p.Namespace != ns || !p.DeletionTimestamp.IsZero() {
+				continue
 			}
+			if len(p.Spec.ResourceSelectors) == 0 || SelectsAny(p.Spec.ResourceSelectors, obj, ns) {
+				return Decision{Chosen: &Chosen{Ref: v1alpha1.PolicyReference{Kind: KindPropagationPolicy, Namespace: ns, Name: name}, Spec: &p.Spec}}, true
+			}
+			return Decision{NotApplicable: fmt.Sprintf("label %s=%s names PropagationPolicy %s/%s, %s",
+				v1alpha1.LabelPropagationPolicy, name, ns, name, notSelected)}, true
 		}
 	}
 	if name := obj.GetLabels()[v1alpha1.LabelClusterPropagationPolicy]; name != "" {
 		for i := range cpps {
-			if cpps[i].Name == name && cpps[i].DeletionTimestamp.IsZero() {
-				return &Chosen{Ref: v1alpha1.PolicyReference{Kind: KindClusterPropagationPolicy, Name: name}, Spec: &cpps[i].Spec}
+			p := &cpps[i]
+			if p.Name != name || !p.DeletionTimestamp.IsZero() {
+				continue
 			}
+			sels := p.Spec.ResourceSelectors
+			if (len(sels) == 0 && ns == "") || SelectsAny(sels, obj, "") {
+				return Decision{Chosen: &Chosen{Ref: v1alpha1.PolicyReference{Kind: KindClusterPropagationPolicy, Name: name}, Spec: &p.Spec}}, true
+			}
+			why := notSelected
+			if len(sels) == 0 {
+				why = "which has no resourceSelectors: by label alone it applies only to cluster-scoped objects"
+			}
+			return Decision{NotApplicable: fmt.Sprintf("label %s=%s names ClusterPropagationPolicy %s, %s",
+				v1alpha1.LabelClusterPropagationPolicy, name, name, why)}, true
 		}
 	}
+	return Decision{}, false
+}
+
+// bySelectors returns the policy whose resource selectors select obj with
+// the highest precedence, or nil.
+func bySelectors(obj *unstructured.Unstructured, pps []v1alpha1.PropagationPolicy, cpps []v1alpha1.ClusterPropagationPolicy) *Chosen {
 	var candidates []Chosen
 	for i := range pps {
 		p := &pps[i]

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -38,6 +39,10 @@ import (
 // Name is the controller's name for --controllers.
 const Name = "federate"
 
+// ReasonPolicyNotApplicable is the reason of the Warning event recorded on
+// a template whose policy label names a policy that may not select it.
+const ReasonPolicyNotApplicable = "PolicyNotApplicable"
+
 // Permissions: read every template kind and set its finalizer; manage
 // FederatedObjects; read policies.
 //
@@ -65,6 +70,10 @@ type Reconciler struct {
 	IgnoredNamespaces []string
 
 	queue trigger.Queue[templates.Key]
+	// notApplicable remembers, per template, the PolicyNotApplicable
+	// event last recorded (UID and message), so it is recorded once, not
+	// on every pass.
+	notApplicable sync.Map // templates.Key → string
 }
 
 // SetupWithManager registers the controller with mgr.
@@ -106,6 +115,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key templates.Key) (reconcil
 		return reconcile.Result{}, nil
 	}
 	if tmpl == nil {
+		r.notApplicable.Delete(key)
 		return r.result(r.deleteFederatedObject(ctx, fo, v1alpha1.ReleaseDelete))
 	}
 	if !tmpl.GetDeletionTimestamp().IsZero() {
@@ -115,10 +125,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, key templates.Key) (reconcil
 		}
 		return r.result(r.release(ctx, tmpl, fo, mode))
 	}
-	chosen, err := r.choose(ctx, tmpl)
+	decision, err := r.choose(ctx, tmpl)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	chosen := decision.Chosen
 	follower := false
 	if chosen == nil {
 		if follower, err = r.isFollower(ctx, tmpl); err != nil {
@@ -129,6 +140,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key templates.Key) (reconcil
 		// copies stay where they are, since pods there may still use them.
 		follower = follower || (fo != nil && fo.Spec.Policy == nil && fo.DeletionTimestamp.IsZero())
 	}
+	r.noteNotApplicable(ctx, key, tmpl, decision.NotApplicable, follower)
 	if chosen == nil && !follower {
 		// No longer selected (or referenced): the copies stay, unless the
 		// namespace is being deleted (its policy may simply have gone first).
@@ -177,22 +189,44 @@ func (r *Reconciler) result(err error) (reconcile.Result, error) {
 	return reconcile.Result{}, err
 }
 
-// choose returns the policy that propagates tmpl, or nil.
-func (r *Reconciler) choose(ctx context.Context, tmpl *unstructured.Unstructured) (*policy.Chosen, error) {
+// choose returns the policy that propagates tmpl, if any, and why a
+// policy label on it does not apply.
+func (r *Reconciler) choose(ctx context.Context, tmpl *unstructured.Unstructured) (policy.Decision, error) {
 	if policy.Ignored(tmpl) || slices.Contains(r.IgnoredNamespaces, tmpl.GetNamespace()) {
-		return nil, nil
+		return policy.Decision{}, nil
 	}
 	var pps v1alpha1.PropagationPolicyList
 	if ns := tmpl.GetNamespace(); ns != "" {
 		if err := r.Client.List(ctx, &pps, client.InNamespace(ns)); err != nil {
-			return nil, err
+			return policy.Decision{}, err
 		}
 	}
 	var cpps v1alpha1.ClusterPropagationPolicyList
 	if err := r.Client.List(ctx, &cpps); err != nil {
-		return nil, err
+		return policy.Decision{}, err
 	}
-	return policy.Select(tmpl, pps.Items, cpps.Items), nil
+	return policy.Decide(tmpl, pps.Items, cpps.Items), nil
+}
+
+// noteNotApplicable records a PolicyNotApplicable Warning event on tmpl
+// when a policy label on it names a policy that may not select it (why),
+// once per template and message: a pass that finds the same again records
+// nothing. An empty why forgets the template.
+func (r *Reconciler) noteNotApplicable(ctx context.Context, key templates.Key, tmpl *unstructured.Unstructured, why string, follower bool) {
+	if why == "" {
+		r.notApplicable.Delete(key)
+		return
+	}
+	msg := why + "; not propagated"
+	if follower {
+		msg = why + "; it only follows the workloads that reference it"
+	}
+	seen := string(tmpl.GetUID()) + "|" + msg
+	if prev, loaded := r.notApplicable.Swap(key, seen); loaded && prev == seen {
+		return
+	}
+	ctrl.LoggerFrom(ctx).Info("Policy label not applicable; not propagating the object", "object", key, "reason", msg)
+	r.event(tmpl, corev1.EventTypeWarning, ReasonPolicyNotApplicable, "Propagate", msg)
 }
 
 // followerKinds are the kinds that follow workloads.

@@ -65,7 +65,7 @@ func (r *Reconciler) syncCluster(fo types.NamespacedName, tmpl *unstructured.Uns
 				res.status.Cluster, res.status.Reason, res.status.Message = p.Cluster, v1alpha1.PropagationPending, err.Error()
 			}
 		case errors.Is(err, dispatch.ErrConflict):
-			res.status.Reason, res.status.Message = v1alpha1.PropagationConflict, err.Error()+"; set the annotation "+v1alpha1.AnnotationConflictResolution+": adopt (or conflictResolution: Adopt in the policy) to take it over"
+			res.status.Reason, res.status.Message = v1alpha1.PropagationConflict, err.Error()+"; "+env.conflictHint
 		case err != nil:
 			res.status.Reason, res.status.Message = v1alpha1.PropagationApplyFailed, err.Error()
 		default:

@@ -30,6 +30,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/controller/recent"
 	"github.com/flotilla-io/flotilla/internal/controller/trigger"
 	"github.com/flotilla-io/flotilla/internal/member"
+	"github.com/flotilla-io/flotilla/internal/policy"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
 	"github.com/flotilla-io/flotilla/internal/templates"
 )
@@ -198,6 +199,9 @@ type environment struct {
 	cops     []v1alpha1.ClusterOverridePolicy
 	ops      []v1alpha1.OverridePolicy
 	adopt    bool
+	// conflictHint completes a Conflict message: what would make the copy
+	// adopt, or why the template's annotation did not (policy.Adopt).
+	conflictHint string
 	// graceful is how long a copy that left waits for its replacements
 	// (0 for followers: they follow their workloads' copies).
 	graceful time.Duration
@@ -230,13 +234,13 @@ func (r *Reconciler) environment(ctx context.Context, fo *v1alpha1.FederatedObje
 		}
 		env.ops = ops.Items
 	}
-	env.adopt = strings.EqualFold(tmpl.GetAnnotations()[v1alpha1.AnnotationConflictResolution], string(v1alpha1.ConflictAdopt))
+	var own *policy.Chosen
 	if fo.Spec.Policy != nil {
 		spec, err := fedobj.PolicySpec(ctx, r.Client, *fo.Spec.Policy)
 		if err != nil {
 			return nil, err
 		}
-		env.adopt = env.adopt || (spec != nil && spec.ConflictResolution == v1alpha1.ConflictAdopt)
+		own = &policy.Chosen{Ref: *fo.Spec.Policy, Spec: spec}
 		env.graceful = gracefulPeriod(spec)
 		if spec != nil {
 			env.allowEmpty = scheduler.EmptyPlacement(&spec.Placement, tmpl.GetAnnotations()) == v1alpha1.EmptyPlacementAllow
@@ -244,6 +248,15 @@ func (r *Reconciler) environment(ctx context.Context, fo *v1alpha1.FederatedObje
 	} else {
 		env.allowEmpty = true
 	}
+	var leaders []policy.Chosen
+	if own == nil && policy.WantsAdopt(tmpl) {
+		var err error
+		if leaders, err = r.leaderPolicies(ctx, tmpl); err != nil {
+			return nil, err
+		}
+	}
+	adoption := policy.Adopt(tmpl, own, leaders)
+	env.adopt, env.conflictHint = adoption.Adopt, adoption.Hint
 	return env, nil
 }
 
