@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -124,7 +125,9 @@ func (a *Applier) Apply(ctx context.Context, desired *unstructured.Unstructured,
 	if live != nil {
 		for _, path := range opts.KeepLive {
 			if v, found, _ := unstructured.NestedFieldCopy(live.Object, path...); found {
-				_ = unstructured.SetNestedField(obj.Object, v, path...)
+				if err := unstructured.SetNestedField(obj.Object, v, path...); err != nil {
+					return "", fmt.Errorf("%s: keep the member's %s: %w", describe(obj), strings.Join(path, "."), err)
+				}
 			}
 		}
 	}

@@ -77,8 +77,11 @@ func Up(ctx context.Context, set components.Set, opts Options) (*Environment, er
 	start := time.Now()
 	err = env.start(ctx, set, dir, opts)
 	if err != nil {
-		_ = env.Stop()
-		return nil, fmt.Errorf("%w (logs in %s)", err, filepath.Join(dir, "clusters"))
+		err = fmt.Errorf("%w (logs in %s)", err, filepath.Join(dir, "clusters"))
+		if stopErr := env.Stop(); stopErr != nil {
+			err = errors.Join(err, fmt.Errorf("stop the partly started environment: %w", stopErr))
+		}
+		return nil, err
 	}
 	fmt.Fprintf(opts.Out, "Environment ready in %s: host + %d member(s)\n", time.Since(start).Round(100*time.Millisecond), opts.Members)
 	return env, nil

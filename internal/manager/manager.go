@@ -1,11 +1,13 @@
-// Package manager runs the flotilla controller-manager: it installs the
-// CRDs, then starts the enabled controllers under one controller-runtime
-// manager with leader election, health probes and Prometheus metrics.
+// Package manager runs the flotilla controller-manager: it creates the
+// CRDs the host lacks, then starts the enabled controllers under one
+// controller-runtime manager with leader election, health probes and
+// Prometheus metrics; the leader alone upgrades existing CRDs.
 package manager
 
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"slices"
 	"time"
@@ -45,7 +47,8 @@ import (
 type Options struct {
 	// Controllers is the --controllers list ("*" for all).
 	Controllers []string
-	// InstallCRDs installs or updates the CRDs on start.
+	// InstallCRDs creates the missing CRDs on start and, once this replica
+	// leads, upgrades those that differ from this binary's.
 	InstallCRDs bool
 	// LeaderElect enables leader election, so that only one replica runs
 	// the controllers.
@@ -54,9 +57,17 @@ type Options struct {
 	LeaderElectionNamespace, LeaderElectionID string
 	// LeaseDuration, RenewDeadline and RetryPeriod tune leader election.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
-	// MetricsAddr serves /metrics ("0" disables).
+	// MetricsAddr serves /metrics ("0" disables; default loopback only).
 	MetricsAddr string
-	// ProbeAddr serves /healthz and /readyz ("0" disables).
+	// MetricsSecure serves /metrics over HTTPS, to callers the host
+	// authenticates (TokenReview) and authorizes (SubjectAccessReview of
+	// get on the path).
+	MetricsSecure bool
+	// MetricsCertDir holds the HTTPS certificate (tls.crt, tls.key) of
+	// MetricsSecure; a self-signed one is used when it is absent.
+	MetricsCertDir string
+	// ProbeAddr serves /healthz and /readyz ("0" disables; default
+	// loopback only).
 	ProbeAddr string
 	// PprofAddr serves the Go profiler's /debug/pprof/ endpoints ("0", the
 	// default, disables them).
@@ -91,6 +102,13 @@ type Options struct {
 	GracefulShutdown time.Duration
 }
 
+// Default listen addresses: loopback only, so that nothing is reachable
+// from other hosts unless the operator says so.
+const (
+	DefaultMetricsAddr = "127.0.0.1:8080"
+	DefaultProbeAddr   = "127.0.0.1:8081"
+)
+
 // DefaultOptions are the defaults of the controller-manager's flags.
 func DefaultOptions() Options {
 	return Options{
@@ -102,8 +120,8 @@ func DefaultOptions() Options {
 		LeaseDuration:              15 * time.Second,
 		RenewDeadline:              10 * time.Second,
 		RetryPeriod:                2 * time.Second,
-		MetricsAddr:                ":8080",
-		ProbeAddr:                  ":8081",
+		MetricsAddr:                DefaultMetricsAddr,
+		ProbeAddr:                  DefaultProbeAddr,
 		PprofAddr:                  "0",
 		CredentialsNamespace:       v1alpha1.SystemNamespace,
 		Cluster:                    member.DefaultOptions(),
@@ -118,8 +136,8 @@ func DefaultOptions() Options {
 	}
 }
 
-// Run installs the CRDs (if asked), then runs the enabled controllers until
-// ctx ends.
+// Run creates the missing CRDs (if asked), then runs the enabled
+// controllers until ctx ends; the leader upgrades the existing CRDs.
 func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	logger := ctrl.LoggerFrom(ctx)
 	enabled, err := Enabled(opts.Controllers, ControllerNames())
@@ -147,23 +165,31 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		}
 		logger.Info("Controller enabled", "controller", c.Name)
 	}
-	logger.Info("Starting controller-manager", "leaderElection", opts.LeaderElect, "metrics", opts.MetricsAddr, "probes", opts.ProbeAddr)
+	for _, w := range ExposureWarnings(opts) {
+		logger.Info("Warning: " + w)
+	}
+	logger.Info("Starting controller-manager", "leaderElection", opts.LeaderElect, "metrics", opts.MetricsAddr, "metricsSecure", opts.MetricsSecure, "probes", opts.ProbeAddr)
 	return mgr.Start(ctx)
 }
 
-// New builds the manager without controllers. Secrets are cached only in
-// the credentials namespace.
+// New builds the manager without controllers (with the leader's CRD
+// upgrade when opts.InstallCRDs). Secrets are cached only in the
+// credentials namespace.
 func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	scheme, err := hostscheme.New()
 	if err != nil {
 		return nil, err
+	}
+	metrics := metricsserver.Options{BindAddress: opts.MetricsAddr}
+	if opts.MetricsSecure {
+		metrics = secureMetrics(opts.MetricsAddr, opts.MetricsCertDir)
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme,
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}: {Namespaces: map[string]cache.Config{opts.CredentialsNamespace: {}}},
 		}},
-		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
+		Metrics:                       metrics,
 		HealthProbeBindAddress:        opts.ProbeAddr,
 		PprofBindAddress:              opts.PprofAddr,
 		LeaderElection:                opts.LeaderElect,
@@ -178,8 +204,13 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)
 	}
+	if opts.InstallCRDs {
+		if err := mgr.Add(crdUpgrader{cfg: cfg, logger: mgr.GetLogger().WithName("crds")}); err != nil {
+			return nil, fmt.Errorf("add the CRD upgrade: %w", err)
+		}
+	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("add health check: %w", err)
 	}
 	if err := mgr.AddReadyzCheck("informers", func(req *http.Request) error {
 		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
@@ -187,7 +218,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		}
 		return nil
 	}); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("add readiness check: %w", err)
 	}
 	return mgr, nil
 }
@@ -200,29 +231,34 @@ func NewShared(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts Opt
 		return nil, err
 	}
 	if err := mgr.Add(tc); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("add the template cache: %w", err)
 	}
 	if err := fedobj.SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("FederatedObject indexes: %w", err)
 	}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("dynamic host client: %w", err)
 	}
 	return &Shared{Pool: member.NewPool(), Templates: tc, Dynamic: dyn}, nil
 }
 
-// PrepareHost installs the CRDs and creates the system namespaces the
-// manager uses.
+// PrepareHost creates the CRDs the host lacks (without touching existing
+// ones: this replica may be a standby of another version) and the system
+// namespaces the manager uses.
 func PrepareHost(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if opts.InstallCRDs {
-		if err := crd.Install(ctx, cfg); err != nil {
+		res, err := crd.Ensure(ctx, cfg, crd.CreateMissing)
+		if err != nil {
 			return err
+		}
+		if len(res.Created) > 0 {
+			ctrl.LoggerFrom(ctx).Info("Created missing flotilla.io CRDs", "crds", res.Created)
 		}
 	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return err
+		return fmt.Errorf("host client: %w", err)
 	}
 	// flotilla-system also holds the FederatedObjects of cluster-scoped
 	// objects.
@@ -241,4 +277,36 @@ func PrepareHost(ctx context.Context, cfg *rest.Config, opts Options) error {
 		}
 	}
 	return nil
+}
+
+// ExposureWarnings says which endpoints opts serve beyond the loopback
+// interface without authentication: the operator chose it, but it should
+// be deliberate.
+func ExposureWarnings(opts Options) []string {
+	var out []string
+	if !opts.MetricsSecure && !loopback(opts.MetricsAddr) {
+		out = append(out, fmt.Sprintf("--metrics-bind-address=%s serves metrics over plain HTTP without authentication beyond this host; add --metrics-secure", opts.MetricsAddr))
+	}
+	if opts.PprofAddr != "" && !loopback(opts.PprofAddr) {
+		out = append(out, fmt.Sprintf("--pprof-bind-address=%s serves Go profiles without authentication beyond this host", opts.PprofAddr))
+	}
+	return out
+}
+
+// loopback reports whether addr ("host:port") listens on a loopback
+// address only, or is "0" (disabled). An empty host or a name other than
+// localhost may listen on every interface.
+func loopback(addr string) bool {
+	if addr == "0" {
+		return true
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -27,7 +27,9 @@ func Render(in Input) (*unstructured.Unstructured, error) {
 	obj := in.Template.DeepCopy()
 	Sanitize(obj)
 	if _, ok := workload.Replicas(obj); ok && in.Placement.Replicas != nil {
-		workload.SetReplicas(obj, *in.Placement.Replicas)
+		if err := workload.SetReplicas(obj, *in.Placement.Replicas); err != nil {
+			return nil, err
+		}
 	}
 	if err := override.Apply(obj, in.Overrides); err != nil {
 		return nil, err

@@ -210,7 +210,11 @@ func (c *Cache) LabelledFor(namespace, policy string) []Key {
 	defer c.mu.RUnlock()
 	var out []Key
 	for _, w := range c.kinds {
-		items, _ := w.informer.GetIndexer().ByIndex(index, value)
+		items, err := w.informer.GetIndexer().ByIndex(index, value)
+		if err != nil { // every informer has both indexes
+			klog.Background().Error(err, "Reading a template index", "index", index, "resource", w.GVR.String())
+			continue
+		}
 		for _, it := range items {
 			out = append(out, KeyOf(it.(*unstructured.Unstructured)))
 		}
@@ -247,6 +251,7 @@ func (c *Cache) discover(ctx context.Context) error {
 	for _, list := range lists {
 		gv, perr := schema.ParseGroupVersion(list.GroupVersion)
 		if perr != nil {
+			klog.FromContext(ctx).Error(perr, "Skipping a group version the host's discovery lists", "groupVersion", list.GroupVersion)
 			continue
 		}
 		for _, r := range list.APIResources {
@@ -288,7 +293,12 @@ func (c *Cache) watch(ctx context.Context, k Kind) *watched {
 		indexPropagationPolicy:        labelIndex(v1alpha1.LabelPropagationPolicy, true),
 		indexClusterPropagationPolicy: labelIndex(v1alpha1.LabelClusterPropagationPolicy, false),
 	}, nil).Informer()
-	_ = inf.SetTransform(trim)
+	logger := klog.FromContext(ctx).WithName("templates").WithValues("resource", k.GVR.String())
+	// A new informer takes a transform and handlers: the errors below
+	// (informer already started or stopped) cannot happen here.
+	if err := inf.SetTransform(trim); err != nil {
+		logger.Error(err, "Setting the template informer's transform")
+	}
 	handlers := c.handlers
 	notify := func(obj any) {
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -301,7 +311,7 @@ func (c *Cache) watch(ctx context.Context, k Kind) *watched {
 			}
 		}
 	}
-	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: notify,
 		UpdateFunc: func(old, obj any) {
 			if Relevant(old.(*unstructured.Unstructured), obj.(*unstructured.Unstructured)) {
@@ -309,12 +319,16 @@ func (c *Cache) watch(ctx context.Context, k Kind) *watched {
 			}
 		},
 		DeleteFunc: notify,
-	})
+	}); err != nil {
+		logger.Error(err, "Adding the template informer's handler")
+	}
 	if k.GVR.Group == "apiextensions.k8s.io" {
 		// A new or removed CRD changes the kinds; its establishment is a
 		// status update, so every event counts.
 		kick := func(any) { c.Rediscover() }
-		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: kick, UpdateFunc: func(_, o any) { kick(o) }, DeleteFunc: kick})
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: kick, UpdateFunc: func(_, o any) { kick(o) }, DeleteFunc: kick}); err != nil {
+			logger.Error(err, "Adding the CRD informer's rediscovery handler")
+		}
 	}
 	go inf.RunWithContext(ctx)
 	return &watched{Kind: k, informer: inf, cancel: cancel}

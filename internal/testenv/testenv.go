@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -94,14 +95,19 @@ func Start(ctx context.Context, opts Options) (*Environment, error) {
 	lo.Out = os.Stderr
 	env, err := localenv.Up(ctx, set, lo)
 	if err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("start test environment: %w", err)
+		err = fmt.Errorf("start test environment: %w", err)
+		if rmErr := os.RemoveAll(dir); rmErr != nil {
+			err = errors.Join(err, rmErr)
+		}
+		return nil, err
 	}
 	e := &Environment{Components: set, StateDir: dir, env: env}
 	for _, cs := range env.State.Clusters {
 		c, err := newCluster(cs)
 		if err != nil {
-			e.Stop()
+			if stopErr := e.Stop(); stopErr != nil {
+				err = errors.Join(err, fmt.Errorf("stop: %w", stopErr))
+			}
 			return nil, err
 		}
 		if cs.Role == localenv.RoleHost {

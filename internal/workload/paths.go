@@ -1,6 +1,8 @@
 package workload
 
 import (
+	"fmt"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -64,9 +66,12 @@ func Replicas(obj *unstructured.Unstructured) (replicas int32, ok bool) {
 	return 0, false
 }
 
-// SetReplicas sets spec.replicas.
-func SetReplicas(obj *unstructured.Unstructured, n int32) {
-	_ = unstructured.SetNestedField(obj.Object, int64(n), "spec", "replicas")
+// SetReplicas sets spec.replicas; it fails when spec is not an object.
+func SetReplicas(obj *unstructured.Unstructured, n int32) error {
+	if err := unstructured.SetNestedField(obj.Object, int64(n), "spec", "replicas"); err != nil {
+		return fmt.Errorf("set spec.replicas: %w", err)
+	}
+	return nil
 }
 
 // isNativeGroup reports whether a group is one of Kubernetes' own (k8s.io

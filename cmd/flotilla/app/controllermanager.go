@@ -31,11 +31,15 @@ func NewControllerManagerCmd(streams Streams) *cobra.Command {
 		Short: "Run the Flotilla controllers against the host control plane",
 		Long: `Run the Flotilla controllers against the host control plane's apiserver.
 
-On start it installs or updates the flotilla.io CRDs (--install-crds) and
-creates the flotilla-system namespace. With leader election (default) several
-replicas may run; one works at a time. /healthz and /readyz are served on
---health-probe-bind-address, Prometheus metrics on --metrics-bind-address,
-and Go profiles on --pprof-bind-address when it is set.
+On start it creates the flotilla.io CRDs the host lacks and the
+flotilla-system namespace; once it is the leader it upgrades existing CRDs
+that differ from its own (--install-crds; a standby never changes them).
+With leader election (default) several replicas may run; one works at a
+time. /healthz and /readyz are served on --health-probe-bind-address,
+Prometheus metrics on --metrics-bind-address (over HTTPS with
+authentication and authorization by the host with --metrics-secure), and
+Go profiles on --pprof-bind-address when it is set. All listen on
+127.0.0.1 only unless told otherwise.
 
 Members are reached only with a Secret bound to their MemberCluster (owner
 reference or label flotilla.io/member-cluster), only over verified TLS unless
@@ -61,15 +65,17 @@ Controllers: ` + strings.Join(manager.ControllerNames(), ", ") + `.`,
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of the host control plane (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
 	fs.StringVar(&o.Context, "context", "", "kubeconfig context to use")
 	fs.StringSliceVar(&m.Controllers, "controllers", m.Controllers, "controllers to run: '*' for all, 'name' to enable, '-name' to disable (known: "+strings.Join(manager.ControllerNames(), ", ")+")")
-	fs.BoolVar(&m.InstallCRDs, "install-crds", m.InstallCRDs, "install or update the flotilla.io CRDs on start")
+	fs.BoolVar(&m.InstallCRDs, "install-crds", m.InstallCRDs, "create missing flotilla.io CRDs on start, and upgrade existing ones once leader (false: manage them yourself, e.g. kubectl apply --server-side -f config/crd/bases)")
 	fs.BoolVar(&m.LeaderElect, "leader-elect", m.LeaderElect, "elect a leader so that only one replica runs the controllers")
 	fs.StringVar(&m.LeaderElectionNamespace, "leader-election-namespace", m.LeaderElectionNamespace, "namespace of the leader election Lease")
 	fs.StringVar(&m.LeaderElectionID, "leader-election-id", m.LeaderElectionID, "name of the leader election Lease")
 	fs.DurationVar(&m.LeaseDuration, "leader-elect-lease-duration", m.LeaseDuration, "how long a leader's lease lasts without renewal")
 	fs.DurationVar(&m.RenewDeadline, "leader-elect-renew-deadline", m.RenewDeadline, "how long the leader retries renewing before giving up")
 	fs.DurationVar(&m.RetryPeriod, "leader-elect-retry-period", m.RetryPeriod, "time between leader election attempts")
-	fs.StringVar(&m.MetricsAddr, "metrics-bind-address", m.MetricsAddr, "address serving Prometheus /metrics ('0' disables)")
-	fs.StringVar(&m.ProbeAddr, "health-probe-bind-address", m.ProbeAddr, "address serving /healthz and /readyz ('0' disables)")
+	fs.StringVar(&m.MetricsAddr, "metrics-bind-address", m.MetricsAddr, "address serving Prometheus /metrics ('0' disables; ':8080' for all interfaces, then add --metrics-secure)")
+	fs.BoolVar(&m.MetricsSecure, "metrics-secure", m.MetricsSecure, "serve /metrics over HTTPS to callers the host authenticates and authorizes (get on the non-resource URL /metrics)")
+	fs.StringVar(&m.MetricsCertDir, "metrics-cert-dir", m.MetricsCertDir, "directory with tls.crt and tls.key for --metrics-secure (default: a self-signed certificate)")
+	fs.StringVar(&m.ProbeAddr, "health-probe-bind-address", m.ProbeAddr, "address serving /healthz and /readyz ('0' disables; ':8081' for all interfaces, e.g. for kubelet probes)")
 	fs.StringVar(&m.PprofAddr, "pprof-bind-address", m.PprofAddr, "address serving the Go profiler's /debug/pprof/ endpoints ('0' disables; keep it on a loopback address)")
 	fs.StringVar(&m.CredentialsNamespace, "credentials-namespace", m.CredentialsNamespace, "namespace of the member credentials Secrets")
 	fs.IntVar(&m.ConcurrentClusterSyncs, "concurrent-cluster-syncs", m.ConcurrentClusterSyncs, "MemberClusters reconciled in parallel")
@@ -134,6 +140,9 @@ func (o *ControllerManagerOptions) Validate() error {
 	}
 	if o.Manager.TemplateDiscoveryInterval <= 0 {
 		return fmt.Errorf("--template-discovery-interval must be positive")
+	}
+	if o.Manager.MetricsCertDir != "" && !o.Manager.MetricsSecure {
+		return fmt.Errorf("--metrics-cert-dir needs --metrics-secure")
 	}
 	if o.Manager.LeaderElect && o.Manager.RenewDeadline >= o.Manager.LeaseDuration {
 		return fmt.Errorf("--leader-elect-renew-deadline (%s) must be shorter than --leader-elect-lease-duration (%s)", o.Manager.RenewDeadline, o.Manager.LeaseDuration)

@@ -46,7 +46,9 @@ unhealthy.`,
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", r.Cluster, r.Component.Name, r.Component.PID, strings.Join(ports, ","), health, r.Component.Log)
 			}
-			tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return fmt.Errorf("write the status table: %w", err)
+			}
 			if bad > 0 {
 				return fmt.Errorf("%d of %d components are not healthy", bad, len(rows))
 			}

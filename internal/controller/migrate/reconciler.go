@@ -100,7 +100,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if errors.Is(err, templates.ErrNotSynced) {
 		return reconcile.Result{RequeueAfter: time.Second}, nil
 	}
-	if err != nil || tmpl == nil || tmpl.GetUID() != fo.Spec.Template.UID {
+	if errors.Is(err, templates.ErrUnknownKind) {
+		return reconcile.Result{RequeueAfter: 30 * time.Second}, nil // a kind removed, or not discovered yet
+	}
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("read the template of %s: %w", req, err)
+	}
+	if tmpl == nil || tmpl.GetUID() != fo.Spec.Template.UID {
 		return reconcile.Result{}, nil
 	}
 	spec, err := fedobj.PolicySpec(ctx, r.Client, *fo.Spec.Policy)

@@ -113,7 +113,12 @@ func (r *Reconciler) apply(sess *member.Session, desired *unstructured.Unstructu
 // intent identifies what a write of desired with opts would make the member
 // hold, so that a finished write is recognised as current.
 func intent(desired *unstructured.Unstructured, opts dispatch.Options) string {
-	b, _ := json.Marshal(desired.Object)
+	b, err := json.Marshal(desired.Object)
+	if err != nil {
+		// Not JSON (cannot happen for an object read from the host): hash
+		// its printed form, which fmt prints with sorted map keys.
+		b = fmt.Appendf(nil, "%#v", desired.Object)
+	}
 	sum := sha256.Sum256(append(b, fmt.Sprintf("|adopt=%v|keep=%v", opts.Adopt, opts.KeepLive)...))
 	return hex.EncodeToString(sum[:])
 }

@@ -5,7 +5,11 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/recovery"
 )
 
 // flights are the member writes in progress. A reconcile waits for a write
@@ -61,7 +65,7 @@ func (f *flights) run(k flightKey, what string, wait time.Duration, job func() r
 	f.mu.Unlock()
 
 	go func() {
-		res := job()
+		res := guard(k, job)
 		fl.mu.Lock()
 		fl.res, fl.finished = res, true
 		detached := fl.detached
@@ -90,6 +94,18 @@ func (f *flights) run(k flightKey, what string, wait time.Duration, job func() r
 	}
 	f.mu.Unlock()
 	return fl.res, true
+}
+
+// guard runs job; a panic in it is recovered (logged with its stack and
+// counted in flotilla_recovered_panics_total{component="propagate"}) and
+// becomes an ApplyFailed result for the cluster, retried like any failed
+// write, instead of killing the process.
+func guard(k flightKey, job func() result) (res result) {
+	logger := ctrl.Log.WithName(Name).WithValues("federatedObject", k.fo, "cluster", k.cluster)
+	if err := recovery.Run(logger, Name, func() { res = job() }); err != nil {
+		return result{status: v1alpha1.ClusterPropagationStatus{Cluster: k.cluster, Reason: v1alpha1.PropagationApplyFailed, Message: err.Error()}}
+	}
+	return res
 }
 
 // waitBudget is how long a reconcile waits for one member's write.

@@ -1,11 +1,14 @@
 package propagate
 
 import (
+	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 )
@@ -65,4 +68,79 @@ func TestFlights(t *testing.T) {
 	if _, done := f.run(k, "d", time.Second, func() result { ran = true; return ok }, func() {}); !done || !ran {
 		t.Fatalf("stale result reused: done %v, ran %v", done, ran)
 	}
+}
+
+func TestFlightPanicIsAFailedResult(t *testing.T) {
+	k := flightKey{fo: types.NamespacedName{Namespace: "ns", Name: "web.deployment.apps"}, cluster: "member-1"}
+	for _, detached := range []bool{false, true} {
+		t.Run(fmt.Sprintf("detached=%v", detached), func(t *testing.T) {
+			var f flights
+			before := recoveredPanics(t)
+			gate := make(chan struct{})
+			woken := make(chan struct{}, 1)
+			job := func() result {
+				<-gate
+				var m map[string]int
+				m["boom"]++ // a bug in a write: assignment to entry in nil map
+				return result{}
+			}
+			wait := time.Minute
+			if detached {
+				wait = 10 * time.Millisecond // the reconcile stops waiting before the panic
+			} else {
+				close(gate)
+			}
+			res, done := f.run(k, "a", wait, job, func() { woken <- struct{}{} })
+			if detached {
+				if done {
+					t.Fatal("the flight ended before its gate opened")
+				}
+				close(gate)
+				select {
+				case <-woken:
+				case <-time.After(5 * time.Second):
+					t.Fatal("the detached flight that panicked never woke its FederatedObject")
+				}
+				res, done = f.run(k, "a", time.Second, func() result { t.Error("ran again before the failed result was collected"); return result{} }, func() {})
+			}
+			if !done {
+				t.Fatal("no result for the flight that panicked")
+			}
+			if res.status.Cluster != "member-1" || res.status.Reason != v1alpha1.PropagationApplyFailed || !strings.Contains(res.status.Message, "panicked") || !strings.Contains(res.status.Message, "nil map") {
+				t.Errorf("result %+v, want ApplyFailed for member-1 saying the write panicked", res.status)
+			}
+			if got := recoveredPanics(t) - before; got != 1 {
+				t.Errorf("flotilla_recovered_panics_total{component=propagate} grew by %v, want 1", got)
+			}
+			// The next pass writes again.
+			var ran bool
+			ok := result{status: v1alpha1.ClusterPropagationStatus{Cluster: "member-1", Reason: v1alpha1.PropagationOK}}
+			if res, done := f.run(k, "a", time.Second, func() result { ran = true; return ok }, func() {}); !done || !ran || res.status.Reason != v1alpha1.PropagationOK {
+				t.Errorf("retry after the panic: ran %v, done %v, %+v", ran, done, res.status)
+			}
+		})
+	}
+}
+
+// recoveredPanics reads flotilla_recovered_panics_total{component="propagate"}
+// from the controller-runtime registry the controller-manager serves.
+func recoveredPanics(t *testing.T) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "flotilla_recovered_panics_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "component" && l.GetValue() == Name {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }

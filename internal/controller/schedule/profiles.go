@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
@@ -30,6 +31,9 @@ type profileCache struct {
 type cachedProfile struct {
 	version string
 	profile *framework.Profile
+	// validPending: writing the profile's Valid condition failed; the next
+	// use writes it again.
+	validPending bool
 }
 
 // webhookPrefix starts the plugin name of a SchedulerPluginWebhook.
@@ -72,6 +76,9 @@ func (r *Reconciler) profile(ctx context.Context, name string) (*framework.Profi
 	c, ok := r.profiles.m[name]
 	r.profiles.mu.Unlock()
 	if ok && c.version == version {
+		if c.validPending && sp != nil {
+			r.recordValid(ctx, name, version, sp, nil)
+		}
 		return c.profile, version, nil
 	}
 	var spec *v1alpha1.SchedulingProfileSpec
@@ -94,9 +101,26 @@ func (r *Reconciler) profile(ctx context.Context, name string) (*framework.Profi
 		}
 	}
 	if sp != nil {
-		r.setProfileValid(ctx, sp, err)
+		r.recordValid(ctx, name, version, sp, err)
 	}
 	return p, version, err
+}
+
+// recordValid writes a profile's Valid condition for its build result
+// (buildErr). A failed write is logged and, for a cached profile, made
+// again on its next use; a failed build is built (and written) again
+// anyway.
+func (r *Reconciler) recordValid(ctx context.Context, name, version string, sp *v1alpha1.SchedulingProfile, buildErr error) {
+	err := r.setProfileValid(ctx, sp, buildErr)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Writing the Valid condition of a SchedulingProfile; retrying on its next use", "schedulingProfile", name)
+	}
+	r.profiles.mu.Lock()
+	defer r.profiles.mu.Unlock()
+	if c, ok := r.profiles.m[name]; ok && c.version == version {
+		c.validPending = err != nil
+		r.profiles.m[name] = c
+	}
 }
 
 // webhooksOf returns the SchedulerPluginWebhooks a profile enables, by
@@ -155,14 +179,17 @@ func (r *Reconciler) webhookPlugin(ctx context.Context, plugin string) (framewor
 }
 
 // setProfileValid records in a profile's status whether it builds.
-func (r *Reconciler) setProfileValid(ctx context.Context, sp *v1alpha1.SchedulingProfile, err error) {
+func (r *Reconciler) setProfileValid(ctx context.Context, sp *v1alpha1.SchedulingProfile, err error) error {
 	cond := metav1.Condition{Type: "Valid", Status: metav1.ConditionTrue, Reason: "Valid", Message: "the plugins build", ObservedGeneration: sp.Generation}
 	if err != nil {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "Invalid", err.Error()
 	}
 	sp = sp.DeepCopy()
 	if !meta.SetStatusCondition(&sp.Status.Conditions, cond) {
-		return
+		return nil
 	}
-	_ = r.Client.Status().Update(ctx, sp) // best effort: the next build writes it again
+	if err := r.Client.Status().Update(ctx, sp); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("update the status of SchedulingProfile %s: %w", sp.Name, err)
+	}
+	return nil
 }

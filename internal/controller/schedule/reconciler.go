@@ -115,7 +115,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if errors.Is(err, templates.ErrNotSynced) {
 		return reconcile.Result{RequeueAfter: time.Second}, nil
 	}
-	if err != nil || tmpl == nil {
+	if errors.Is(err, templates.ErrUnknownKind) {
+		// A kind removed from the host, or not discovered yet: its
+		// informer's first events bring the object back too.
+		ctrl.LoggerFrom(ctx).V(1).Info("Template kind not served; looking again later", "reason", err.Error())
+		return reconcile.Result{RequeueAfter: unknownKindRetry}, nil
+	}
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("read the template of %s: %w", req, err)
+	}
+	if tmpl == nil {
 		return reconcile.Result{}, nil // the federate controller deals with it
 	}
 	profile, version, err := r.profile(ctx, spec.Placement.SchedulingProfile)
@@ -274,6 +283,10 @@ func (r *Reconciler) setStatus(ctx context.Context, fo *v1alpha1.FederatedObject
 	}
 	return nil
 }
+
+// unknownKindRetry is how often an object whose template kind the host
+// does not serve is looked at again.
+const unknownKindRetry = 30 * time.Second
 
 // unschedulableRetry is how often an Unschedulable object is decided again
 // while nothing in its basis changes (capacity may have freed up).

@@ -95,7 +95,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if errors.Is(err, templates.ErrNotSynced) {
 		return reconcile.Result{RequeueAfter: time.Second}, nil
 	}
-	if err != nil || tmpl == nil || tmpl.GetUID() != fo.Spec.Template.UID || !tmpl.GetDeletionTimestamp().IsZero() {
+	if errors.Is(err, templates.ErrUnknownKind) {
+		return reconcile.Result{RequeueAfter: 30 * time.Second}, nil // a kind removed, or not discovered yet
+	}
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("read the template of %s: %w", req, err)
+	}
+	if tmpl == nil || tmpl.GetUID() != fo.Spec.Template.UID || !tmpl.GetDeletionTimestamp().IsZero() {
 		return reconcile.Result{}, nil
 	}
 	if !workload.Aggregated(tmpl) {
