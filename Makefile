@@ -9,10 +9,14 @@ UP_FLAGS  ?=
 SAMPLE    ?= config/samples/propagation.yaml
 # Timeout for the whole test suite (unit, integration and e2e).
 TEST_TIMEOUT ?= 25m
+# Flags for `make test`: the race detector by default (TEST_FLAGS= runs without).
+TEST_FLAGS ?= -race
+# How long `make fuzz` fuzzes each target.
+FUZZTIME ?= 10s
 # Extra flags for the harness `make bench` runs, e.g. BENCH_FLAGS="--workloads 10000 --members 10 --timeout 60m".
 BENCH_FLAGS ?=
 
-.PHONY: help build components up down status test test-unit verify generate bench clean
+.PHONY: help build components up down status test test-unit fuzz verify generate bench clean
 
 help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -33,11 +37,14 @@ down: build ## Stop every process of the local environment.
 status: build ## Show the local environment's components and health.
 	./$(BIN) status
 
-test: components ## Run unit, integration and e2e tests.
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+test: components ## Run unit, integration and e2e tests, with the race detector.
+	$(GO) test $(TEST_FLAGS) -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 test-unit: ## Run only the unit tests (no environments started).
 	$(GO) test -count=1 -short ./...
+
+fuzz: ## Run every fuzz target (func FuzzXxx) for FUZZTIME each (default 10s), one after another.
+	GO="$(GO)" FUZZTIME="$(FUZZTIME)" ./hack/fuzz.sh
 
 verify: ## Check formatting, vet, and that generated code is up to date.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

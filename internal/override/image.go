@@ -58,7 +58,7 @@ func parseImage(s string) (imageRef, error) {
 			return imageRef{}, fmt.Errorf("image %q: %w", s, err)
 		}
 	}
-	if first, rest, ok := strings.Cut(name, "/"); ok && (strings.ContainsAny(first, ".:") || first == "localhost") {
+	if first, rest, ok := strings.Cut(name, "/"); ok && readsAsRegistry(first) {
 		ref.registry, name = first, rest
 		if err := checkRegistry(ref.registry); err != nil {
 			return imageRef{}, fmt.Errorf("image %q: %w", s, err)
@@ -121,7 +121,22 @@ func (r imageRef) override(ov *v1alpha1.ImageOverrider) (imageRef, error) {
 			r.tag = ""
 		}
 	}
+	// The result must read back as the parts it was given, or a runtime
+	// would pull another image (from its default registry).
+	if r.registry != "" && !readsAsRegistry(r.registry) {
+		return imageRef{}, fmt.Errorf("registry %q would be read as part of the repository path: a registry needs a '.' or a ':port', or is localhost", r.registry)
+	}
+	if first, _, ok := strings.Cut(r.path, "/"); ok && r.registry == "" && readsAsRegistry(first) {
+		return imageRef{}, fmt.Errorf("repository %q would be read as registry %q: set the registry too", r.path, first)
+	}
 	return r, nil
+}
+
+// readsAsRegistry reports whether the first component of an image
+// reference is read as its registry: it contains '.' or ':' or is
+// "localhost".
+func readsAsRegistry(first string) bool {
+	return strings.ContainsAny(first, ".:") || first == "localhost"
 }
 
 // checkRegistry reports whether s is a valid host[:port].

@@ -121,21 +121,29 @@ func waterFill(total float64, w []float64, lo, hi []int64) []float64 {
 			kinks = append(kinks, kink{float64(hi[i]) / w[i], -w[i]})
 		}
 	}
-	sort.Slice(kinks, func(a, b int) bool { return kinks[a].lambda < kinks[b].lambda })
-	lambda, slope := math.Inf(1), 0.0
+	// Ordered by λ, then slope, so that the walk does not depend on the
+	// targets' order.
+	sort.Slice(kinks, func(a, b int) bool {
+		if kinks[a].lambda != kinks[b].lambda {
+			return kinks[a].lambda < kinks[b].lambda
+		}
+		return kinks[a].slope < kinks[b].slope
+	})
+	lambda := math.Inf(1)
+	var slope compensated // weights of very different sizes come and go
 	at := 0.0
 	for _, k := range kinks {
-		if next := sum + slope*(k.lambda-at); slope > 0 && next >= total {
-			lambda = at + (total-sum)/slope
+		if s := slope.value(); s > 0 && sum+s*(k.lambda-at) >= total {
+			lambda = at + (total-sum)/s
 			break
 		} else {
-			sum = next
+			sum += s * (k.lambda - at)
 		}
 		at = k.lambda
-		slope += k.slope
+		slope.add(k.slope)
 	}
-	if math.IsInf(lambda, 1) && slope > 1e-12 {
-		lambda = at + (total-sum)/slope
+	if s := slope.value(); math.IsInf(lambda, 1) && s > 1e-12 {
+		lambda = at + (total-sum)/s
 	}
 	x := make([]float64, len(w))
 	for i := range w {
@@ -150,6 +158,24 @@ func waterFill(total float64, w []float64, lo, hi []int64) []float64 {
 	}
 	return x
 }
+
+// compensated is a float64 sum that keeps the low-order bits each
+// addition loses (Neumaier), so that adding a large weight, a small one
+// and taking the large one away again leaves the small one, not rounding
+// noise.
+type compensated struct{ sum, lost float64 }
+
+func (c *compensated) add(x float64) {
+	t := c.sum + x
+	if math.Abs(c.sum) >= math.Abs(x) {
+		c.lost += (c.sum - t) + x
+	} else {
+		c.lost += (x - t) + c.sum
+	}
+	c.sum = t
+}
+
+func (c *compensated) value() float64 { return c.sum + c.lost }
 
 func weights(targets []Target) []float64 {
 	w := make([]float64, len(targets))

@@ -85,7 +85,7 @@ func (p *Plugin) ScoreAll(ctx context.Context, u *framework.Unit, clusters []*v1
 		names := make([]string, len(resp.Scores))
 		for i, s := range resp.Scores {
 			if s.Score < 0 || s.Score > MaxScore {
-				return fmt.Errorf("score %d for cluster %s is outside 0..%d", s.Score, s.Cluster, MaxScore)
+				return fmt.Errorf("score %d for cluster %s is outside 0..%d", s.Score, truncate(s.Cluster), MaxScore)
 			}
 			names[i] = s.Cluster
 		}
@@ -179,9 +179,9 @@ func (p *Plugin) Replicas(ctx context.Context, _ framework.CycleState, u *framew
 			}
 			switch {
 			case e.Replicas == nil:
-				return fmt.Errorf("response gives no replicas for cluster %s of a Divide unit", e.Cluster)
+				return fmt.Errorf("response gives no replicas for cluster %s of a Divide unit", truncate(e.Cluster))
 			case *e.Replicas < 0:
-				return fmt.Errorf("replicas %d for cluster %s are negative", *e.Replicas, e.Cluster)
+				return fmt.Errorf("replicas %d for cluster %s are negative", *e.Replicas, truncate(e.Cluster))
 			}
 			sum += int64(*e.Replicas)
 		}
@@ -269,6 +269,7 @@ func clusterNames(clusters []*v1alpha1.MemberCluster) []string {
 }
 
 // subset checks that got names only requested clusters, each at most once.
+// Names from a response are cut (truncate) in errors, as reasons are.
 func subset(got, requested []string) error {
 	known := make(map[string]bool, len(requested))
 	for _, n := range requested {
@@ -278,7 +279,7 @@ func subset(got, requested []string) error {
 	for _, n := range got {
 		switch {
 		case !known[n]:
-			return fmt.Errorf("response names cluster %q, which was not requested", n)
+			return fmt.Errorf("response names cluster %q, which was not requested", truncate(n))
 		case seen[n]:
 			return fmt.Errorf("response names cluster %s more than once", n)
 		}
