@@ -1,0 +1,167 @@
+package federate_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/testenv"
+)
+
+// propagatedDeployment creates a Deployment placed on the member by a
+// PropagationPolicy of its namespace and waits until its copy is there.
+func propagatedDeployment(t *testing.T, ns string) (*types.NamespacedName, types.NamespacedName) {
+	t.Helper()
+	ctx := context.Background()
+	pp := &v1alpha1.PropagationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+		Spec:       v1alpha1.PropagationSpec{ResourceSelectors: deploymentsIn(ns), Placement: v1alpha1.Placement{ClusterNames: []string{memberName}}},
+	}
+	if err := admin.Create(ctx, pp); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Create(ctx, testenv.MakeDeployment("web", ns).Obj()); err != nil {
+		t.Fatal(err)
+	}
+	foKey := types.NamespacedName{Namespace: ns, Name: "web.deployment.apps"}
+	waitForCluster(t, foKey, v1alpha1.PropagationOK)
+	dep := types.NamespacedName{Namespace: ns, Name: "web"}
+	return &dep, foKey
+}
+
+// annotate sets one annotation on the host Deployment.
+func annotate(t *testing.T, key types.NamespacedName, name, value string) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		dep := testenv.MakeDeployment(key.Name, key.Namespace).Obj()
+		if err := admin.Get(context.Background(), key, dep); err != nil {
+			return err
+		}
+		if dep.Annotations == nil {
+			dep.Annotations = map[string]string{}
+		}
+		dep.Annotations[name] = value
+		return admin.Update(context.Background(), dep)
+	})
+	if err != nil {
+		t.Fatalf("annotate %s: %v", key, err)
+	}
+}
+
+// waitKept waits until the object is Unschedulable with its placement kept,
+// then checks the placement and the member copy are still there.
+func waitKept(t *testing.T, foKey types.NamespacedName) {
+	t.Helper()
+	testenv.Eventually(t, waitTimeout, "Scheduled=False/Unschedulable keeping the placement", func(ctx context.Context) error {
+		fo := &v1alpha1.FederatedObject{}
+		if err := admin.Get(ctx, foKey, fo); err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(fo.Status.Conditions, v1alpha1.ConditionScheduled)
+		if c == nil || c.Reason != "Unschedulable" || !strings.Contains(c.Message, "keeping the current placement") {
+			return fmt.Errorf("Scheduled condition %+v", c)
+		}
+		if len(fo.Spec.Placement) != 1 || fo.Spec.Placement[0].Cluster != memberName {
+			return fmt.Errorf("placement %+v, want it kept on %s", fo.Spec.Placement, memberName)
+		}
+		return nil
+	})
+	// The propagate pass after the decision still holds the copy.
+	st := waitForCluster(t, foKey, v1alpha1.PropagationOK)
+	if _, err := env.Cluster(memberName).Client.AppsV1().Deployments(foKey.Namespace).Get(context.Background(), "web", metav1.GetOptions{}); err != nil {
+		t.Fatalf("member copy after the placement was kept (%+v): %v", st, err)
+	}
+}
+
+// waitCopyGone waits until the member's copy is deleted.
+func waitCopyGone(t *testing.T, ns string) {
+	t.Helper()
+	testenv.Eventually(t, waitTimeout, "the member copy deleted", func(ctx context.Context) error {
+		_, err := env.Cluster(memberName).Client.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("member Deployment %s/web: %v", ns, err)
+	})
+}
+
+// TestClusterNamesTypoKeepsCopies: a typo in flotilla.io/cluster-names
+// leaves no cluster for the object. The placement and the member copy stay
+// (before, the placement was emptied and the copy deleted); only
+// flotilla.io/empty-placement: allow lets the copy go.
+func TestClusterNamesTypoKeepsCopies(t *testing.T) {
+	startControlPlane(t)
+	ns := env.Namespace(t)
+	dep, foKey := propagatedDeployment(t, ns)
+
+	annotate(t, *dep, v1alpha1.AnnotationClusterNames, "membr-1")
+	waitKept(t, foKey)
+
+	annotate(t, *dep, v1alpha1.AnnotationEmptyPlacement, "allow")
+	waitCopyGone(t, ns)
+}
+
+// TestDrainingTheOnlyClusterKeepsCopies: a NoExecute drain taint on the
+// only member leaves its objects nowhere to go; they keep running there.
+// The taint drain --force sets lets them go.
+func TestDrainingTheOnlyClusterKeepsCopies(t *testing.T) {
+	startControlPlane(t)
+	ns := env.Namespace(t)
+	_, foKey := propagatedDeployment(t, ns)
+
+	setDrainTaint(t, "")
+	t.Cleanup(func() { removeDrainTaint(t) })
+	waitKept(t, foKey)
+
+	setDrainTaint(t, v1alpha1.DrainForce)
+	waitCopyGone(t, ns)
+}
+
+// setDrainTaint replaces the member's flotilla.io/draining taint with one
+// of value.
+func setDrainTaint(t *testing.T, value string) {
+	t.Helper()
+	updateMember(t, func(mc *v1alpha1.MemberCluster) {
+		mc.Spec.Taints = append(withoutDrainTaint(mc.Spec.Taints), corev1.Taint{Key: v1alpha1.TaintDraining, Value: value, Effect: corev1.TaintEffectNoExecute})
+	})
+}
+
+func removeDrainTaint(t *testing.T) {
+	t.Helper()
+	updateMember(t, func(mc *v1alpha1.MemberCluster) { mc.Spec.Taints = withoutDrainTaint(mc.Spec.Taints) })
+}
+
+func withoutDrainTaint(taints []corev1.Taint) []corev1.Taint {
+	var kept []corev1.Taint
+	for _, tn := range taints {
+		if tn.Key != v1alpha1.TaintDraining {
+			kept = append(kept, tn)
+		}
+	}
+	return kept
+}
+
+func updateMember(t *testing.T, change func(*v1alpha1.MemberCluster)) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		mc := &v1alpha1.MemberCluster{}
+		if err := admin.Get(context.Background(), client.ObjectKey{Name: memberName}, mc); err != nil {
+			return err
+		}
+		change(mc)
+		return admin.Update(context.Background(), mc)
+	})
+	if err != nil {
+		t.Fatalf("update MemberCluster %s: %v", memberName, err)
+	}
+}
