@@ -230,6 +230,9 @@ func NewShared(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts Opt
 	if err != nil {
 		return nil, err
 	}
+	if err := watchSecretsOnDemand(ctx, mgr, tc); err != nil {
+		return nil, err
+	}
 	if err := mgr.Add(tc); err != nil {
 		return nil, fmt.Errorf("add the template cache: %w", err)
 	}

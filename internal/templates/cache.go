@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
+	authorizationclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -52,6 +54,9 @@ type Cache struct {
 	handlers []func(Key)
 	ctx      context.Context
 	primed   chan struct{} // closed after the first discovery started its informers
+
+	access      access
+	discoveries atomic.Uint64
 }
 
 type watched struct {
@@ -67,7 +72,9 @@ const (
 )
 
 // New returns a cache for the host at cfg that rediscovers the host's kinds
-// every interval (and soon after a CRD changes).
+// every interval (and soon after a CRD changes). It watches the kinds cfg's
+// identity may list and watch; see OnDemand for kinds watched only when
+// needed.
 func New(cfg *rest.Config, interval time.Duration) (*Cache, error) {
 	client, err := dynamic.NewForConfig(cfg)
 	if err != nil {
@@ -77,8 +84,13 @@ func New(cfg *rest.Config, interval time.Duration) (*Cache, error) {
 	if err != nil {
 		return nil, fmt.Errorf("template cache: %w", err)
 	}
+	authz, err := authorizationclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("template cache: %w", err)
+	}
 	return &Cache{client: client, disco: disco, interval: interval, kick: make(chan struct{}, 1),
-		kinds: map[schema.GroupKind]*watched{}, primed: make(chan struct{})}, nil
+		kinds: map[schema.GroupKind]*watched{}, primed: make(chan struct{}),
+		access: access{authz: authz, onDemand: map[schema.GroupKind]Wanted{}, skipped: map[schema.GroupKind]string{}}}, nil
 }
 
 // Subscribe registers h for changes of any template; call before Start. h
@@ -241,8 +253,12 @@ func (c *Cache) informer(gk schema.GroupKind) (*watched, error) {
 	return w, nil
 }
 
+// Discoveries returns how many discoveries the cache has run.
+func (c *Cache) Discoveries() uint64 { return c.discoveries.Load() }
+
 // discover brings the set of informers in line with the host's kinds.
 func (c *Cache) discover(ctx context.Context) error {
+	defer c.discoveries.Add(1)
 	lists, err := c.disco.ServerPreferredResources()
 	if len(lists) == 0 && err != nil {
 		return err
@@ -262,6 +278,7 @@ func (c *Cache) discover(ctx context.Context) error {
 			found[gk] = Kind{GVK: gv.WithKind(r.Kind), GVR: gv.WithResource(r.Name), Namespaced: r.Namespaced}
 		}
 	}
+	c.filter(ctx, found)
 	var failed *discovery.ErrGroupDiscoveryFailed
 	partial := errors.As(err, &failed)
 	c.mu.Lock()

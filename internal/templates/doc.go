@@ -1,7 +1,21 @@
 // Package templates watches the host objects Flotilla may propagate: every
 // listable, watchable resource the host serves (CRDs installed later
 // included, found by periodic and CRD-triggered discovery), minus the kinds
-// that are never templates (events, leases, endpoints, ...). It gives the
-// propagation controllers cached reads, lookups by the policy labels, and
-// change notifications, and names the FederatedObject of each template.
+// that are never templates (events, leases, endpoints, ...) and the kinds
+// the controller-manager may not list and watch (asked with
+// SelfSubjectAccessReviews). Secrets are watched only on demand: while a
+// policy selects them or a propagated workload references one. It gives
+// the propagation controllers cached reads, lookups by the policy labels,
+// and change notifications, and names the FederatedObject of each
+// template.
+//
+// Permissions: the template kinds of the common built-in API groups (the
+// core group without Secrets; not admissionregistration.k8s.io, whose
+// webhooks would see every object); the federate controller sets its
+// finalizer on them (patch, update). Other kinds (custom resources) and
+// Secrets need an explicit grant (config/rbac/optional.yaml).
+//
+// +kubebuilder:rbac:groups="",resources=configmaps;limitranges;namespaces;persistentvolumeclaims;persistentvolumes;pods;podtemplates;replicationcontrollers;resourcequotas;serviceaccounts;services,verbs=get;list;watch;patch;update
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=selfsubjectaccessreviews,verbs=create
+// +kubebuilder:rbac:groups=apps;batch;autoscaling;policy;networking.k8s.io;storage.k8s.io;scheduling.k8s.io;node.k8s.io;rbac.authorization.k8s.io;apiextensions.k8s.io,resources=*,verbs=get;list;watch;patch;update
 package templates

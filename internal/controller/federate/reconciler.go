@@ -43,10 +43,10 @@ const Name = "federate"
 // a template whose policy label names a policy that may not select it.
 const ReasonPolicyNotApplicable = "PolicyNotApplicable"
 
-// Permissions: read every template kind and set its finalizer; manage
-// FederatedObjects; read policies.
+// Permissions: manage FederatedObjects; read policies. Reading the
+// templates and setting their finalizer is granted with the template kinds
+// (package templates).
 //
-// +kubebuilder:rbac:groups=*,resources=*,verbs=get;list;watch;patch;update
 // +kubebuilder:rbac:groups=flotilla.io,resources=federatedobjects,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=flotilla.io,resources=propagationpolicies;clusterpropagationpolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch

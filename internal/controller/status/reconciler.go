@@ -38,7 +38,12 @@ import (
 // Name is the controller's name for --controllers.
 const Name = "status"
 
-// +kubebuilder:rbac:groups=*,resources=*/status,verbs=get;patch;update
+// Permissions: patch the status of the kinds whose host status is
+// aggregated (workload.Aggregated).
+//
+// +kubebuilder:rbac:groups=apps,resources=deployments/status;statefulsets/status;daemonsets/status;replicasets/status,verbs=patch
+// +kubebuilder:rbac:groups=batch,resources=jobs/status,verbs=patch
+// +kubebuilder:rbac:groups="",resources=services/status,verbs=patch
 
 // Reconciler aggregates member status into templates.
 type Reconciler struct {

@@ -1,0 +1,132 @@
+// Package rbac embeds the controller-manager's host permissions: the
+// generated ClusterRole and Role (role.yaml, from the +kubebuilder:rbac
+// markers in internal/), its ServiceAccount and bindings
+// (role_binding.yaml) and the optional grants (optional.yaml), and applies
+// them to a host, for `flotilla up` and the tests.
+package rbac
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+)
+
+//go:embed role.yaml role_binding.yaml optional.yaml
+var manifests embed.FS
+
+// The controller-manager's identity on the host.
+const (
+	// Namespace holds the ServiceAccount (and the credentials Secrets).
+	Namespace = v1alpha1.SystemNamespace
+	// ServiceAccount is the controller-manager's ServiceAccount.
+	ServiceAccount = "flotilla-controller-manager"
+	// Username is the ServiceAccount's user name, as the host authenticates
+	// it.
+	Username = "system:serviceaccount:" + Namespace + ":" + ServiceAccount
+	// SecretsClusterRole is the optional ClusterRole that lets the
+	// controller-manager read (and set its finalizer on) Secrets in every
+	// namespace, to propagate them.
+	SecretsClusterRole = "flotilla-controller-manager-secrets"
+)
+
+// Groups are the groups of Username, as for any ServiceAccount of
+// Namespace.
+var Groups = []string{"system:serviceaccounts", "system:serviceaccounts:" + Namespace}
+
+// FieldManager is the field manager of Apply's writes.
+const FieldManager = "flotilla-rbac"
+
+// Files of the embedded manifests.
+const (
+	// RoleFile holds the generated ClusterRole and Role.
+	RoleFile = "role.yaml"
+	// BindingFile holds the ServiceAccount and the bindings to RoleFile's
+	// roles.
+	BindingFile = "role_binding.yaml"
+	// OptionalFile holds the grants that are off by default (Secrets).
+	OptionalFile = "optional.yaml"
+)
+
+// Objects returns the objects of an embedded manifest file.
+func Objects(file string) ([]*unstructured.Unstructured, error) {
+	b, err := manifests.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("read embedded %s: %w", file, err)
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
+	var out []*unstructured.Unstructured
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, fmt.Errorf("parse embedded %s: %w", file, err)
+		}
+		if len(u.Object) > 0 {
+			out = append(out, u)
+		}
+	}
+}
+
+// resources maps the kinds of the manifests to their resources.
+var resources = map[schema.GroupVersionKind]string{
+	{Version: "v1", Kind: "ServiceAccount"}:                                         "serviceaccounts",
+	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole"}:        "clusterroles",
+	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "Role"}:               "roles",
+	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRoleBinding"}: "clusterrolebindings",
+	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "RoleBinding"}:        "rolebindings",
+}
+
+// Apply server-side applies the objects of the given embedded files
+// (RoleFile and BindingFile for the controller-manager's default
+// permissions; OptionalFile too to grant Secrets) to the host at cfg, an
+// identity that may grant them (an admin). Namespace must exist.
+func Apply(ctx context.Context, cfg *rest.Config, files ...string) error {
+	client, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("RBAC client: %w", err)
+	}
+	for _, file := range files {
+		objs, err := Objects(file)
+		if err != nil {
+			return err
+		}
+		for _, o := range objs {
+			gvk := o.GroupVersionKind()
+			res, ok := resources[gvk]
+			if !ok {
+				return fmt.Errorf("%s: unexpected kind %s", file, gvk)
+			}
+			data, err := o.MarshalJSON()
+			if err != nil {
+				return fmt.Errorf("encode %s %s: %w", gvk.Kind, o.GetName(), err)
+			}
+			ri := client.Resource(gvk.GroupVersion().WithResource(res))
+			force := true
+			opts := metav1.PatchOptions{FieldManager: FieldManager, Force: &force}
+			if o.GetNamespace() != "" {
+				_, err = ri.Namespace(o.GetNamespace()).Patch(ctx, o.GetName(), types.ApplyPatchType, data, opts)
+			} else {
+				_, err = ri.Patch(ctx, o.GetName(), types.ApplyPatchType, data, opts)
+			}
+			if err != nil {
+				return fmt.Errorf("apply %s %s: %w", gvk.Kind, o.GetName(), err)
+			}
+		}
+	}
+	return nil
+}
