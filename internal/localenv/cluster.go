@@ -26,8 +26,11 @@ type paths struct {
 	name     string
 }
 
-func (p paths) dir() string             { return filepath.Join(p.stateDir, "clusters", p.name) }
-func (p paths) kubeconfig() string      { return filepath.Join(p.dir(), "kubeconfig") }
+func (p paths) dir() string        { return filepath.Join(p.stateDir, "clusters", p.name) }
+func (p paths) kubeconfig() string { return filepath.Join(p.dir(), "kubeconfig") }
+func (p paths) controllerKubeconfig() string {
+	return filepath.Join(p.dir(), "controller-manager.kubeconfig")
+}
 func (p paths) pki(f string) string     { return filepath.Join(p.dir(), "pki", f) }
 func (p paths) log(c string) string     { return filepath.Join(p.dir(), "logs", c+".log") }
 func (p paths) certDir(c string) string { return filepath.Join(p.dir(), "certs", c) }

@@ -6,12 +6,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/config/rbac"
 	"github.com/flotilla-io/flotilla/internal/join"
 	"github.com/flotilla-io/flotilla/internal/member"
 	hostscheme "github.com/flotilla-io/flotilla/internal/scheme"
@@ -30,18 +32,7 @@ func (s *starter) startControlPlane(ctx context.Context, plans []*clusterPlan) e
 	if err != nil {
 		return err
 	}
-	c := ComponentState{
-		Name: ControllerManager, Binary: s.opts.Flotilla, Port: ports[1], Ports: ports,
-		HealthURL: fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[1]),
-		Log:       host.log(ControllerManager),
-		Args: []string{
-			"controller-manager",
-			"--kubeconfig=" + host.kubeconfig(),
-			fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", ports[0]),
-			fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", ports[1]),
-			fmt.Sprintf("--pprof-bind-address=127.0.0.1:%d", ports[2]),
-		},
-	}
+	c := host.controllerManager(s.opts.Flotilla, ports)
 	pr, err := startProcess(c, c.Args, s.opts.Detach)
 	if err != nil {
 		return err
@@ -68,6 +59,48 @@ func (s *starter) startControlPlane(ctx context.Context, plans []*clusterPlan) e
 		}
 	}
 	s.printf("  %-10s ready in %s (%s, %d member(s) joined)\n", "control plane", time.Since(begin).Round(100*time.Millisecond), ControllerManager, len(plans)-1)
+	return nil
+}
+
+// controllerManager renders the controller-manager's component on the host
+// (binary, ports: metrics, probes, pprof): it runs as its own identity,
+// never the admin.
+func (p *clusterPlan) controllerManager(binary string, ports []int) ComponentState {
+	return ComponentState{
+		Name: ControllerManager, Binary: binary, Port: ports[1], Ports: ports,
+		HealthURL: fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[1]),
+		Log:       p.log(ControllerManager),
+		Args: []string{
+			"controller-manager",
+			"--kubeconfig=" + p.controllerKubeconfig(),
+			fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", ports[0]),
+			fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", ports[1]),
+			fmt.Sprintf("--pprof-bind-address=127.0.0.1:%d", ports[2]),
+		},
+	}
+}
+
+// grantControllerManager gives the controller-manager's identity in the
+// host its permissions, as the admin: the namespace flotilla-system, the
+// ServiceAccount, the generated ClusterRole and Role and their bindings
+// (config/rbac). The optional grants (Secrets in every namespace) are not
+// applied.
+func grantControllerManager(ctx context.Context, host *clusterPlan) error {
+	cfg, err := RESTConfig(host.kubeconfig())
+	if err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: rbac.Namespace}}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("%s: create namespace %s: %w", host.name, rbac.Namespace, err)
+	}
+	if err := rbac.Apply(ctx, cfg, rbac.RoleFile, rbac.BindingFile); err != nil {
+		return fmt.Errorf("%s: grant the controller-manager its role: %w", host.name, err)
+	}
 	return nil
 }
 

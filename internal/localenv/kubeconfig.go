@@ -6,6 +6,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/flotilla-io/flotilla/config/rbac"
 )
 
 // adminUser is the name of the admin identity in every kubeconfig.
@@ -24,6 +26,17 @@ func addCluster(cfg *clientcmdapi.Config, name, server string, caPEM []byte, tok
 	cfg.Clusters[name] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: caPEM}
 	cfg.AuthInfos[adminUser+"@"+name] = &clientcmdapi.AuthInfo{Token: token}
 	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: adminUser + "@" + name}
+}
+
+// controllerKubeconfigFor builds the kubeconfig of the controller-manager's
+// identity in the host.
+func controllerKubeconfigFor(name, server string, caPEM []byte, token string) *clientcmdapi.Config {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[name] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: caPEM}
+	cfg.AuthInfos[rbac.ServiceAccount+"@"+name] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: rbac.ServiceAccount + "@" + name}
+	cfg.CurrentContext = name
+	return cfg
 }
 
 func writeKubeconfig(cfg *clientcmdapi.Config, path string) error {

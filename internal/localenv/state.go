@@ -46,6 +46,11 @@ type ClusterState struct {
 	Server string `json:"server"`
 	// Kubeconfig is the path of an admin kubeconfig for the cluster.
 	Kubeconfig string `json:"kubeconfig"`
+	// ControllerKubeconfig is the path of the kubeconfig of the
+	// controller-manager's identity (the ServiceAccount
+	// flotilla-system/flotilla-controller-manager, bound to the generated
+	// role); the host only.
+	ControllerKubeconfig string `json:"controllerKubeconfig,omitempty"`
 	// Labels describe the cluster (region and zone for members).
 	Labels map[string]string `json:"labels,omitempty"`
 	// Components are the processes serving the cluster, in start order.

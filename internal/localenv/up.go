@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/flotilla-io/flotilla/config/rbac"
 	"github.com/flotilla-io/flotilla/internal/components"
 )
 
@@ -130,6 +131,10 @@ func (e *Environment) start(ctx context.Context, set components.Set, dir string,
 	if err != nil {
 		return err
 	}
+	controllerToken, err := newToken()
+	if err != nil {
+		return err
+	}
 	plans := []*clusterPlan{{paths: paths{dir, HostName}, role: RoleHost}}
 	for i := 1; i <= opts.Members; i++ {
 		plans = append(plans, &clusterPlan{paths: paths{dir, MemberName(i)}, role: RoleMember, mode: opts.MemberMode, index: i})
@@ -150,7 +155,7 @@ func (e *Environment) start(ctx context.Context, set components.Set, dir string,
 	for _, p := range plans {
 		p.assignPorts(free[:p.portsNeeded()])
 		free = free[p.portsNeeded():]
-		cs, err := p.prepare(ca, token)
+		cs, err := p.prepare(ca, token, controllerToken)
 		if err != nil {
 			return err
 		}
@@ -174,6 +179,9 @@ func (e *Environment) start(ctx context.Context, set components.Set, dir string,
 	if err := g.Wait(); err != nil {
 		return err
 	}
+	if err := grantControllerManager(ctx, plans[0]); err != nil {
+		return err
+	}
 	if opts.Flotilla == "" {
 		return nil
 	}
@@ -181,8 +189,11 @@ func (e *Environment) start(ctx context.Context, set components.Set, dir string,
 }
 
 // prepare writes the cluster's certificates, tokens and kubeconfig and
-// returns its initial state.
-func (p *clusterPlan) prepare(ca *authority, token string) (ClusterState, error) {
+// returns its initial state. Every cluster knows the admin (token, group
+// system:masters); the host also knows the controller-manager
+// (controllerToken), as its ServiceAccount, whose permissions are only
+// those of the generated role (grantControllerManager).
+func (p *clusterPlan) prepare(ca *authority, token, controllerToken string) (ClusterState, error) {
 	cert, key, err := ca.issueServing(p.name)
 	if err != nil {
 		return ClusterState{}, err
@@ -192,6 +203,12 @@ func (p *clusterPlan) prepare(ca *authority, token string) (ClusterState, error)
 		return ClusterState{}, err
 	}
 	tokens := fmt.Sprintf("%s,%s,%s,\"system:masters\"\n", token, adminUser, adminUser)
+	if p.role == RoleHost {
+		tokens += fmt.Sprintf("%s,%s,%s,\"%s\"\n", controllerToken, rbac.Username, rbac.Username, strings.Join(rbac.Groups, ","))
+		if err := writeKubeconfig(controllerKubeconfigFor(p.name, p.server(), ca.certPEM, controllerToken), p.controllerKubeconfig()); err != nil {
+			return ClusterState{}, err
+		}
+	}
 	if err := writeFiles(map[string][]byte{
 		p.pki("apiserver.crt"): cert,
 		p.pki("apiserver.key"): key,
@@ -205,6 +222,9 @@ func (p *clusterPlan) prepare(ca *authority, token string) (ClusterState, error)
 		return ClusterState{}, err
 	}
 	cs := ClusterState{Name: p.name, Role: p.role, Mode: p.mode, Server: p.server(), Kubeconfig: p.kubeconfig()}
+	if p.role == RoleHost {
+		cs.ControllerKubeconfig = p.controllerKubeconfig()
+	}
 	if p.role == RoleMember {
 		region, zone := MemberTopology(p.index)
 		cs.Labels = map[string]string{LabelRegion: region, LabelZone: zone}

@@ -23,15 +23,17 @@ func TestMain(m *testing.M) {
 }
 
 // startManager builds a manager with opts against the environment's host
-// (PrepareHost, then New) and runs it until the test ends.
+// (PrepareHost, then New) as the controller-manager's ServiceAccount with
+// the shipped role, and runs it until the test ends.
 func startManager(t *testing.T, opts Options) ctrl.Manager {
 	t.Helper()
 	ctrl.SetLogger(textlogger.NewLogger(textlogger.NewConfig()))
 	ctx := context.Background()
-	if err := PrepareHost(ctx, env.Host.Config, opts); err != nil {
+	cfg := env.ControllerConfig(t)
+	if err := PrepareHost(ctx, cfg, opts); err != nil {
 		t.Fatalf("prepare host: %v", err)
 	}
-	mgr, err := New(env.Host.Config, opts)
+	mgr, err := New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,8 @@ type Environment struct {
 	// StateDir holds the environment's files.
 	StateDir string
 
-	env *localenv.Environment
+	env                  *localenv.Environment
+	controllerKubeconfig string
 }
 
 // Cluster is one cluster of the environment with clients for it.
@@ -112,6 +113,7 @@ func Start(ctx context.Context, opts Options) (*Environment, error) {
 		}
 		if cs.Role == localenv.RoleHost {
 			e.Host = c
+			e.controllerKubeconfig = cs.ControllerKubeconfig
 		} else {
 			e.Members = append(e.Members, c)
 		}

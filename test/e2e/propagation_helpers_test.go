@@ -10,17 +10,43 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/config/rbac"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
+
+// grantExampleKinds lets the controller-manager read the example.com kinds
+// and set its finalizer on them, as whoever propagates custom kinds must:
+// its shipped role covers the built-in kinds only.
+func (f *fed) grantExampleKinds(t *testing.T) {
+	t.Helper()
+	name := "flotilla-controller-manager-example-com"
+	objs := []client.Object{
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"example.com"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch", "patch", "update"}},
+		}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: rbac.Namespace, Name: rbac.ServiceAccount}},
+		},
+	}
+	for _, o := range objs {
+		if err := f.host.Create(context.Background(), o); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("grant the controller-manager the example.com kinds: %v", err)
+		}
+	}
+}
 
 // namespace creates a host namespace for one test. Members get it when
 // the first object arrives.

@@ -186,6 +186,7 @@ func TestPropagation(t *testing.T) {
 
 	t.Run("a CRD and a CR created after the controller started are propagated", func(t *testing.T) {
 		ns := f.namespace(t, "crd")
+		f.grantExampleKinds(t)
 		crd := widgetCRD()
 		f.create(t, crd)
 		f.create(t, &v1alpha1.ClusterPropagationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "widgets"}, Spec: v1alpha1.PropagationSpec{

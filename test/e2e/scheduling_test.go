@@ -117,6 +117,7 @@ func TestScheduling(t *testing.T) {
 	})
 
 	t.Run("a workload whose kind a member does not serve avoids that member", func(t *testing.T) {
+		f.grantExampleKinds(t)
 		crd := widgetCRD()
 		crd.Name, crd.Spec.Names = "gadgets.example.com", apiextensionsv1.CustomResourceDefinitionNames{Kind: "Gadget", Plural: "gadgets", Singular: "gadget", ListKind: "GadgetList"}
 		for _, c := range []string{localenv.HostName, "member-1", "member-2"} { // not member-3

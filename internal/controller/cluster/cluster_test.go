@@ -46,7 +46,7 @@ var testSession = member.Options{
 var (
 	startOnce  sync.Once
 	reconciler *cluster.Reconciler
-	hostClient client.Client
+	hostClient client.Client // the admin's
 )
 
 // startController runs the cluster controller in-process against the host,
@@ -60,10 +60,12 @@ func startController(t *testing.T) {
 		ctrl.SetLogger(textlogger.NewLogger(textlogger.NewConfig()))
 		opts := manager.DefaultOptions()
 		opts.LeaderElect, opts.MetricsAddr, opts.ProbeAddr = false, "0", "0"
-		if err := manager.PrepareHost(ctx, env.Host.Config, opts); err != nil {
+		// The controller runs as the controller-manager's ServiceAccount
+		// with the shipped role; the tests act as the admin.
+		if err := manager.PrepareHost(ctx, env.ControllerConfig(t), opts); err != nil {
 			t.Fatalf("prepare host: %v", err)
 		}
-		mgr, err := manager.New(env.Host.Config, opts)
+		mgr, err := manager.New(env.ControllerConfig(t), opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,7 +73,9 @@ func startController(t *testing.T) {
 		if err := reconciler.SetupWithManager(mgr); err != nil {
 			t.Fatal(err)
 		}
-		hostClient = mgr.GetClient()
+		if hostClient, err = client.New(env.Host.Config, client.Options{Scheme: mgr.GetScheme()}); err != nil {
+			t.Fatal(err)
+		}
 		go func() {
 			if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 				fmt.Fprintf(os.Stderr, "manager: %v\n", err)

@@ -64,12 +64,15 @@ func startControlPlane(t *testing.T) client.Client {
 			ProbeInterval: 500 * time.Millisecond, ProbeTimeout: time.Second, DiscoveryInterval: 2 * time.Second,
 			FailureThreshold: 2 * time.Second, SuccessThreshold: time.Second, NotifyInterval: 200 * time.Millisecond,
 		}
-		// The CRDs first: joining needs them.
-		if err := manager.PrepareHost(ctx, env.Host.Config, opts); err != nil {
+		// The controllers run as the controller-manager's ServiceAccount
+		// with the shipped role, as in `flotilla up`. The CRDs first:
+		// joining needs them.
+		cfg := env.ControllerConfig(t)
+		if err := manager.PrepareHost(ctx, cfg, opts); err != nil {
 			t.Fatalf("prepare host: %v", err)
 		}
 		go func() {
-			if err := manager.Run(ctx, env.Host.Config, opts); err != nil {
+			if err := manager.Run(ctx, cfg, opts); err != nil {
 				fmt.Fprintf(os.Stderr, "controller-manager: %v\n", err)
 			}
 		}()
