@@ -88,8 +88,10 @@ func TestTemplateCacheWatchesSecretsOnlyOnDemand(t *testing.T) {
 		}
 	})
 	tc := shared.Templates
-	if !tc.WaitForSync(ctx) {
-		t.Fatal("template cache did not sync")
+	syncCtx, cancelSync := context.WithTimeout(ctx, time.Minute)
+	defer cancelSync()
+	if !tc.WaitForSync(syncCtx) {
+		t.Fatal("template cache did not sync within a minute (watching a kind it may not list?)")
 	}
 	for _, gk := range []schema.GroupKind{{Group: "apps", Kind: "Deployment"}, {Kind: "ConfigMap"}, {Kind: "Namespace"}} {
 		if !tc.Watching(gk) {
