@@ -29,11 +29,18 @@ type access struct {
 	mu       sync.Mutex
 	onDemand map[schema.GroupKind]Wanted
 	skipped  map[schema.GroupKind]string // the reason last logged, per kind not watched
+	idle     map[schema.GroupKind]int    // discoveries in a row a watched on-demand kind was not wanted
 }
 
-// OnDemand makes gk a kind the cache watches only while wanted says so;
-// the cache asks at every discovery (call Rediscover when it may have
-// changed). Call before Start.
+// idleDiscoveries is how many discoveries in a row a watched on-demand kind
+// stays watched while not wanted, before the cache stops watching it.
+const idleDiscoveries = 2
+
+// OnDemand makes gk a kind the cache watches only while wanted says so
+// (and the identity may list and watch it); the cache asks at every
+// discovery (call Rediscover when it may have changed) and stops watching
+// after idleDiscoveries+1 discoveries in a row without a need. Call before
+// Start.
 func (c *Cache) OnDemand(gk schema.GroupKind, wanted Wanted) {
 	c.access.mu.Lock()
 	defer c.access.mu.Unlock()
@@ -69,7 +76,15 @@ func (c *Cache) filter(ctx context.Context, found map[schema.GroupKind]Kind) {
 					delete(found, gk)
 				}
 				continue
-			case !want:
+			case want:
+				delete(a.idle, gk)
+			case c.Watching(gk) && a.idle[gk] < idleDiscoveries:
+				// Keep watching a little longer: the last release of a
+				// Secret still removes its finalizer through the cache.
+				a.idle[gk]++
+				continue
+			default:
+				delete(a.idle, gk)
 				reason = "not needed: " + why
 			}
 		}

@@ -90,7 +90,7 @@ func New(cfg *rest.Config, interval time.Duration) (*Cache, error) {
 	}
 	return &Cache{client: client, disco: disco, interval: interval, kick: make(chan struct{}, 1),
 		kinds: map[schema.GroupKind]*watched{}, primed: make(chan struct{}),
-		access: access{authz: authz, onDemand: map[schema.GroupKind]Wanted{}, skipped: map[schema.GroupKind]string{}}}, nil
+		access: access{authz: authz, onDemand: map[schema.GroupKind]Wanted{}, skipped: map[schema.GroupKind]string{}, idle: map[schema.GroupKind]int{}}}, nil
 }
 
 // Subscribe registers h for changes of any template; call before Start. h

@@ -1,0 +1,72 @@
+package rbac
+
+import (
+	"slices"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// clusterRoles returns the ClusterRoles of an embedded file by name.
+func clusterRoles(t *testing.T, file string) map[string]*rbacv1.ClusterRole {
+	t.Helper()
+	objs, err := Objects(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*rbacv1.ClusterRole{}
+	for _, o := range objs {
+		if o.GetKind() != "ClusterRole" {
+			continue
+		}
+		r := &rbacv1.ClusterRole{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, r); err != nil {
+			t.Fatal(err)
+		}
+		out[r.Name] = r
+	}
+	return out
+}
+
+// The generated ClusterRole names its API groups (a "*" group would cover
+// Secrets and every custom kind) and never grants Secrets; the optional
+// file does, to the same ServiceAccount.
+func TestShippedRoles(t *testing.T) {
+	roles := clusterRoles(t, RoleFile)
+	role, ok := roles[ServiceAccount]
+	if !ok {
+		t.Fatalf("%s has no ClusterRole %s", RoleFile, ServiceAccount)
+	}
+	for _, r := range role.Rules {
+		if slices.Contains(r.APIGroups, "*") {
+			t.Errorf("rule %+v grants every API group", r)
+		}
+		if slices.Contains(r.APIGroups, "") && (slices.Contains(r.Resources, "secrets") || slices.Contains(r.Resources, "*")) {
+			t.Errorf("rule %+v grants Secrets cluster-wide", r)
+		}
+	}
+	secrets, ok := clusterRoles(t, OptionalFile)[SecretsClusterRole]
+	if !ok || !slices.Contains(secrets.Rules[0].Resources, "secrets") {
+		t.Errorf("%s lacks ClusterRole %s granting Secrets", OptionalFile, SecretsClusterRole)
+	}
+	for _, file := range []string{BindingFile, OptionalFile} {
+		objs, err := Objects(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range objs {
+			if !slices.Contains([]string{"ClusterRoleBinding", "RoleBinding"}, o.GetKind()) {
+				continue
+			}
+			b := &rbacv1.RoleBinding{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, b); err != nil {
+				t.Fatal(err)
+			}
+			want := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: Namespace, Name: ServiceAccount}
+			if len(b.Subjects) != 1 || b.Subjects[0] != want {
+				t.Errorf("%s %s binds %+v, want only %+v", o.GetKind(), o.GetName(), b.Subjects, want)
+			}
+		}
+	}
+}
