@@ -10,6 +10,8 @@ import (
 	"k8s.io/klog/v2/textlogger"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/config/admission"
 	"github.com/flotilla-io/flotilla/internal/manager"
 )
 
@@ -66,6 +68,7 @@ Controllers: ` + strings.Join(manager.ControllerNames(), ", ") + `.`,
 	fs.StringVar(&o.Context, "context", "", "kubeconfig context to use")
 	fs.StringSliceVar(&m.Controllers, "controllers", m.Controllers, "controllers to run: '*' for all, 'name' to enable, '-name' to disable (known: "+strings.Join(manager.ControllerNames(), ", ")+")")
 	fs.BoolVar(&m.InstallCRDs, "install-crds", m.InstallCRDs, "create missing flotilla.io CRDs on start, and upgrade existing ones once leader (false: manage them yourself, e.g. kubectl apply --server-side -f config/crd/bases)")
+	fs.BoolVar(&m.DeletionProtection, "deletion-protection", m.DeletionProtection, "once leader, install the admission policy "+admission.DeletionProtectionName+" that refuses to delete host objects annotated "+v1alpha1.AnnotationDeletionProtection+"=true (false: apply config/admission/deletion-protection.yaml yourself, or go without)")
 	fs.BoolVar(&m.LeaderElect, "leader-elect", m.LeaderElect, "elect a leader so that only one replica runs the controllers")
 	fs.StringVar(&m.LeaderElectionNamespace, "leader-election-namespace", m.LeaderElectionNamespace, "namespace of the leader election Lease")
 	fs.StringVar(&m.LeaderElectionID, "leader-election-id", m.LeaderElectionID, "name of the leader election Lease")
