@@ -71,6 +71,9 @@ const (
 	// ConditionPropagated is True when every placed cluster's copy holds
 	// the federation's fields.
 	ConditionPropagated = "Propagated"
+	// ReasonUnschedulable is the reason of Scheduled=False when no cluster
+	// fits the object (its current placement, if any, is kept).
+	ReasonUnschedulable = "Unschedulable"
 )
 
 // Labels and annotations users put on host objects.

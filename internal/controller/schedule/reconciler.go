@@ -179,7 +179,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	case res.Feasible == 0:
 		// No cluster passes the filters: keep the placement in force unless
 		// the object may lose every cluster.
-		reason = "Unschedulable"
+		reason = v1alpha1.ReasonUnschedulable
 		placement, note := noFit(fo.Spec.Placement, candidates, u.Placement.EmptyPlacement)
 		if note != "" {
 			message += "; " + note
@@ -191,12 +191,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// Clusters pass the filters but no choice or replica plan satisfies
 		// the policy (spread, a webhook): keep the placement in force
 		// rather than remove the object everywhere.
-		reason = "Unschedulable"
+		reason = v1alpha1.ReasonUnschedulable
 	}
 	if err := r.setStatus(ctx, fo, scheduledCondition(fo, reason == "Scheduled", reason, message), basis); err != nil {
 		return r.result(err)
 	}
-	if reason == "Unschedulable" && (next.RequeueAfter == 0 || next.RequeueAfter > unschedulableRetry) {
+	if reason == v1alpha1.ReasonUnschedulable && (next.RequeueAfter == 0 || next.RequeueAfter > unschedulableRetry) {
 		// Free capacity is not part of the basis: look again later.
 		next.RequeueAfter = unschedulableRetry
 	}
