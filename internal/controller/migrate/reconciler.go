@@ -32,7 +32,6 @@ import (
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/controller/fedobj"
-	"github.com/flotilla-io/flotilla/internal/controller/propagate"
 	"github.com/flotilla-io/flotilla/internal/controller/trigger"
 	"github.com/flotilla-io/flotilla/internal/member"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
@@ -70,7 +69,7 @@ type Reconciler struct {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.Templates.Subscribe(func(k templates.Key) { r.queue.Add(fedobj.Request(k)) })
 	r.Pool.Subscribe(func(e member.ObjectEvent) {
-		if req, ok := propagate.MemberEventRequest(r.Templates, e); ok {
+		if req, ok := fedobj.MemberEventRequest(r.Templates, e); ok {
 			r.queue.Add(req)
 		}
 	})

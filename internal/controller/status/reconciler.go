@@ -28,7 +28,6 @@ import (
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/controller/fedobj"
-	"github.com/flotilla-io/flotilla/internal/controller/propagate"
 	"github.com/flotilla-io/flotilla/internal/controller/trigger"
 	"github.com/flotilla-io/flotilla/internal/member"
 	"github.com/flotilla-io/flotilla/internal/templates"
@@ -60,7 +59,7 @@ type Reconciler struct {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.Templates.Subscribe(func(k templates.Key) { r.queue.Add(fedobj.Request(k)) })
 	r.Pool.Subscribe(func(e member.ObjectEvent) {
-		if req, ok := propagate.MemberEventRequest(r.Templates, e); ok {
+		if req, ok := fedobj.MemberEventRequest(r.Templates, e); ok {
 			r.queue.Add(req)
 		}
 	})
@@ -74,7 +73,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 				ctrl.LoggerFrom(ctx).Error(err, "List FederatedObjects of cluster", "cluster", o.GetName())
 			}
 			return reqs
-		}), builder.WithPredicates(propagate.ReadinessOrLabelsChanged)).
+		}), builder.WithPredicates(fedobj.ReadinessOrLabelsChanged)).
 		WatchesRawSource(r.queue.Source()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(r.MaxConcurrentReconciles, 4)}).
 		Complete(r)
