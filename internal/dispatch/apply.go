@@ -87,8 +87,46 @@ const LabelTemplateHash = "flotilla.io/template-hash"
 // resourceVersion, generation, timestamps, managed fields, and the host's
 // owner references and finalizers), compares the rest with the live object
 // and sends a server-side apply only when a federation-set field differs.
-// desired is not modified.
+// desired is not modified. A namespaced object whose namespace the member
+// lacks gets the namespace first (created, or adopted if it appears
+// meanwhile).
 func (a *Applier) Apply(ctx context.Context, desired *unstructured.Unstructured, opts Options) (Outcome, error) {
+	outcome, err := a.apply(ctx, desired, opts)
+	if err != nil && desired.GetNamespace() != "" && missingNamespace(err) {
+		if err = a.ensureNamespace(ctx, desired.GetNamespace()); err == nil {
+			outcome, err = a.apply(ctx, desired, opts)
+		}
+	}
+	return outcome, err
+}
+
+// ensureNamespace creates a namespace in the member for the objects it
+// receives; a namespace that exists by then is adopted (labelled managed),
+// never a conflict.
+func (a *Applier) ensureNamespace(ctx context.Context, name string) error {
+	ns := &unstructured.Unstructured{}
+	ns.SetAPIVersion("v1")
+	ns.SetKind("Namespace")
+	ns.SetName(name)
+	if _, err := a.apply(ctx, ns, Options{Adopt: true}); err != nil {
+		return fmt.Errorf("create namespace %s: %w", name, err)
+	}
+	return nil
+}
+
+// missingNamespace reports whether a write failed because the object's
+// namespace does not exist in the member.
+func missingNamespace(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || !apierrors.IsNotFound(err) {
+		return false
+	}
+	d := status.Status().Details
+	return d != nil && d.Kind == "namespaces"
+}
+
+// apply is Apply without the namespace creation.
+func (a *Applier) apply(ctx context.Context, desired *unstructured.Unstructured, opts Options) (Outcome, error) {
 	res, err := a.resource(desired.GroupVersionKind(), desired.GetNamespace())
 	if err != nil {
 		return "", err

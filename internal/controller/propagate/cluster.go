@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -85,7 +84,8 @@ func (r *Reconciler) syncCluster(fo types.NamespacedName, tmpl *unstructured.Uns
 // errCacheSyncing: the member's cache of the kind is still listing.
 var errCacheSyncing = errors.New("waiting for the member's cache of the kind to sync")
 
-// apply writes desired into one member (creating its namespace if needed).
+// apply writes desired into one member (dispatch creates its namespace if
+// needed).
 func (r *Reconciler) apply(sess *member.Session, desired *unstructured.Unstructured, opts dispatch.Options) (dispatch.Outcome, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.applyTimeout())
 	defer cancel()
@@ -101,13 +101,7 @@ func (r *Reconciler) apply(sess *member.Session, desired *unstructured.Unstructu
 		opts.Live = live // nil: absent or unmanaged, Apply reads it
 	}
 	applier := &dispatch.Applier{Client: sess.Dynamic(), Mapper: sess.Mapper()}
-	outcome, err := applier.Apply(ctx, desired, opts)
-	if err != nil && missingNamespace(err) {
-		if err = r.ensureNamespace(ctx, applier, desired.GetNamespace()); err == nil {
-			outcome, err = applier.Apply(ctx, desired, opts)
-		}
-	}
-	return outcome, err
+	return applier.Apply(ctx, desired, opts)
 }
 
 // intent identifies what a write of desired with opts would make the member
@@ -236,29 +230,4 @@ func (r *Reconciler) delete(sess *member.Session, fo *v1alpha1.FederatedObject) 
 	ctx, cancel := context.WithTimeout(context.Background(), r.applyTimeout())
 	defer cancel()
 	return applier.Delete(ctx, u.GroupVersionKind(), ref.Namespace, ref.Name)
-}
-
-// ensureNamespace creates a namespace in a member for the objects it
-// receives.
-func (r *Reconciler) ensureNamespace(ctx context.Context, applier *dispatch.Applier, name string) error {
-	ns := &unstructured.Unstructured{}
-	ns.SetAPIVersion("v1")
-	ns.SetKind("Namespace")
-	ns.SetName(name)
-	_, err := applier.Apply(ctx, ns, dispatch.Options{Adopt: true})
-	if err != nil {
-		return fmt.Errorf("create namespace %s: %w", name, err)
-	}
-	return nil
-}
-
-// missingNamespace reports whether an apply failed because the object's
-// namespace does not exist in the member.
-func missingNamespace(err error) bool {
-	var status apierrors.APIStatus
-	if !errors.As(err, &status) || !apierrors.IsNotFound(err) {
-		return false
-	}
-	d := status.Status().Details
-	return d != nil && d.Kind == "namespaces"
 }
