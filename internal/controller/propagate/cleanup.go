@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flotilla-io/flotilla/internal/controller/copies"
 	"github.com/flotilla-io/flotilla/internal/dispatch"
 	"github.com/flotilla-io/flotilla/internal/templates"
 	corev1 "k8s.io/api/core/v1"
@@ -79,13 +80,9 @@ func (r *Reconciler) deleteCopies(ctx context.Context, fo *v1alpha1.FederatedObj
 	key := types.NamespacedName{Namespace: fo.Namespace, Name: fo.Name}
 	clusters := clustersOf(fo)
 	if kind, ok := r.Templates.Lookup(templates.KeyOfReference(fo.Spec.Template).GroupKind()); ok {
-		for _, name := range r.Pool.Names() { // copies the status never recorded
-			if sess := r.Pool.Get(name); sess != nil && !slices.Contains(clusters, name) {
-				if obj, found := sess.PeekManagedObject(kind.GVR, fo.Spec.Template.Namespace, fo.Spec.Template.Name); found && dispatch.Written(obj) {
-					clusters = append(clusters, name)
-				}
-			}
-		}
+		recorded := slices.Clone(clusters)
+		known := func(c string) bool { return slices.Contains(recorded, c) }
+		clusters = append(clusters, copies.Unrecorded(r.Pool, known, kind.GVR, fo.Spec.Template.Namespace, fo.Spec.Template.Name)...)
 	}
 	type outcome struct {
 		cluster, problem string

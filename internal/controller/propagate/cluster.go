@@ -9,12 +9,11 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/controller/copies"
 	"github.com/flotilla-io/flotilla/internal/dispatch"
 	"github.com/flotilla-io/flotilla/internal/member"
 	"github.com/flotilla-io/flotilla/internal/policy"
@@ -127,28 +126,20 @@ func (r *Reconciler) inFlight(prev v1alpha1.ClusterPropagationStatus, cluster st
 
 // noSessionYet is why a Ready cluster has no session: the cluster
 // controller has not started it yet.
-const noSessionYet = "no connection to the cluster yet"
+const noSessionYet = copies.NoSessionYet
 
-// session returns the member's session when the cluster is Ready, or why
-// not. A Ready cluster without a session (the cluster controller starting
-// it) is noSessionYet for sessionGrace, then not Ready.
+// session returns the member's session when the cluster is usable (see
+// copies.Usable), or why not. A usable cluster without a session (the
+// cluster controller starting it) is noSessionYet for sessionGrace, then
+// not Ready.
 func (r *Reconciler) session(mc *v1alpha1.MemberCluster, name string) (*member.Session, string) {
-	if mc == nil {
-		return nil, fmt.Sprintf("MemberCluster %s does not exist", name)
-	}
-	if !mc.DeletionTimestamp.IsZero() {
-		return nil, "the MemberCluster is being deleted"
-	}
-	if c := meta.FindStatusCondition(mc.Status.Conditions, v1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
-		msg := "the cluster is not Ready"
-		if c != nil {
-			msg += fmt.Sprintf(" (%s: %s)", c.Reason, c.Message)
-		}
-		return nil, msg
-	}
-	if sess := r.Pool.Get(name); sess != nil {
+	c := copies.Session(r.Pool, mc, name)
+	switch {
+	case c.Session != nil:
 		r.missing.Delete(name)
-		return sess, ""
+		return c.Session, ""
+	case !c.Starting():
+		return nil, c.Why
 	}
 	since, _ := r.missing.LoadOrStore(name, time.Now())
 	if time.Since(since.(time.Time)) > sessionGrace {

@@ -14,7 +14,6 @@ import (
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -27,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/controller/copies"
 	"github.com/flotilla-io/flotilla/internal/controller/fedobj"
 	"github.com/flotilla-io/flotilla/internal/controller/trigger"
 	"github.com/flotilla-io/flotilla/internal/member"
@@ -129,8 +129,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 // members collects the placed clusters' copies from the member caches. A
-// cluster that is not Ready counts as holding no copy. waiting is true when
-// a Ready cluster's session or cache is not there yet. The caches are
+// cluster that is not usable (copies.Usable: gone, being deleted, not
+// Ready) counts as holding no copy. waiting is true when a usable
+// cluster's session or cache is not there yet. The caches are
 // looked up by the host's resource of the kind, without touching the
 // member, so a slow member never holds a worker here.
 func (r *Reconciler) members(ctx context.Context, fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured) (out []workload.Member, waiting bool, err error) {
@@ -152,18 +153,14 @@ func (r *Reconciler) members(ctx context.Context, fo *v1alpha1.FederatedObject, 
 		if err := r.Client.Get(ctx, client.ObjectKey{Name: p.Cluster}, mc, client.UnsafeDisableDeepCopy); client.IgnoreNotFound(err) != nil {
 			return nil, false, err
 		}
-		ready := mc.DeletionTimestamp.IsZero() && meta.IsStatusConditionTrue(mc.Status.Conditions, v1alpha1.ConditionReady)
-		if ready {
-			sess := r.Pool.Get(p.Cluster)
-			if sess == nil {
-				return nil, true, nil
-			}
-			obj, state := sess.ManagedObject(kind.GVR, tmpl.GetNamespace(), tmpl.GetName())
-			if state == member.CacheSyncing {
-				return nil, true, nil
-			}
-			m.Object = obj
+		if mc.Name == "" {
+			mc = nil // not found
 		}
+		c := copies.Of(r.Pool, mc, p.Cluster, kind.GVR, tmpl.GetNamespace(), tmpl.GetName())
+		if c.Waiting() {
+			return nil, true, nil
+		}
+		m.Object = c.Live // nil unless known: a cluster not usable holds no copy
 		out = append(out, m)
 	}
 	return out, false, nil
