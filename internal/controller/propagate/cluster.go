@@ -2,9 +2,6 @@ package propagate
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -49,13 +46,17 @@ func (r *Reconciler) syncCluster(fo types.NamespacedName, tmpl *unstructured.Uns
 	if err != nil {
 		return fail(v1alpha1.PropagationApplyFailed, "render: "+err.Error())
 	}
+	in, err := dispatch.Prepare(desired)
+	if err != nil {
+		return fail(v1alpha1.PropagationApplyFailed, err.Error())
+	}
 	opts := dispatch.Options{Adopt: env.adopt}
 	if render.RetainsReplicas(tmpl) {
 		opts.KeepLive = [][]string{{"spec", "replicas"}}
 	}
 	job := func() result {
 		res := result{status: st}
-		outcome, err := r.apply(sess, desired, opts)
+		outcome, err := r.apply(sess, in, opts)
 		switch {
 		case errors.Is(err, errCacheSyncing):
 			res.status, res.pending = prev, true
@@ -74,7 +75,7 @@ func (r *Reconciler) syncCluster(fo types.NamespacedName, tmpl *unstructured.Uns
 		}
 		return res
 	}
-	if res, done := r.flights.run(flightKey{fo: fo, cluster: p.Cluster}, intent(desired, opts), r.waitBudget(), job, r.wake(fo)); done {
+	if res, done := r.flights.run(flightKey{fo: fo, cluster: p.Cluster}, intent(in, opts), r.waitBudget(), job, r.wake(fo)); done {
 		return res
 	}
 	return r.inFlight(prev, p.Cluster)
@@ -83,16 +84,17 @@ func (r *Reconciler) syncCluster(fo types.NamespacedName, tmpl *unstructured.Uns
 // errCacheSyncing: the member's cache of the kind is still listing.
 var errCacheSyncing = errors.New("waiting for the member's cache of the kind to sync")
 
-// apply writes desired into one member (dispatch creates its namespace if
+// apply writes in into one member (dispatch creates its namespace if
 // needed).
-func (r *Reconciler) apply(sess *member.Session, desired *unstructured.Unstructured, opts dispatch.Options) (dispatch.Outcome, error) {
+func (r *Reconciler) apply(sess *member.Session, in *dispatch.Intent, opts dispatch.Options) (dispatch.Outcome, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.applyTimeout())
 	defer cancel()
-	gvr, _, err := dispatch.Resource(sess.Mapper(), desired.GroupVersionKind())
+	obj := in.Object
+	gvr, _, err := dispatch.Resource(sess.Mapper(), obj.GroupVersionKind())
 	if err != nil {
 		return "", err
 	}
-	live, state := sess.ManagedObject(gvr, desired.GetNamespace(), desired.GetName())
+	live, state := sess.ManagedObject(gvr, obj.GetNamespace(), obj.GetName())
 	switch state {
 	case member.CacheSyncing:
 		return "", errCacheSyncing
@@ -100,20 +102,14 @@ func (r *Reconciler) apply(sess *member.Session, desired *unstructured.Unstructu
 		opts.Live = live // nil: absent or unmanaged, Apply reads it
 	}
 	applier := &dispatch.Applier{Client: sess.Dynamic(), Mapper: sess.Mapper()}
-	return applier.Apply(ctx, desired, opts)
+	return applier.ApplyIntent(ctx, in, opts)
 }
 
-// intent identifies what a write of desired with opts would make the member
-// hold, so that a finished write is recognised as current.
-func intent(desired *unstructured.Unstructured, opts dispatch.Options) string {
-	b, err := json.Marshal(desired.Object)
-	if err != nil {
-		// Not JSON (cannot happen for an object read from the host): hash
-		// its printed form, which fmt prints with sorted map keys.
-		b = fmt.Appendf(nil, "%#v", desired.Object)
-	}
-	sum := sha256.Sum256(append(b, fmt.Sprintf("|adopt=%v|keep=%v", opts.Adopt, opts.KeepLive)...))
-	return hex.EncodeToString(sum[:])
+// intent identifies what a write of in with opts would make the member
+// hold, so that a finished write is recognised as current: the prepared
+// object's hash (computed once, by dispatch.Prepare) and the options.
+func intent(in *dispatch.Intent, opts dispatch.Options) string {
+	return fmt.Sprintf("%s|adopt=%v|keep=%v", in.Hash, opts.Adopt, opts.KeepLive)
 }
 
 // inFlight is the state reported while a write is still running.
