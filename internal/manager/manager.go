@@ -142,7 +142,8 @@ func DefaultOptions() Options {
 }
 
 // Run creates the missing CRDs (if asked), then runs the enabled
-// controllers until ctx ends; the leader upgrades the existing CRDs.
+// controllers until ctx ends; the leader upgrades the existing CRDs. A
+// leader that loses its lease stops and returns ErrLeaseLost.
 func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	logger := ctrl.LoggerFrom(ctx)
 	enabled, err := Enabled(opts.Controllers, ControllerNames())
@@ -174,7 +175,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		logger.Info("Warning: " + w)
 	}
 	logger.Info("Starting controller-manager", "leaderElection", opts.LeaderElect, "metrics", opts.MetricsAddr, "metricsSecure", opts.MetricsSecure, "probes", opts.ProbeAddr)
-	return mgr.Start(ctx)
+	return classify(mgr.Start(ctx))
 }
 
 // New builds the manager without controllers (with the leader's CRD

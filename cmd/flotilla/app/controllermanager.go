@@ -1,7 +1,9 @@
 package app
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -23,11 +25,14 @@ type ControllerManagerOptions struct {
 	Kubeconfig, Context string
 	// Verbosity is the log verbosity (--v).
 	Verbosity int
+	// RestartOnLostLease makes a leader that lost its lease start afresh in
+	// the same process instead of exiting.
+	RestartOnLostLease bool
 }
 
 // NewControllerManagerCmd returns `flotilla controller-manager`.
 func NewControllerManagerCmd(streams Streams) *cobra.Command {
-	o := &ControllerManagerOptions{Manager: manager.DefaultOptions()}
+	o := &ControllerManagerOptions{Manager: manager.DefaultOptions(), RestartOnLostLease: true}
 	cmd := &cobra.Command{
 		Use:   "controller-manager",
 		Short: "Run the Flotilla controllers against the host control plane",
@@ -49,7 +54,12 @@ reference or label flotilla.io/member-cluster), only over verified TLS unless
 namespace records this control plane and MemberCluster as its owner (the
 controller records it in an unclaimed member, and refuses a member claimed
 by another control plane or MemberCluster).
-SIGINT or SIGTERM stops it gracefully and releases the leader lease.
+SIGINT or SIGTERM stops it gracefully and releases the leader lease. A
+leader that loses its lease (the host apiserver did not answer its renewals
+within --leader-elect-renew-deadline) stops its controllers and starts
+afresh in the same process, waits for the host apiserver and stands for
+election again (--restart-on-lost-lease=false exits with an error instead,
+for a supervisor to restart it).
 
 Controllers: ` + strings.Join(manager.ControllerNames(), ", ") + `.`,
 		Example: `  flotilla controller-manager --kubeconfig host.kubeconfig
@@ -99,6 +109,7 @@ Controllers: ` + strings.Join(manager.ControllerNames(), ", ") + `.`,
 	fs.Float64Var(&m.Failover.DisruptionThreshold, "cluster-failover-disruption-threshold", m.Failover.DisruptionThreshold, "fraction of members not Ready above which nothing is evicted (the control plane's own connectivity is suspected)")
 	fs.BoolVar(&m.AllowInsecureMembers, "allow-insecure-members", m.AllowInsecureMembers, "for tests only: connect to members with an http:// apiEndpoint or tls.insecureSkipVerify, reported loudly (InsecureTransport condition, Warning event, log line, flotilla_member_cluster_insecure metric); by default they are refused (Ready=False, reason InsecureEndpoint)")
 	fs.DurationVar(&m.GracefulShutdown, "graceful-shutdown-timeout", m.GracefulShutdown, "how long to wait for controllers to stop")
+	fs.BoolVar(&o.RestartOnLostLease, "restart-on-lost-lease", o.RestartOnLostLease, "when this replica loses its leader lease, start afresh in the same process (same pid and log), wait for the host apiserver and stand for election again; false: exit with an error")
 	fs.IntVarP(&o.Verbosity, "v", "v", 0, "log verbosity")
 	return cmd
 }
@@ -166,5 +177,16 @@ func (o *ControllerManagerOptions) Run(cmd *cobra.Command) error {
 	cfg.QPS, cfg.Burst = o.Manager.HostQPS, o.Manager.HostBurst
 	cfg.UserAgent = "flotilla-controller-manager"
 	ctx := klog.NewContext(cmd.Context(), logger)
-	return manager.Run(ctx, cfg, o.Manager)
+	if reason := os.Getenv(manager.EnvRestarted); reason != "" {
+		logger.Info("Restarted", "reason", reason)
+		if err := manager.WaitForHost(ctx, cfg, time.Second); err != nil {
+			return err
+		}
+	}
+	err = manager.Run(ctx, cfg, o.Manager)
+	if errors.Is(err, manager.ErrLeaseLost) && o.RestartOnLostLease && ctx.Err() == nil {
+		logger.Info("Lost the leader lease: starting afresh", "err", err.Error())
+		return manager.Restart("lost the leader lease")
+	}
+	return err
 }
