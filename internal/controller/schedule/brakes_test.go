@@ -14,7 +14,9 @@ func TestFailoverDrops(t *testing.T) {
 	mc := func(name string, taints ...corev1.Taint) *v1alpha1.MemberCluster {
 		return &v1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.MemberClusterSpec{Taints: taints}}
 	}
-	taint := func(key string, effect corev1.TaintEffect) corev1.Taint { return corev1.Taint{Key: key, Effect: effect} }
+	taint := func(key string, effect corev1.TaintEffect) corev1.Taint {
+		return corev1.Taint{Key: key, Effect: effect}
+	}
 	clusters := []*v1alpha1.MemberCluster{
 		mc("healthy"),
 		mc("unreachable", taint(v1alpha1.TaintUnreachable, corev1.TaintEffectNoSchedule), taint(v1alpha1.TaintUnreachable, corev1.TaintEffectNoExecute)),
