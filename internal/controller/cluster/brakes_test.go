@@ -72,3 +72,46 @@ func TestClustersPerMinute(t *testing.T) {
 		}
 	}
 }
+
+// TestSmallFederationHold: in a two-member federation a member not Ready
+// is looked at again when the ordinary grace period ends, is then held
+// (SmallFederation) and is evicted when the longer grace period ends.
+func TestSmallFederationHold(t *testing.T) {
+	since := metav1.NewTime(tNow)
+	down := &v1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: "b"}}
+	down.Spec.Taints = []corev1.Taint{{Key: v1alpha1.TaintUnreachable, Effect: corev1.TaintEffectNoSchedule, TimeAdded: &since}}
+	down.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionUnknown}}
+	healthy := &v1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: "a"}}
+	healthy.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue}}
+	scheme, err := hostscheme.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Reconciler{Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(down, healthy).Build(), Failover: DefaultFailover()}
+	view := healthView{known: true, taintKey: v1alpha1.TaintUnreachable}
+	for _, s := range []struct {
+		at          time.Duration
+		wantHold    string
+		wantRecheck time.Duration
+		wantNext    time.Duration // renderTaints' time to NoExecute
+	}{
+		{at: 10 * time.Second, wantRecheck: 20 * time.Second, wantNext: 290 * time.Second},
+		{at: 30 * time.Second, wantHold: reasonSmallFederation, wantNext: 270 * time.Second},
+		{at: 5 * time.Minute},
+	} {
+		now := tNow.Add(s.at)
+		plan, h, recheck, err := r.evictionPlan(context.Background(), down, view, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gotHold := ""
+		if h != nil {
+			gotHold = h.reason
+		}
+		taints, next := renderTaints(down.Spec.Taints, view, plan, now)
+		evicted := addedNoExecute(down.Spec.Taints, taints) != nil
+		if gotHold != s.wantHold || recheck != s.wantRecheck || next != s.wantNext || evicted != (s.at == 5*time.Minute) {
+			t.Errorf("+%s: hold %q, recheck %s, next %s, evicted %v; want %q, %s, %s, %v", s.at, gotHold, recheck, next, evicted, s.wantHold, s.wantRecheck, s.wantNext, s.at == 5*time.Minute)
+		}
+	}
+}

@@ -210,13 +210,19 @@ func (r *Reconciler) evictionPlan(ctx context.Context, mc *v1alpha1.MemberCluste
 	if r.Failover.Disabled || view.taintKey == "" || hasNoExecute(mc.Spec.Taints, view.taintKey) {
 		return plan, nil, 0, nil
 	}
-	d := decideBrakes(r.Failover, members, mc.Name, unhealthySince(mc.Spec.Taints, now), now)
+	since := unhealthySince(mc.Spec.Taints, now)
+	d := decideBrakes(r.Failover, members, mc.Name, since, now)
 	plan.grace = d.grace
 	switch {
 	case !d.allowed:
 		return plan, d.hold, disruptionRecheck, nil
 	case !d.due:
 		plan.allowed = true // renderTaints says when it is due
+		if at := since.Add(r.Failover.GracePeriod); d.grace > r.Failover.GracePeriod && now.Before(at) {
+			// A small federation: report the hold when the ordinary grace
+			// period ends.
+			return plan, d.hold, at.Sub(now), nil
+		}
 		return plan, d.hold, 0, nil
 	}
 	if wait := r.takeClusterToken(now); wait > 0 {
