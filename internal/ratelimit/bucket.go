@@ -66,6 +66,12 @@ func (b *Bucket) Take(now time.Time) bool {
 	return true
 }
 
+// Return gives back a token taken for something that did not happen (a
+// write that failed), up to the burst.
+func (b *Bucket) Return() {
+	b.tokens = math.Min(b.burst, b.tokens+1)
+}
+
 // Keyed is one Bucket per key (a member cluster's name), made on first
 // use, safe for concurrent use.
 type Keyed struct {
@@ -103,6 +109,19 @@ func (k *Keyed) TakeAll(keys []string, now time.Time) (bool, time.Duration) {
 		k.bucket(key).Take(now)
 	}
 	return true, 0
+}
+
+// ReturnAll gives back one token to the bucket of every key (a decision
+// that took them could not be written).
+func (k *Keyed) ReturnAll(keys []string) {
+	if k.Unlimited() {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, key := range keys {
+		k.bucket(key).Return()
+	}
 }
 
 func (k *Keyed) bucket(key string) *Bucket {

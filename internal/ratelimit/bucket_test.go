@@ -77,6 +77,22 @@ func TestBucket(t *testing.T) {
 	}
 }
 
+func TestBucketReturn(t *testing.T) {
+	b := NewBucket(1, 1)
+	if !b.Take(t0) {
+		t.Fatal("first Take refused")
+	}
+	b.Return()
+	if !b.Take(t0) {
+		t.Fatal("Take after Return refused")
+	}
+	b.Return()
+	b.Return() // never beyond the burst
+	if !b.Take(t0) || b.Take(t0) {
+		t.Fatal("Return filled the bucket beyond its burst")
+	}
+}
+
 func TestKeyedTakeAll(t *testing.T) {
 	k := NewKeyed(6, 1)
 	if ok, _ := k.TakeAll([]string{"a"}, t0); !ok {
@@ -92,6 +108,10 @@ func TestKeyedTakeAll(t *testing.T) {
 	}
 	if ok, _ := k.TakeAll([]string{"a", "b"}, t0.Add(14*time.Second)); !ok {
 		t.Fatal("TakeAll(a, b) refused once both refilled")
+	}
+	k.ReturnAll([]string{"a", "b"})
+	if ok, _ := k.TakeAll([]string{"a", "b"}, t0.Add(14*time.Second)); !ok {
+		t.Fatal("TakeAll(a, b) refused after ReturnAll")
 	}
 	if ok, _ := k.TakeAll(nil, t0); !ok {
 		t.Fatal("TakeAll of no keys refused")

@@ -86,6 +86,9 @@ type evictionPlan struct {
 	allowed bool
 	// grace is how long a member must be not Ready before eviction.
 	grace time.Duration
+	// tookToken says a token of the clusters-per-minute bucket was taken
+	// for this eviction (returned when the taint cannot be written).
+	tookToken bool
 }
 
 // managedKey reports whether a taint key is one the cluster controller
@@ -231,8 +234,18 @@ func (r *Reconciler) evictionPlan(ctx context.Context, mc *v1alpha1.MemberCluste
 			"member clusters are tainted NoExecute at most %g a minute (--eviction-clusters-per-minute) and another one was moments ago: this one waits for its turn",
 			r.Failover.ClustersPerMinute)}, wait, nil
 	}
-	plan.allowed = true
+	plan.allowed, plan.tookToken = true, true
 	return plan, nil, 0, nil
+}
+
+// returnClusterToken gives back the token of an eviction whose taint could
+// not be written.
+func (r *Reconciler) returnClusterToken() {
+	r.brakeMu.Lock()
+	defer r.brakeMu.Unlock()
+	if r.clusterBucket != nil {
+		r.clusterBucket.Return()
+	}
 }
 
 // hasNoExecute reports whether taints hold key with effect NoExecute.

@@ -148,6 +148,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		before := mc.Spec.Taints
 		mc.Spec.Taints = taints
 		if err := r.Client.Update(ctx, mc); err != nil {
+			if plan.tookToken {
+				r.returnClusterToken()
+			}
 			if apierrors.IsConflict(err) {
 				return reconcile.Result{RequeueAfter: conflictRetry}, nil // changed meanwhile: start over
 			}

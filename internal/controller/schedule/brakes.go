@@ -66,6 +66,13 @@ func failoverDrops(current, next []v1alpha1.ClusterPlacement, clusters []*v1alph
 	return out
 }
 
+// evicted counts the objects a written placement moved off failed clusters.
+func evicted(drops []string) {
+	for _, c := range drops {
+		objectEvictions.WithLabelValues(c).Inc()
+	}
+}
+
 // admitEviction takes a token of every dropped cluster's bucket for a
 // decision that moves the object off them. When one is used up, it
 // returns false, the Scheduled condition to report and when to decide
@@ -78,9 +85,6 @@ func (r *Reconciler) admitEviction(drops []string, now time.Time) (bool, string,
 	}
 	ok, wait := r.evictions.TakeAll(drops, now)
 	if ok {
-		for _, c := range drops {
-			objectEvictions.WithLabelValues(c).Inc()
-		}
 		return true, "", 0
 	}
 	for _, c := range drops {

@@ -184,7 +184,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	reason, message := "Scheduled", res.Message
 	switch {
 	case len(res.Placement) > 0:
-		ok, msg, wait := r.admitEviction(failoverDrops(fo.Spec.Placement, res.Placement, candidates), now)
+		drops := failoverDrops(fo.Spec.Placement, res.Placement, candidates)
+		ok, msg, wait := r.admitEviction(drops, now)
 		if !ok {
 			// Keep the placement in force and the basis unrecorded: the
 			// decision is made again when a token is due.
@@ -194,8 +195,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{RequeueAfter: wait}, nil
 		}
 		if err := r.place(ctx, fo, res.Placement, res.Message); err != nil {
+			r.evictions.ReturnAll(drops) // nothing moved
 			return r.result(err)
 		}
+		evicted(drops)
 	case res.Feasible == 0:
 		// No cluster passes the filters: keep the placement in force unless
 		// the object may lose every cluster.
