@@ -13,6 +13,12 @@ const (
 	// tls.insecureSkipVerify), which only a controller-manager started with
 	// --allow-insecure-members does; it is absent otherwise.
 	ConditionInsecureTransport = "InsecureTransport"
+	// ConditionEvictionHeld is True while a member that is not Ready is not
+	// tainted NoExecute because a failover brake holds it back (most
+	// failure domains disrupted, its own domain partially disrupted, a
+	// small federation's longer grace period, the clusters-per-minute
+	// limit); its reason says which. It is absent otherwise.
+	ConditionEvictionHeld = "EvictionHeld"
 )
 
 // Taints Flotilla puts on MemberClusters. The cluster controller manages

@@ -106,7 +106,12 @@ Controllers: ` + strings.Join(manager.ControllerNames(), ", ") + `.`,
 	fs.DurationVar(&m.Cluster.DiscoveryInterval, "cluster-discovery-interval", m.Cluster.DiscoveryInterval, "time between API discoveries of each member")
 	fs.BoolVar(&m.Failover.Disabled, "disable-cluster-failover", m.Failover.Disabled, "never taint members NoExecute: objects stay on members that are not Ready")
 	fs.DurationVar(&m.Failover.GracePeriod, "cluster-failover-grace-period", m.Failover.GracePeriod, "how long a member stays not Ready (tainted NoSchedule) before it is tainted NoExecute and objects that do not tolerate it move away")
-	fs.Float64Var(&m.Failover.DisruptionThreshold, "cluster-failover-disruption-threshold", m.Failover.DisruptionThreshold, "fraction of members not Ready above which nothing is evicted (the control plane's own connectivity is suspected)")
+	fs.Float64Var(&m.Failover.DisruptionThreshold, "cluster-failover-disruption-threshold", m.Failover.DisruptionThreshold, "fraction of failure domains (zones, else regions) disrupted above which nothing is evicted (the control plane's own connectivity is suspected)")
+	fs.Float64Var(&m.Failover.UnhealthyZoneThreshold, "unhealthy-zone-threshold", m.Failover.UnhealthyZoneThreshold, "fraction of a failure domain's members not Ready (at least two) from which the domain is partially disrupted: none of its members is evicted until it is Normal or fully down")
+	fs.IntVar(&m.Failover.SmallFederationSize, "small-federation-size", m.Failover.SmallFederationSize, "a federation of fewer members waits --small-federation-grace-period before evicting a member (0 turns the rule off)")
+	fs.DurationVar(&m.Failover.SmallFederationGracePeriod, "small-federation-grace-period", m.Failover.SmallFederationGracePeriod, "grace period before a member not Ready is tainted NoExecute in a federation of fewer than --small-federation-size members")
+	fs.Float64Var(&m.Failover.ClustersPerMinute, "eviction-clusters-per-minute", m.Failover.ClustersPerMinute, "member clusters tainted NoExecute a minute at most, federation-wide (0: no limit)")
+	fs.Float64Var(&m.Failover.ObjectsPerMinutePerCluster, "eviction-objects-per-minute-per-cluster", m.Failover.ObjectsPerMinutePerCluster, "objects moved a minute at most off one member cluster tainted NoExecute for not being Ready, with a burst of ten seconds' worth (0: no limit)")
 	fs.BoolVar(&m.AllowInsecureMembers, "allow-insecure-members", m.AllowInsecureMembers, "for tests only: connect to members with an http:// apiEndpoint or tls.insecureSkipVerify, reported loudly (InsecureTransport condition, Warning event, log line, flotilla_member_cluster_insecure metric); by default they are refused (Ready=False, reason InsecureEndpoint)")
 	fs.DurationVar(&m.GracefulShutdown, "graceful-shutdown-timeout", m.GracefulShutdown, "how long to wait for controllers to stop")
 	fs.BoolVar(&o.RestartOnLostLease, "restart-on-lost-lease", o.RestartOnLostLease, "when this replica loses its leader lease, start afresh in the same process (same pid and log), wait for the host apiserver and stand for election again; false: exit with an error")
@@ -151,6 +156,18 @@ func (o *ControllerManagerOptions) Validate() error {
 	}
 	if t := o.Manager.Failover.DisruptionThreshold; t <= 0 || t > 1 {
 		return fmt.Errorf("--cluster-failover-disruption-threshold must be in (0, 1], got %g", t)
+	}
+	if t := o.Manager.Failover.UnhealthyZoneThreshold; t <= 0 || t > 1 {
+		return fmt.Errorf("--unhealthy-zone-threshold must be in (0, 1], got %g", t)
+	}
+	if o.Manager.Failover.SmallFederationSize < 0 {
+		return fmt.Errorf("--small-federation-size must not be negative, got %d", o.Manager.Failover.SmallFederationSize)
+	}
+	if o.Manager.Failover.SmallFederationGracePeriod < 0 {
+		return fmt.Errorf("--small-federation-grace-period must not be negative, got %s", o.Manager.Failover.SmallFederationGracePeriod)
+	}
+	if o.Manager.Failover.ClustersPerMinute < 0 || o.Manager.Failover.ObjectsPerMinutePerCluster < 0 {
+		return fmt.Errorf("--eviction-clusters-per-minute and --eviction-objects-per-minute-per-cluster must not be negative (0: no limit)")
 	}
 	if o.Manager.TemplateDiscoveryInterval <= 0 {
 		return fmt.Errorf("--template-discovery-interval must be positive")
