@@ -13,6 +13,12 @@ const (
 	// tls.insecureSkipVerify), which only a controller-manager started with
 	// --allow-insecure-members does; it is absent otherwise.
 	ConditionInsecureTransport = "InsecureTransport"
+	// ConditionEvictionHeld is True while a member that is not Ready is not
+	// tainted NoExecute because a failover brake holds it back (most
+	// failure domains disrupted, its own domain partially disrupted, a
+	// small federation's longer grace period, the clusters-per-minute
+	// limit); its reason says which. It is absent otherwise.
+	ConditionEvictionHeld = "EvictionHeld"
 )
 
 // Taints Flotilla puts on MemberClusters. The cluster controller manages
@@ -71,6 +77,9 @@ const (
 	// ConditionPropagated is True when every placed cluster's copy holds
 	// the federation's fields.
 	ConditionPropagated = "Propagated"
+	// ReasonUnschedulable is the reason of Scheduled=False when no cluster
+	// fits the object (its current placement, if any, is kept).
+	ReasonUnschedulable = "Unschedulable"
 )
 
 // Labels and annotations users put on host objects.

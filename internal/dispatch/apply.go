@@ -87,12 +87,71 @@ const LabelTemplateHash = "flotilla.io/template-hash"
 // resourceVersion, generation, timestamps, managed fields, and the host's
 // owner references and finalizers), compares the rest with the live object
 // and sends a server-side apply only when a federation-set field differs.
-// desired is not modified.
+// desired is not modified. A namespaced object whose namespace the member
+// lacks gets the namespace first (created, or adopted if it appears
+// meanwhile).
 func (a *Applier) Apply(ctx context.Context, desired *unstructured.Unstructured, opts Options) (Outcome, error) {
-	res, err := a.resource(desired.GroupVersionKind(), desired.GetNamespace())
+	in, err := Prepare(desired)
 	if err != nil {
 		return "", err
 	}
+	return a.ApplyIntent(ctx, in, opts)
+}
+
+// ApplyIntent is Apply of a prepared Intent (in is not modified).
+func (a *Applier) ApplyIntent(ctx context.Context, in *Intent, opts Options) (Outcome, error) {
+	outcome, err := a.write(ctx, in, opts)
+	if ns := in.Object.GetNamespace(); err != nil && ns != "" && missingNamespace(err) {
+		if err = a.ensureNamespace(ctx, ns); err == nil {
+			outcome, err = a.write(ctx, in, opts)
+		}
+	}
+	return outcome, err
+}
+
+// ensureNamespace creates a namespace in the member for the objects it
+// receives; a namespace that exists by then is adopted (labelled managed),
+// never a conflict.
+func (a *Applier) ensureNamespace(ctx context.Context, name string) error {
+	ns := &unstructured.Unstructured{}
+	ns.SetAPIVersion("v1")
+	ns.SetKind("Namespace")
+	ns.SetName(name)
+	in, err := Prepare(ns)
+	if err == nil {
+		_, err = a.write(ctx, in, Options{Adopt: true})
+	}
+	if err != nil {
+		return fmt.Errorf("create namespace %s: %w", name, err)
+	}
+	return nil
+}
+
+// missingNamespace reports whether a write failed because the object's
+// namespace does not exist in the member.
+func missingNamespace(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || !apierrors.IsNotFound(err) {
+		return false
+	}
+	d := status.Status().Details
+	return d != nil && d.Kind == "namespaces"
+}
+
+// Intent is an object ready to be written into members: labelled managed,
+// without what a member's apiserver sets, and carrying the template-hash
+// label. Preparing it once serves every write of it (its Hash also
+// identifies the write, see propagate's flights).
+type Intent struct {
+	// Object is the prepared object; never modified by Apply.
+	Object *unstructured.Unstructured
+	// Hash is the value of the template-hash label: a hash of Object
+	// without that label.
+	Hash string
+}
+
+// Prepare makes the Intent of desired (not modified).
+func Prepare(desired *unstructured.Unstructured) (*Intent, error) {
 	obj := desired.DeepCopy()
 	labels := obj.GetLabels()
 	if labels == nil {
@@ -106,7 +165,22 @@ func (a *Applier) Apply(ctx context.Context, desired *unstructured.Unstructured,
 	for _, f := range []string{"uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "managedFields", "selfLink", "ownerReferences", "finalizers"} {
 		unstructured.RemoveNestedField(obj.Object, "metadata", f)
 	}
+	// The hash is of the intent: a member-side change of a kept field
+	// (an HPA scaling) must not look like a template change.
+	hash, err := setTemplateHash(obj)
+	if err != nil {
+		return nil, err
+	}
+	return &Intent{Object: obj, Hash: hash}, nil
+}
 
+// write is ApplyIntent without the namespace creation.
+func (a *Applier) write(ctx context.Context, in *Intent, opts Options) (Outcome, error) {
+	obj := in.Object
+	res, err := a.resource(obj.GroupVersionKind(), obj.GetNamespace())
+	if err != nil {
+		return "", err
+	}
 	live := opts.Live
 	if live == nil {
 		live, err = res.Get(ctx, obj.GetName(), metav1.GetOptions{})
@@ -117,12 +191,8 @@ func (a *Applier) Apply(ctx context.Context, desired *unstructured.Unstructured,
 			return "", fmt.Errorf("read %s: %w", describe(obj), err)
 		}
 	}
-	// The hash is of the intent: a member-side change of a kept field
-	// (an HPA scaling) must not look like a template change.
-	if err := setTemplateHash(obj); err != nil {
-		return "", err
-	}
-	if live != nil {
+	if live != nil && len(opts.KeepLive) > 0 {
+		obj = obj.DeepCopy() // in stays as prepared
 		for _, path := range opts.KeepLive {
 			if v, found, _ := unstructured.NestedFieldCopy(live.Object, path...); found {
 				if err := unstructured.SetNestedField(obj.Object, v, path...); err != nil {
@@ -187,19 +257,21 @@ func (a *Applier) Delete(ctx context.Context, gvk schema.GroupVersionKind, names
 	return Deleted, nil
 }
 
-// setTemplateHash records in obj a hash of obj (without the hash).
-func setTemplateHash(obj *unstructured.Unstructured) error {
+// setTemplateHash records in obj a hash of obj (without the hash) and
+// returns it.
+func setTemplateHash(obj *unstructured.Unstructured) (string, error) {
 	labels := obj.GetLabels()
 	delete(labels, LabelTemplateHash)
 	obj.SetLabels(labels)
 	b, err := json.Marshal(obj.Object) // map keys sorted: deterministic
 	if err != nil {
-		return fmt.Errorf("hash %s: %w", describe(obj), err)
+		return "", fmt.Errorf("hash %s: %w", describe(obj), err)
 	}
 	sum := sha256.Sum256(b)
-	labels[LabelTemplateHash] = hex.EncodeToString(sum[:8])
+	hash := hex.EncodeToString(sum[:8])
+	labels[LabelTemplateHash] = hash
 	obj.SetLabels(labels)
-	return nil
+	return hash, nil
 }
 
 // isManaged reports whether Flotilla manages a member object: it carries

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -260,4 +261,38 @@ func TestKindInstalledLaterIsApplied(t *testing.T) {
 		return nil
 	})
 	mustApply(t, a, widget, dispatch.Options{}, dispatch.Unchanged)
+}
+
+// An object whose namespace the member lacks is written after Apply
+// creates the namespace (labelled managed); the writes are the failed
+// apply, the namespace and the retried apply, nothing else.
+func TestApplyCreatesAMissingNamespace(t *testing.T) {
+	a, writes := applier(t)
+	ctx := context.Background()
+	ns := "dispatch-missing-ns"
+	m := env.Members[0].Client
+	t.Cleanup(func() {
+		if err := m.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("delete namespace %s: %v", ns, err)
+		}
+	})
+	mustApply(t, a, deployment(ns, "web", "nginx:1"), dispatch.Options{}, dispatch.Created)
+	got, err := m.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("namespace not created: %v", err)
+	}
+	if got.Labels[v1alpha1.LabelManaged] != "true" {
+		t.Errorf("namespace labels %v, want %s=true", got.Labels, v1alpha1.LabelManaged)
+	}
+	if _, err := m.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{}); err != nil {
+		t.Fatalf("deployment not written: %v", err)
+	}
+	if w := writes.take(); len(w) != 3 {
+		t.Errorf("writes %v, want the failed apply, the namespace and the apply", w)
+	}
+	// A second object in the namespace costs one write.
+	mustApply(t, a, deployment(ns, "api", "nginx:1"), dispatch.Options{}, dispatch.Created)
+	if w := writes.take(); len(w) != 1 {
+		t.Errorf("writes %v, want one apply", w)
+	}
 }

@@ -72,6 +72,9 @@ var Controllers = []Controller{
 			CredentialsNamespace:    opts.CredentialsNamespace,
 			MaxConcurrentReconciles: opts.ConcurrentSyncs,
 		}
+		if !opts.Failover.Disabled {
+			r.EvictionObjectsPerMinute = opts.Failover.ObjectsPerMinutePerCluster
+		}
 		return r.SetupWithManager(mgr)
 	}},
 	{Name: migrate.Name, Setup: func(mgr ctrl.Manager, opts Options, shared *Shared) error {

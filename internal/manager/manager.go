@@ -50,6 +50,10 @@ type Options struct {
 	// InstallCRDs creates the missing CRDs on start and, once this replica
 	// leads, upgrades those that differ from this binary's.
 	InstallCRDs bool
+	// DeletionProtection installs, once this replica leads, the admission
+	// policy that refuses to delete host objects annotated
+	// flotilla.io/deletion-protection: "true".
+	DeletionProtection bool
 	// LeaderElect enables leader election, so that only one replica runs
 	// the controllers.
 	LeaderElect bool
@@ -114,6 +118,7 @@ func DefaultOptions() Options {
 	return Options{
 		Controllers:                []string{"*"},
 		InstallCRDs:                true,
+		DeletionProtection:         true,
 		LeaderElect:                true,
 		LeaderElectionNamespace:    v1alpha1.SystemNamespace,
 		LeaderElectionID:           "flotilla-controller-manager",
@@ -137,7 +142,8 @@ func DefaultOptions() Options {
 }
 
 // Run creates the missing CRDs (if asked), then runs the enabled
-// controllers until ctx ends; the leader upgrades the existing CRDs.
+// controllers until ctx ends; the leader upgrades the existing CRDs. A
+// leader that loses its lease stops and returns ErrLeaseLost.
 func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	logger := ctrl.LoggerFrom(ctx)
 	enabled, err := Enabled(opts.Controllers, ControllerNames())
@@ -169,7 +175,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		logger.Info("Warning: " + w)
 	}
 	logger.Info("Starting controller-manager", "leaderElection", opts.LeaderElect, "metrics", opts.MetricsAddr, "metricsSecure", opts.MetricsSecure, "probes", opts.ProbeAddr)
-	return mgr.Start(ctx)
+	return classify(mgr.Start(ctx))
 }
 
 // New builds the manager without controllers (with the leader's CRD
@@ -207,6 +213,11 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	if opts.InstallCRDs {
 		if err := mgr.Add(crdUpgrader{cfg: cfg, logger: mgr.GetLogger().WithName("crds")}); err != nil {
 			return nil, fmt.Errorf("add the CRD upgrade: %w", err)
+		}
+	}
+	if opts.DeletionProtection {
+		if err := mgr.Add(admissionInstaller{cfg: cfg, logger: mgr.GetLogger().WithName("admission")}); err != nil {
+			return nil, fmt.Errorf("add the admission policy install: %w", err)
 		}
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {

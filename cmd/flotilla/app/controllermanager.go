@@ -1,7 +1,9 @@
 package app
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -10,6 +12,8 @@ import (
 	"k8s.io/klog/v2/textlogger"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/config/admission"
 	"github.com/flotilla-io/flotilla/internal/manager"
 )
 
@@ -21,11 +25,14 @@ type ControllerManagerOptions struct {
 	Kubeconfig, Context string
 	// Verbosity is the log verbosity (--v).
 	Verbosity int
+	// RestartOnLostLease makes a leader that lost its lease start afresh in
+	// the same process instead of exiting.
+	RestartOnLostLease bool
 }
 
 // NewControllerManagerCmd returns `flotilla controller-manager`.
 func NewControllerManagerCmd(streams Streams) *cobra.Command {
-	o := &ControllerManagerOptions{Manager: manager.DefaultOptions()}
+	o := &ControllerManagerOptions{Manager: manager.DefaultOptions(), RestartOnLostLease: true}
 	cmd := &cobra.Command{
 		Use:   "controller-manager",
 		Short: "Run the Flotilla controllers against the host control plane",
@@ -47,7 +54,12 @@ reference or label flotilla.io/member-cluster), only over verified TLS unless
 namespace records this control plane and MemberCluster as its owner (the
 controller records it in an unclaimed member, and refuses a member claimed
 by another control plane or MemberCluster).
-SIGINT or SIGTERM stops it gracefully and releases the leader lease.
+SIGINT or SIGTERM stops it gracefully and releases the leader lease. A
+leader that loses its lease (the host apiserver did not answer its renewals
+within --leader-elect-renew-deadline) stops its controllers and starts
+afresh in the same process, waits for the host apiserver and stands for
+election again (--restart-on-lost-lease=false exits with an error instead,
+for a supervisor to restart it).
 
 Controllers: ` + strings.Join(manager.ControllerNames(), ", ") + `.`,
 		Example: `  flotilla controller-manager --kubeconfig host.kubeconfig
@@ -66,6 +78,7 @@ Controllers: ` + strings.Join(manager.ControllerNames(), ", ") + `.`,
 	fs.StringVar(&o.Context, "context", "", "kubeconfig context to use")
 	fs.StringSliceVar(&m.Controllers, "controllers", m.Controllers, "controllers to run: '*' for all, 'name' to enable, '-name' to disable (known: "+strings.Join(manager.ControllerNames(), ", ")+")")
 	fs.BoolVar(&m.InstallCRDs, "install-crds", m.InstallCRDs, "create missing flotilla.io CRDs on start, and upgrade existing ones once leader (false: manage them yourself, e.g. kubectl apply --server-side -f config/crd/bases)")
+	fs.BoolVar(&m.DeletionProtection, "deletion-protection", m.DeletionProtection, "once leader, install the admission policy "+admission.DeletionProtectionName+" that refuses to delete host objects annotated "+v1alpha1.AnnotationDeletionProtection+"=true (false: apply config/admission/deletion-protection.yaml yourself, or go without)")
 	fs.BoolVar(&m.LeaderElect, "leader-elect", m.LeaderElect, "elect a leader so that only one replica runs the controllers")
 	fs.StringVar(&m.LeaderElectionNamespace, "leader-election-namespace", m.LeaderElectionNamespace, "namespace of the leader election Lease")
 	fs.StringVar(&m.LeaderElectionID, "leader-election-id", m.LeaderElectionID, "name of the leader election Lease")
@@ -93,9 +106,15 @@ Controllers: ` + strings.Join(manager.ControllerNames(), ", ") + `.`,
 	fs.DurationVar(&m.Cluster.DiscoveryInterval, "cluster-discovery-interval", m.Cluster.DiscoveryInterval, "time between API discoveries of each member")
 	fs.BoolVar(&m.Failover.Disabled, "disable-cluster-failover", m.Failover.Disabled, "never taint members NoExecute: objects stay on members that are not Ready")
 	fs.DurationVar(&m.Failover.GracePeriod, "cluster-failover-grace-period", m.Failover.GracePeriod, "how long a member stays not Ready (tainted NoSchedule) before it is tainted NoExecute and objects that do not tolerate it move away")
-	fs.Float64Var(&m.Failover.DisruptionThreshold, "cluster-failover-disruption-threshold", m.Failover.DisruptionThreshold, "fraction of members not Ready above which nothing is evicted (the control plane's own connectivity is suspected)")
+	fs.Float64Var(&m.Failover.DisruptionThreshold, "cluster-failover-disruption-threshold", m.Failover.DisruptionThreshold, "fraction of failure domains (zones, else regions) disrupted above which nothing is evicted (the control plane's own connectivity is suspected)")
+	fs.Float64Var(&m.Failover.UnhealthyZoneThreshold, "unhealthy-zone-threshold", m.Failover.UnhealthyZoneThreshold, "fraction of a failure domain's members not Ready (at least two) from which the domain is partially disrupted: none of its members is evicted until it is Normal or fully down")
+	fs.IntVar(&m.Failover.SmallFederationSize, "small-federation-size", m.Failover.SmallFederationSize, "a federation of fewer members waits --small-federation-grace-period before evicting a member (0 turns the rule off)")
+	fs.DurationVar(&m.Failover.SmallFederationGracePeriod, "small-federation-grace-period", m.Failover.SmallFederationGracePeriod, "grace period before a member not Ready is tainted NoExecute in a federation of fewer than --small-federation-size members")
+	fs.Float64Var(&m.Failover.ClustersPerMinute, "eviction-clusters-per-minute", m.Failover.ClustersPerMinute, "member clusters tainted NoExecute a minute at most, federation-wide (0: no limit)")
+	fs.Float64Var(&m.Failover.ObjectsPerMinutePerCluster, "eviction-objects-per-minute-per-cluster", m.Failover.ObjectsPerMinutePerCluster, "objects moved a minute at most off one member cluster tainted NoExecute for not being Ready, with a burst of ten seconds' worth (0: no limit)")
 	fs.BoolVar(&m.AllowInsecureMembers, "allow-insecure-members", m.AllowInsecureMembers, "for tests only: connect to members with an http:// apiEndpoint or tls.insecureSkipVerify, reported loudly (InsecureTransport condition, Warning event, log line, flotilla_member_cluster_insecure metric); by default they are refused (Ready=False, reason InsecureEndpoint)")
 	fs.DurationVar(&m.GracefulShutdown, "graceful-shutdown-timeout", m.GracefulShutdown, "how long to wait for controllers to stop")
+	fs.BoolVar(&o.RestartOnLostLease, "restart-on-lost-lease", o.RestartOnLostLease, "when this replica loses its leader lease, start afresh in the same process (same pid and log), wait for the host apiserver and stand for election again; false: exit with an error")
 	fs.IntVarP(&o.Verbosity, "v", "v", 0, "log verbosity")
 	return cmd
 }
@@ -138,6 +157,18 @@ func (o *ControllerManagerOptions) Validate() error {
 	if t := o.Manager.Failover.DisruptionThreshold; t <= 0 || t > 1 {
 		return fmt.Errorf("--cluster-failover-disruption-threshold must be in (0, 1], got %g", t)
 	}
+	if t := o.Manager.Failover.UnhealthyZoneThreshold; t <= 0 || t > 1 {
+		return fmt.Errorf("--unhealthy-zone-threshold must be in (0, 1], got %g", t)
+	}
+	if o.Manager.Failover.SmallFederationSize < 0 {
+		return fmt.Errorf("--small-federation-size must not be negative, got %d", o.Manager.Failover.SmallFederationSize)
+	}
+	if o.Manager.Failover.SmallFederationGracePeriod < 0 {
+		return fmt.Errorf("--small-federation-grace-period must not be negative, got %s", o.Manager.Failover.SmallFederationGracePeriod)
+	}
+	if o.Manager.Failover.ClustersPerMinute < 0 || o.Manager.Failover.ObjectsPerMinutePerCluster < 0 {
+		return fmt.Errorf("--eviction-clusters-per-minute and --eviction-objects-per-minute-per-cluster must not be negative (0: no limit)")
+	}
 	if o.Manager.TemplateDiscoveryInterval <= 0 {
 		return fmt.Errorf("--template-discovery-interval must be positive")
 	}
@@ -163,5 +194,16 @@ func (o *ControllerManagerOptions) Run(cmd *cobra.Command) error {
 	cfg.QPS, cfg.Burst = o.Manager.HostQPS, o.Manager.HostBurst
 	cfg.UserAgent = "flotilla-controller-manager"
 	ctx := klog.NewContext(cmd.Context(), logger)
-	return manager.Run(ctx, cfg, o.Manager)
+	if reason := os.Getenv(manager.EnvRestarted); reason != "" {
+		logger.Info("Restarted", "reason", reason)
+		if err := manager.WaitForHost(ctx, cfg, time.Second); err != nil {
+			return err
+		}
+	}
+	err = manager.Run(ctx, cfg, o.Manager)
+	if errors.Is(err, manager.ErrLeaseLost) && o.RestartOnLostLease && ctx.Err() == nil {
+		logger.Info("Lost the leader lease: starting afresh", "err", err.Error())
+		return manager.Restart("lost the leader lease")
+	}
+	return err
 }

@@ -10,10 +10,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/ratelimit"
 )
 
 // Failover tunes cluster failover: when a member that is not Ready gets
-// the NoExecute taint that moves the objects not tolerating it elsewhere.
+// the NoExecute taint that moves the objects not tolerating it elsewhere,
+// and the brakes that keep a blip from moving everything.
 type Failover struct {
 	// Disabled keeps members that are not Ready at NoSchedule: nothing is
 	// evicted.
@@ -21,19 +23,48 @@ type Failover struct {
 	// GracePeriod is how long a member stays not Ready (tainted NoSchedule)
 	// before it is tainted NoExecute (default 30 s).
 	GracePeriod time.Duration
-	// DisruptionThreshold is the fraction of members not Ready above which
-	// the control plane assumes the fault is its own (its network) and
-	// evicts nothing (default 0.55).
+	// DisruptionThreshold is the fraction of failure domains (zones, else
+	// regions) disrupted above which the control plane assumes the fault
+	// is its own (its network) and evicts nothing (default 0.55).
 	DisruptionThreshold float64
+	// UnhealthyZoneThreshold is the fraction of a failure domain's members
+	// not Ready (at least two of them) from which the domain is partially
+	// disrupted and none of its members is evicted (default 0.55).
+	UnhealthyZoneThreshold float64
+	// SmallFederationSize: a federation of fewer members is small (default
+	// 3; 0 turns the rule off).
+	SmallFederationSize int
+	// SmallFederationGracePeriod replaces GracePeriod, when longer, in a
+	// small federation (default 5 minutes).
+	SmallFederationGracePeriod time.Duration
+	// ClustersPerMinute is how many members may be tainted NoExecute a
+	// minute, federation-wide (default 1; 0 or less: no limit).
+	ClustersPerMinute float64
+	// ObjectsPerMinutePerCluster is how many objects the scheduler may move
+	// off one evicted member a minute (default 60; 0 or less: no limit).
+	// The schedule controller applies it.
+	ObjectsPerMinutePerCluster float64
 }
 
 // DefaultFailover returns the defaults: with the default probe settings a
 // member that stops answering is tainted NoExecute about a minute later
-// (30 s to mark it unreachable, 30 s of grace).
+// (30 s to mark it unreachable, 30 s of grace), or about five and a half
+// minutes later in a federation of fewer than three members; at most one
+// member is tainted a minute, and objects leave it at 60 a minute.
 func DefaultFailover() Failover {
-	return Failover{GracePeriod: 30 * time.Second, DisruptionThreshold: 0.55}
+	return Failover{
+		GracePeriod:                30 * time.Second,
+		DisruptionThreshold:        0.55,
+		UnhealthyZoneThreshold:     0.55,
+		SmallFederationSize:        3,
+		SmallFederationGracePeriod: 5 * time.Minute,
+		ClustersPerMinute:          1,
+		ObjectsPerMinutePerCluster: 60,
+	}
 }
 
+// withDefaults fills the durations and thresholds left zero; the sizes and
+// rates keep their zero (off) values.
 func (f Failover) withDefaults() Failover {
 	d := DefaultFailover()
 	if f.GracePeriod <= 0 {
@@ -42,42 +73,22 @@ func (f Failover) withDefaults() Failover {
 	if f.DisruptionThreshold <= 0 {
 		f.DisruptionThreshold = d.DisruptionThreshold
 	}
+	if f.UnhealthyZoneThreshold <= 0 {
+		f.UnhealthyZoneThreshold = d.UnhealthyZoneThreshold
+	}
 	return f
 }
 
 // evictionPlan is what renderTaints may do about NoExecute taints.
 type evictionPlan struct {
-	// allowed is false when failover is disabled or the federation is in a
-	// disruption (most members not Ready).
+	// allowed is false when failover is disabled or a brake holds the
+	// member back.
 	allowed bool
 	// grace is how long a member must be not Ready before eviction.
 	grace time.Duration
-}
-
-// disruption reports whether more than threshold of the members are not
-// Ready, counting the members not being deleted (mc's own state is taken
-// from healthy, which is newer than its recorded status). It also returns
-// the counts for messages.
-func disruption(all []v1alpha1.MemberCluster, self string, selfReady bool, threshold float64) (bool, int, int) {
-	total, notReady := 0, 0
-	for i := range all {
-		c := &all[i]
-		if !c.DeletionTimestamp.IsZero() {
-			continue
-		}
-		total++
-		ready := meta.IsStatusConditionTrue(c.Status.Conditions, v1alpha1.ConditionReady)
-		if c.Name == self {
-			ready = selfReady
-		}
-		if !ready {
-			notReady++
-		}
-	}
-	if total == 0 {
-		return false, 0, 0
-	}
-	return float64(notReady) > threshold*float64(total), notReady, total
+	// tookToken says a token of the clusters-per-minute bucket was taken
+	// for this eviction (returned when the taint cannot be written).
+	tookToken bool
 }
 
 // managedKey reports whether a taint key is one the cluster controller
@@ -186,36 +197,143 @@ func evictionMessage(t *corev1.Taint, since time.Time, now time.Time) string {
 // back by a disruption is looked at again.
 const disruptionRecheck = 10 * time.Second
 
-// evictionPlan decides whether mc may be tainted NoExecute now: failover
-// is enabled, mc is not Ready, and not most members are (a disruption,
-// reported once by an event and a metric while it lasts).
-func (r *Reconciler) evictionPlan(ctx context.Context, mc *v1alpha1.MemberCluster, view healthView) (evictionPlan, error) {
+// evictionPlan decides whether mc may be tainted NoExecute now (failover
+// is enabled, mc is not Ready, the brakes allow it and, once the grace
+// period is over, the clusters-per-minute bucket has a token), records the
+// state of every failure domain in the metrics, and returns why mc is held
+// back (nil when it is not) and when to look again.
+func (r *Reconciler) evictionPlan(ctx context.Context, mc *v1alpha1.MemberCluster, view healthView, now time.Time) (evictionPlan, *hold, time.Duration, error) {
 	plan := evictionPlan{grace: r.Failover.GracePeriod}
-	if r.Failover.Disabled || view.taintKey == "" {
-		r.setSuppressed(mc, false, "")
-		return plan, nil
-	}
 	list := &v1alpha1.MemberClusterList{}
 	if err := r.Client.List(ctx, list); err != nil {
-		return plan, fmt.Errorf("list MemberClusters: %w", err)
+		return plan, nil, 0, fmt.Errorf("list MemberClusters: %w", err)
 	}
-	disrupted, notReady, total := disruption(list.Items, mc.Name, false, r.Failover.DisruptionThreshold)
-	plan.allowed = !disrupted
-	r.setSuppressed(mc, disrupted, fmt.Sprintf("%d of %d member clusters are not Ready (more than %.0f%%): treating it as a problem of the control plane's own connectivity and evicting nothing", notReady, total, r.Failover.DisruptionThreshold*100))
-	return plan, nil
+	members := membersOf(list.Items, mc.Name, view.taintKey == "")
+	r.observeZones(zoneStates(members, r.Failover.UnhealthyZoneThreshold))
+	if r.Failover.Disabled || view.taintKey == "" || hasNoExecute(mc.Spec.Taints, view.taintKey) {
+		return plan, nil, 0, nil
+	}
+	since := unhealthySince(mc.Spec.Taints, now)
+	d := decideBrakes(r.Failover, members, mc.Name, since, now)
+	plan.grace = d.grace
+	switch {
+	case !d.allowed:
+		return plan, d.hold, disruptionRecheck, nil
+	case !d.due:
+		plan.allowed = true // renderTaints says when it is due
+		if at := since.Add(r.Failover.GracePeriod); d.grace > r.Failover.GracePeriod && now.Before(at) {
+			// A small federation: report the hold when the ordinary grace
+			// period ends.
+			return plan, d.hold, at.Sub(now), nil
+		}
+		return plan, d.hold, 0, nil
+	}
+	if wait := r.takeClusterToken(now); wait > 0 {
+		clusterRateLimited.WithLabelValues(mc.Name).Inc()
+		return plan, &hold{reason: reasonRateLimited, message: fmt.Sprintf(
+			"member clusters are tainted NoExecute at most %g a minute (--eviction-clusters-per-minute) and another one was moments ago: this one waits for its turn",
+			r.Failover.ClustersPerMinute)}, wait, nil
+	}
+	plan.allowed, plan.tookToken = true, true
+	return plan, nil, 0, nil
 }
 
-// setSuppressed records whether mc's eviction is held back, with an event
-// when that starts.
-func (r *Reconciler) setSuppressed(mc *v1alpha1.MemberCluster, on bool, msg string) {
-	if !on {
-		if _, was := r.suppressed.LoadAndDelete(mc.Name); was {
+// returnClusterToken gives back the token of an eviction whose taint could
+// not be written.
+func (r *Reconciler) returnClusterToken() {
+	r.brakeMu.Lock()
+	defer r.brakeMu.Unlock()
+	if r.clusterBucket != nil {
+		r.clusterBucket.Return()
+	}
+}
+
+// hasNoExecute reports whether taints hold key with effect NoExecute.
+func hasNoExecute(taints []corev1.Taint, key string) bool {
+	for _, t := range taints {
+		if t.Key == key && t.Effect == corev1.TaintEffectNoExecute {
+			return true
+		}
+	}
+	return false
+}
+
+// takeClusterToken takes a token of the clusters-per-minute bucket, or
+// returns how long until one is available.
+func (r *Reconciler) takeClusterToken(now time.Time) time.Duration {
+	r.brakeMu.Lock()
+	defer r.brakeMu.Unlock()
+	if r.clusterBucket == nil {
+		r.clusterBucket = ratelimit.NewBucket(r.Failover.ClustersPerMinute, 1)
+	}
+	if wait := r.clusterBucket.Wait(now); wait > 0 {
+		return wait
+	}
+	r.clusterBucket.Take(now)
+	return 0
+}
+
+// setHeld records why mc's eviction is held back (nil: it is not), with
+// a Warning event when that starts or its reason changes, and the metrics.
+func (r *Reconciler) setHeld(mc *v1alpha1.MemberCluster, h *hold) {
+	prev, had := r.held.Load(mc.Name)
+	if h == nil {
+		if had {
+			r.held.Delete(mc.Name)
+			heldGauge.DeleteLabelValues(mc.Name, prev.(string))
 			suppressedGauge.WithLabelValues(mc.Name).Set(0)
 		}
 		return
 	}
-	suppressedGauge.WithLabelValues(mc.Name).Set(1)
-	if _, was := r.suppressed.LoadOrStore(mc.Name, true); !was && r.Recorder != nil {
-		r.Recorder.Eventf(mc, nil, corev1.EventTypeWarning, "EvictionSuppressed", "Failover", "%s", msg)
+	if had && prev.(string) != h.reason {
+		heldGauge.DeleteLabelValues(mc.Name, prev.(string))
 	}
+	heldGauge.WithLabelValues(mc.Name, h.reason).Set(1)
+	if h.reason == reasonSuppressed {
+		suppressedGauge.WithLabelValues(mc.Name).Set(1)
+	} else {
+		suppressedGauge.WithLabelValues(mc.Name).Set(0)
+	}
+	r.held.Store(mc.Name, h.reason)
+	if (!had || prev.(string) != h.reason) && r.Recorder != nil {
+		r.Recorder.Eventf(mc, nil, corev1.EventTypeWarning, h.reason, "Failover", "%s", h.message)
+	}
+}
+
+// forgetHeld drops what is recorded about a deleted member.
+func (r *Reconciler) forgetHeld(name string) {
+	if prev, had := r.held.LoadAndDelete(name); had {
+		heldGauge.DeleteLabelValues(name, prev.(string))
+	}
+	suppressedGauge.DeleteLabelValues(name)
+}
+
+// observeZones exports every failure domain's state, and forgets the
+// domains no member is in any more.
+func (r *Reconciler) observeZones(zones map[string]zone) {
+	r.brakeMu.Lock()
+	defer r.brakeMu.Unlock()
+	for d := range r.zones {
+		if _, ok := zones[d]; !ok {
+			zoneGauge.DeleteLabelValues(d)
+		}
+	}
+	r.zones = map[string]bool{}
+	for d, z := range zones {
+		zoneGauge.WithLabelValues(d).Set(float64(z.state))
+		r.zones[d] = true
+	}
+}
+
+// renderHeld sets the EvictionHeld condition while a member's eviction is
+// held back and removes it otherwise.
+func renderHeld(st *v1alpha1.MemberClusterStatus, h *hold, generation int64, now time.Time) {
+	if h == nil {
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionEvictionHeld)
+		return
+	}
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		Type: v1alpha1.ConditionEvictionHeld, Status: metav1.ConditionTrue, Reason: h.reason,
+		Message: h.message, ObservedGeneration: generation, LastTransitionTime: metav1.NewTime(now),
+	})
 }

@@ -30,6 +30,7 @@ import (
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/member"
+	"github.com/flotilla-io/flotilla/internal/ratelimit"
 )
 
 // Name is the controller's name for --controllers.
@@ -62,10 +63,13 @@ type Reconciler struct {
 	// nil takes the manager's.
 	APIReader client.Reader
 
-	events     chan event.GenericEvent
-	suppressed sync.Map // cluster name → true while its eviction is held back
-	idMu       sync.Mutex
-	id         string // the control plane's id, once read
+	events        chan event.GenericEvent
+	held          sync.Map // cluster name → the reason its eviction is held back
+	brakeMu       sync.Mutex
+	clusterBucket *ratelimit.Bucket // NoExecute taints per minute
+	zones         map[string]bool   // failure domains in the zone-state metric
+	idMu          sync.Mutex
+	id            string // the control plane's id, once read
 }
 
 // SetupWithManager registers the controller and the shutdown of all member
@@ -118,8 +122,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			r.Pool.Stop(req.Name)
 			readyGauge.DeleteLabelValues(req.Name)
 			insecureGauge.DeleteLabelValues(req.Name)
-			r.suppressed.Delete(req.Name)
-			suppressedGauge.DeleteLabelValues(req.Name)
+			r.forgetHeld(req.Name)
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, err
@@ -136,7 +139,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	now := time.Now()
 	view := viewOf(snap)
-	plan, err := r.evictionPlan(ctx, mc, view)
+	plan, held, recheck, err := r.evictionPlan(ctx, mc, view, now)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -145,6 +148,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		before := mc.Spec.Taints
 		mc.Spec.Taints = taints
 		if err := r.Client.Update(ctx, mc); err != nil {
+			if plan.tookToken {
+				r.returnClusterToken()
+			}
 			if apierrors.IsConflict(err) {
 				return reconcile.Result{RequeueAfter: conflictRetry}, nil // changed meanwhile: start over
 			}
@@ -163,15 +169,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			}
 		}
 	}
+	r.setHeld(mc, held)
 	result := reconcile.Result{RequeueAfter: next}
-	if view.taintKey != "" && !plan.allowed && !r.Failover.Disabled {
-		// Eviction held back by a disruption: look again when it may end.
-		result.RequeueAfter = disruptionRecheck
+	if recheck > 0 {
+		// Eviction held back by a brake: look again when it may end.
+		result.RequeueAfter = recheck
 	}
 	// Rendered after the taint update, so that the status records the
 	// generation that update produced and one write covers both.
 	status := renderStatus(mc, snap, now)
 	renderInsecure(&status, insecure, mc.Generation, now)
+	renderHeld(&status, held, mc.Generation, now)
 	observeReady(mc.Name, status)
 	if equality.Semantic.DeepEqual(status, mc.Status) {
 		return result, nil

@@ -275,45 +275,6 @@ func TestInitialHealthRoundTrip(t *testing.T) {
 	}
 }
 
-func TestDisruption(t *testing.T) {
-	mc := func(name string, ready bool, deleting bool) v1alpha1.MemberCluster {
-		c := v1alpha1.MemberCluster{}
-		c.Name = name
-		status := metav1.ConditionFalse
-		if ready {
-			status = metav1.ConditionTrue
-		}
-		c.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: status}}
-		if deleting {
-			ts := metav1.NewTime(tNow)
-			c.DeletionTimestamp = &ts
-		}
-		return c
-	}
-	tests := []struct {
-		name      string
-		all       []v1alpha1.MemberCluster
-		self      string
-		disrupted bool
-	}{
-		{"one of three down", []v1alpha1.MemberCluster{mc("a", false, false), mc("b", true, false), mc("c", true, false)}, "a", false},
-		{"two of three down", []v1alpha1.MemberCluster{mc("a", false, false), mc("b", false, false), mc("c", true, false)}, "a", true},
-		{"all down", []v1alpha1.MemberCluster{mc("a", false, false), mc("b", false, false), mc("c", false, false)}, "a", true},
-		{"self's recorded Ready is overridden by what the session knows", []v1alpha1.MemberCluster{mc("a", true, false), mc("b", false, false), mc("c", true, false)}, "a", true},
-		{"one of two down evicts", []v1alpha1.MemberCluster{mc("a", false, false), mc("b", true, false)}, "a", false},
-		{"the only member", []v1alpha1.MemberCluster{mc("a", false, false)}, "a", true},
-		{"members being deleted do not count", []v1alpha1.MemberCluster{mc("a", false, false), mc("b", false, true), mc("c", true, false), mc("d", true, false)}, "a", false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, _, _ := disruption(tt.all, tt.self, false, 0.55)
-			if got != tt.disrupted {
-				t.Errorf("disruption() = %v, want %v", got, tt.disrupted)
-			}
-		})
-	}
-}
-
 func TestSchedulingState(t *testing.T) {
 	taint := func(key string, effect corev1.TaintEffect) corev1.Taint {
 		return corev1.Taint{Key: key, Effect: effect}

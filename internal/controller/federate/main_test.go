@@ -34,10 +34,11 @@ import (
 var env *testenv.Environment
 
 func TestMain(m *testing.M) {
-	os.Exit(testenv.Main(m, testenv.Options{Members: 1, NodesPerMember: 1}, &env))
+	os.Exit(testenv.Main(m, testenv.Options{Members: 2, NodesPerMember: 1}, &env))
 }
 
-// memberName is the environment's only member.
+// memberName is the member every test uses; the second member is joined
+// only by the tests that need two (secondMember).
 const memberName = "member-1"
 
 var (
@@ -64,6 +65,7 @@ func startControlPlane(t *testing.T) client.Client {
 			ProbeInterval: 500 * time.Millisecond, ProbeTimeout: time.Second, DiscoveryInterval: 2 * time.Second,
 			FailureThreshold: 2 * time.Second, SuccessThreshold: time.Second, NotifyInterval: 200 * time.Millisecond,
 		}
+		opts.Failover = testFailover
 		// The controllers run as the controller-manager's ServiceAccount
 		// with the shipped role, as in `flotilla up`. The CRDs first:
 		// joining needs them.

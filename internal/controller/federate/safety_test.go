@@ -2,11 +2,12 @@ package federate_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/maintenance"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
 
@@ -111,44 +113,45 @@ func TestClusterNamesTypoKeepsCopies(t *testing.T) {
 	waitCopyGone(t, ns)
 }
 
-// TestDrainingTheOnlyClusterKeepsCopies: a NoExecute drain taint on the
-// only member leaves its objects nowhere to go; they keep running there.
-// The taint drain --force sets lets them go.
+// TestDrainingTheOnlyClusterKeepsCopies: drain refuses to start on the
+// only member; its taint set anyway leaves the objects nowhere to go, so
+// they keep running there and the wait stops naming them. The taint drain
+// --force sets lets them go.
 func TestDrainingTheOnlyClusterKeepsCopies(t *testing.T) {
 	startControlPlane(t)
 	ns := env.Namespace(t)
 	_, foKey := propagatedDeployment(t, ns)
+	ctx := context.Background()
+	member := maintenance.Cluster{Client: admin, Name: memberName}
 
-	setDrainTaint(t, "")
-	t.Cleanup(func() { removeDrainTaint(t) })
-	waitKept(t, foKey)
-
-	setDrainTaint(t, v1alpha1.DrainForce)
-	waitCopyGone(t, ns)
-}
-
-// setDrainTaint replaces the member's flotilla.io/draining taint with one
-// of value.
-func setDrainTaint(t *testing.T, value string) {
-	t.Helper()
-	updateMember(t, func(mc *v1alpha1.MemberCluster) {
-		mc.Spec.Taints = append(withoutDrainTaint(mc.Spec.Taints), corev1.Taint{Key: v1alpha1.TaintDraining, Value: value, Effect: corev1.TaintEffectNoExecute})
-	})
-}
-
-func removeDrainTaint(t *testing.T) {
-	t.Helper()
-	updateMember(t, func(mc *v1alpha1.MemberCluster) { mc.Spec.Taints = withoutDrainTaint(mc.Spec.Taints) })
-}
-
-func withoutDrainTaint(taints []corev1.Taint) []corev1.Taint {
-	var kept []corev1.Taint
-	for _, tn := range taints {
-		if tn.Key != v1alpha1.TaintDraining {
-			kept = append(kept, tn)
-		}
+	if _, err := member.CheckDrain(ctx, false); err == nil || !strings.Contains(err.Error(), "refusing to drain") {
+		t.Fatalf("CheckDrain of the only member: %v, want a refusal", err)
 	}
-	return kept
+	if _, err := member.Drain(ctx, time.Now(), false); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := member.Uncordon(context.Background()); err != nil {
+			t.Errorf("uncordon: %v", err)
+		}
+	})
+	waitKept(t, foKey)
+	err := member.WaitDrained(ctx, maintenance.WaitOptions{Timeout: time.Minute, Interval: 200 * time.Millisecond})
+	if !errors.Is(err, maintenance.ErrStranded) || !strings.Contains(err.Error(), foKey.Namespace+"/"+foKey.Name) {
+		t.Fatalf("waiting for the drain: %v, want the stranded object named", err)
+	}
+
+	only, err := member.CheckDrain(ctx, true)
+	if err != nil || len(only) != 1 || only[0].Name != foKey.Name {
+		t.Fatalf("forced CheckDrain: %v, %v; want the object listed", only, err)
+	}
+	if _, err := member.Drain(ctx, time.Now(), true); err != nil {
+		t.Fatal(err)
+	}
+	waitCopyGone(t, ns)
+	if err := member.WaitDrained(ctx, maintenance.WaitOptions{Timeout: time.Minute, Interval: 200 * time.Millisecond, Force: true}); err != nil {
+		t.Fatalf("forced drain: %v", err)
+	}
 }
 
 func updateMember(t *testing.T, change func(*v1alpha1.MemberCluster)) {

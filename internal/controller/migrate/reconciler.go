@@ -31,8 +31,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/controller/copies"
 	"github.com/flotilla-io/flotilla/internal/controller/fedobj"
-	"github.com/flotilla-io/flotilla/internal/controller/propagate"
 	"github.com/flotilla-io/flotilla/internal/controller/trigger"
 	"github.com/flotilla-io/flotilla/internal/member"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
@@ -70,7 +70,7 @@ type Reconciler struct {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.Templates.Subscribe(func(k templates.Key) { r.queue.Add(fedobj.Request(k)) })
 	r.Pool.Subscribe(func(e member.ObjectEvent) {
-		if req, ok := propagate.MemberEventRequest(r.Templates, e); ok {
+		if req, ok := fedobj.MemberEventRequest(r.Templates, e); ok {
 			r.queue.Add(req)
 		}
 	})
@@ -170,30 +170,28 @@ func (r *Reconciler) clusters(ctx context.Context) (map[string]*v1alpha1.MemberC
 	return out, nil
 }
 
-// observe reads, for each Ready placed cluster, the workload's pods there
-// from the member caches. waiting says some cache is still filling.
+// observe reads, for each usable placed cluster (copies.Usable), the
+// workload's pods there from the member caches. waiting says some cache is still filling.
 func (r *Reconciler) observe(fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured, clusters map[string]*v1alpha1.MemberCluster) (obs []observation, waiting bool) {
 	kind, ok := r.Templates.Lookup(templates.KeyOf(tmpl).GroupKind())
 	if !ok {
 		return nil, false
 	}
 	for _, p := range fo.Spec.Placement {
-		mc := clusters[p.Cluster]
-		if p.Replicas == nil || *p.Replicas == 0 || mc == nil || !meta.IsStatusConditionTrue(mc.Status.Conditions, v1alpha1.ConditionReady) {
+		if p.Replicas == nil || *p.Replicas == 0 {
 			continue
 		}
-		sess := r.Pool.Get(p.Cluster)
-		if sess == nil {
-			continue
-		}
-		live, state := sess.ManagedObject(kind.GVR, tmpl.GetNamespace(), tmpl.GetName())
-		if state == member.CacheSyncing {
+		c := copies.Of(r.Pool, clusters[p.Cluster], p.Cluster, kind.GVR, tmpl.GetNamespace(), tmpl.GetName())
+		if c.Syncing() {
+			// A starting session is not waited for: a cluster controller
+			// that never starts it would make this a one-second loop.
 			waiting = true
 			continue
 		}
-		if live == nil {
+		if !c.Known() || c.Live == nil {
 			continue
 		}
+		sess, live := c.Session, c.Live
 		selector, ok := workload.PodSelector(live)
 		if !ok {
 			continue

@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/flotilla-io/flotilla/internal/dispatch"
-	"github.com/flotilla-io/flotilla/internal/templates"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -20,6 +18,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/controller/copies"
+	"github.com/flotilla-io/flotilla/internal/dispatch"
+	"github.com/flotilla-io/flotilla/internal/recovery"
+	"github.com/flotilla-io/flotilla/internal/templates"
 )
 
 // cleanup runs when a FederatedObject is deleted. If the template is being
@@ -79,57 +81,17 @@ func (r *Reconciler) deleteCopies(ctx context.Context, fo *v1alpha1.FederatedObj
 	key := types.NamespacedName{Namespace: fo.Namespace, Name: fo.Name}
 	clusters := clustersOf(fo)
 	if kind, ok := r.Templates.Lookup(templates.KeyOfReference(fo.Spec.Template).GroupKind()); ok {
-		for _, name := range r.Pool.Names() { // copies the status never recorded
-			if sess := r.Pool.Get(name); sess != nil && !slices.Contains(clusters, name) {
-				if obj, found := sess.PeekManagedObject(kind.GVR, fo.Spec.Template.Namespace, fo.Spec.Template.Name); found && dispatch.Written(obj) {
-					clusters = append(clusters, name)
-				}
-			}
-		}
-	}
-	type outcome struct {
-		cluster, problem string
-		waiting          bool
+		recorded := slices.Clone(clusters)
+		known := func(c string) bool { return slices.Contains(recorded, c) }
+		clusters = append(clusters, copies.Unrecorded(r.Pool, known, kind.GVR, fo.Spec.Template.Namespace, fo.Spec.Template.Name)...)
 	}
 	outcomes := make([]outcome, len(clusters))
 	var wg sync.WaitGroup
 	for i, name := range clusters {
 		wg.Go(func() {
-			o := outcome{cluster: name}
-			defer func() { outcomes[i] = o }()
-			mc := &v1alpha1.MemberCluster{}
-			if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, mc); err != nil {
-				if !apierrors.IsNotFound(err) {
-					o.problem = err.Error()
-				}
-				return // a cluster that left the federation keeps nothing of ours to delete
-			}
-			sess, why := r.session(mc, name)
-			switch {
-			case why == noSessionYet:
-				o.waiting = true
-				return
-			case sess == nil:
-				if tmpl != nil {
-					r.event(tmpl, corev1.EventTypeWarning, "CopyLeft", "Delete", fmt.Sprintf("%s: the copy was not deleted: %s", name, why))
-				}
-				return
-			}
-			job := func() result {
-				_, err := r.delete(sess, fo)
-				if err != nil && !errors.Is(err, dispatch.ErrConflict) {
-					return result{status: v1alpha1.ClusterPropagationStatus{Cluster: name, Reason: v1alpha1.PropagationDeleting, Message: err.Error()}}
-				}
-				return result{drop: true}
-			}
-			res, finished := r.flights.run(flightKey{fo: key, cluster: name}, "cleanup", r.waitBudget(), job, r.wake(key))
-			switch {
-			case !finished:
-				o.waiting = true
-			case !res.drop:
-				o.problem = res.status.Message
-			default:
-				ctrl.LoggerFrom(ctx).Info("Deleted member copy", "cluster", name)
+			err := recovery.Run(ctrl.LoggerFrom(ctx), Name, func() { outcomes[i] = r.cleanupCluster(ctx, fo, tmpl, key, name) })
+			if err != nil {
+				outcomes[i] = outcome{cluster: name, problem: err.Error()}
 			}
 		})
 	}
@@ -163,4 +125,51 @@ func clustersOf(fo *v1alpha1.FederatedObject) []string {
 	}
 	slices.Sort(names)
 	return slices.Compact(names)
+}
+
+// outcome is how the deletion of one cluster's copy went.
+type outcome struct {
+	cluster, problem string
+	waiting          bool
+}
+
+// cleanupCluster deletes the copy in one cluster as a flight and says how
+// it went.
+func (r *Reconciler) cleanupCluster(ctx context.Context, fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured, key types.NamespacedName, name string) outcome {
+	o := outcome{cluster: name}
+	mc := &v1alpha1.MemberCluster{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, mc); err != nil {
+		if !apierrors.IsNotFound(err) {
+			o.problem = err.Error()
+		}
+		return o // a cluster that left the federation keeps nothing of ours to delete
+	}
+	sess, why := r.session(mc, name)
+	switch {
+	case why == noSessionYet:
+		o.waiting = true
+		return o
+	case sess == nil:
+		if tmpl != nil {
+			r.event(tmpl, corev1.EventTypeWarning, "CopyLeft", "Delete", fmt.Sprintf("%s: the copy was not deleted: %s", name, why))
+		}
+		return o
+	}
+	job := func() result {
+		_, err := r.delete(sess, fo)
+		if err != nil && !errors.Is(err, dispatch.ErrConflict) {
+			return result{status: v1alpha1.ClusterPropagationStatus{Cluster: name, Reason: v1alpha1.PropagationDeleting, Message: err.Error()}}
+		}
+		return result{drop: true}
+	}
+	res, finished := r.flights.run(flightKey{fo: key, cluster: name}, "cleanup", r.waitBudget(), job, r.wake(key))
+	switch {
+	case !finished:
+		o.waiting = true
+	case !res.drop:
+		o.problem = res.status.Message
+	default:
+		ctrl.LoggerFrom(ctx).Info("Deleted member copy", "cluster", name)
+	}
+	return o
 }

@@ -2,20 +2,15 @@ package propagate
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/controller/copies"
 	"github.com/flotilla-io/flotilla/internal/dispatch"
 	"github.com/flotilla-io/flotilla/internal/member"
 	"github.com/flotilla-io/flotilla/internal/policy"
@@ -51,13 +46,17 @@ func (r *Reconciler) syncCluster(fo types.NamespacedName, tmpl *unstructured.Uns
 	if err != nil {
 		return fail(v1alpha1.PropagationApplyFailed, "render: "+err.Error())
 	}
+	in, err := dispatch.Prepare(desired)
+	if err != nil {
+		return fail(v1alpha1.PropagationApplyFailed, err.Error())
+	}
 	opts := dispatch.Options{Adopt: env.adopt}
 	if render.RetainsReplicas(tmpl) {
 		opts.KeepLive = [][]string{{"spec", "replicas"}}
 	}
 	job := func() result {
 		res := result{status: st}
-		outcome, err := r.apply(sess, desired, opts)
+		outcome, err := r.apply(sess, in, opts)
 		switch {
 		case errors.Is(err, errCacheSyncing):
 			res.status, res.pending = prev, true
@@ -76,7 +75,7 @@ func (r *Reconciler) syncCluster(fo types.NamespacedName, tmpl *unstructured.Uns
 		}
 		return res
 	}
-	if res, done := r.flights.run(flightKey{fo: fo, cluster: p.Cluster}, intent(desired, opts), r.waitBudget(), job, r.wake(fo)); done {
+	if res, done := r.flights.run(flightKey{fo: fo, cluster: p.Cluster}, intent(in, opts), r.waitBudget(), job, r.wake(fo)); done {
 		return res
 	}
 	return r.inFlight(prev, p.Cluster)
@@ -85,15 +84,17 @@ func (r *Reconciler) syncCluster(fo types.NamespacedName, tmpl *unstructured.Uns
 // errCacheSyncing: the member's cache of the kind is still listing.
 var errCacheSyncing = errors.New("waiting for the member's cache of the kind to sync")
 
-// apply writes desired into one member (creating its namespace if needed).
-func (r *Reconciler) apply(sess *member.Session, desired *unstructured.Unstructured, opts dispatch.Options) (dispatch.Outcome, error) {
+// apply writes in into one member (dispatch creates its namespace if
+// needed).
+func (r *Reconciler) apply(sess *member.Session, in *dispatch.Intent, opts dispatch.Options) (dispatch.Outcome, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.applyTimeout())
 	defer cancel()
-	gvr, _, err := dispatch.Resource(sess.Mapper(), desired.GroupVersionKind())
+	obj := in.Object
+	gvr, _, err := dispatch.Resource(sess.Mapper(), obj.GroupVersionKind())
 	if err != nil {
 		return "", err
 	}
-	live, state := sess.ManagedObject(gvr, desired.GetNamespace(), desired.GetName())
+	live, state := sess.ManagedObject(gvr, obj.GetNamespace(), obj.GetName())
 	switch state {
 	case member.CacheSyncing:
 		return "", errCacheSyncing
@@ -101,26 +102,14 @@ func (r *Reconciler) apply(sess *member.Session, desired *unstructured.Unstructu
 		opts.Live = live // nil: absent or unmanaged, Apply reads it
 	}
 	applier := &dispatch.Applier{Client: sess.Dynamic(), Mapper: sess.Mapper()}
-	outcome, err := applier.Apply(ctx, desired, opts)
-	if err != nil && missingNamespace(err) {
-		if err = r.ensureNamespace(ctx, applier, desired.GetNamespace()); err == nil {
-			outcome, err = applier.Apply(ctx, desired, opts)
-		}
-	}
-	return outcome, err
+	return applier.ApplyIntent(ctx, in, opts)
 }
 
-// intent identifies what a write of desired with opts would make the member
-// hold, so that a finished write is recognised as current.
-func intent(desired *unstructured.Unstructured, opts dispatch.Options) string {
-	b, err := json.Marshal(desired.Object)
-	if err != nil {
-		// Not JSON (cannot happen for an object read from the host): hash
-		// its printed form, which fmt prints with sorted map keys.
-		b = fmt.Appendf(nil, "%#v", desired.Object)
-	}
-	sum := sha256.Sum256(append(b, fmt.Sprintf("|adopt=%v|keep=%v", opts.Adopt, opts.KeepLive)...))
-	return hex.EncodeToString(sum[:])
+// intent identifies what a write of in with opts would make the member
+// hold, so that a finished write is recognised as current: the prepared
+// object's hash (computed once, by dispatch.Prepare) and the options.
+func intent(in *dispatch.Intent, opts dispatch.Options) string {
+	return fmt.Sprintf("%s|adopt=%v|keep=%v", in.Hash, opts.Adopt, opts.KeepLive)
 }
 
 // inFlight is the state reported while a write is still running.
@@ -133,28 +122,20 @@ func (r *Reconciler) inFlight(prev v1alpha1.ClusterPropagationStatus, cluster st
 
 // noSessionYet is why a Ready cluster has no session: the cluster
 // controller has not started it yet.
-const noSessionYet = "no connection to the cluster yet"
+const noSessionYet = copies.NoSessionYet
 
-// session returns the member's session when the cluster is Ready, or why
-// not. A Ready cluster without a session (the cluster controller starting
-// it) is noSessionYet for sessionGrace, then not Ready.
+// session returns the member's session when the cluster is usable (see
+// copies.Usable), or why not. A usable cluster without a session (the
+// cluster controller starting it) is noSessionYet for sessionGrace, then
+// not Ready.
 func (r *Reconciler) session(mc *v1alpha1.MemberCluster, name string) (*member.Session, string) {
-	if mc == nil {
-		return nil, fmt.Sprintf("MemberCluster %s does not exist", name)
-	}
-	if !mc.DeletionTimestamp.IsZero() {
-		return nil, "the MemberCluster is being deleted"
-	}
-	if c := meta.FindStatusCondition(mc.Status.Conditions, v1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
-		msg := "the cluster is not Ready"
-		if c != nil {
-			msg += fmt.Sprintf(" (%s: %s)", c.Reason, c.Message)
-		}
-		return nil, msg
-	}
-	if sess := r.Pool.Get(name); sess != nil {
+	c := copies.Session(r.Pool, mc, name)
+	switch {
+	case c.Session != nil:
 		r.missing.Delete(name)
-		return sess, ""
+		return c.Session, ""
+	case !c.Starting():
+		return nil, c.Why
 	}
 	since, _ := r.missing.LoadOrStore(name, time.Now())
 	if time.Since(since.(time.Time)) > sessionGrace {
@@ -236,29 +217,4 @@ func (r *Reconciler) delete(sess *member.Session, fo *v1alpha1.FederatedObject) 
 	ctx, cancel := context.WithTimeout(context.Background(), r.applyTimeout())
 	defer cancel()
 	return applier.Delete(ctx, u.GroupVersionKind(), ref.Namespace, ref.Name)
-}
-
-// ensureNamespace creates a namespace in a member for the objects it
-// receives.
-func (r *Reconciler) ensureNamespace(ctx context.Context, applier *dispatch.Applier, name string) error {
-	ns := &unstructured.Unstructured{}
-	ns.SetAPIVersion("v1")
-	ns.SetKind("Namespace")
-	ns.SetName(name)
-	_, err := applier.Apply(ctx, ns, dispatch.Options{Adopt: true})
-	if err != nil {
-		return fmt.Errorf("create namespace %s: %w", name, err)
-	}
-	return nil
-}
-
-// missingNamespace reports whether an apply failed because the object's
-// namespace does not exist in the member.
-func missingNamespace(err error) bool {
-	var status apierrors.APIStatus
-	if !errors.As(err, &status) || !apierrors.IsNotFound(err) {
-		return false
-	}
-	d := status.Status().Details
-	return d != nil && d.Kind == "namespaces"
 }

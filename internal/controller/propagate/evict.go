@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/member"
+	"github.com/flotilla-io/flotilla/internal/controller/copies"
 	"github.com/flotilla-io/flotilla/internal/templates"
 	"github.com/flotilla-io/flotilla/internal/workload"
 )
@@ -63,15 +63,11 @@ func (r *Reconciler) replacements(fo *v1alpha1.FederatedObject, tmpl *unstructur
 			n = int64(*p.Replicas)
 		}
 		rep.want += n
-		sess, _ := r.session(env.clusters[p.Cluster], p.Cluster)
-		if sess == nil {
+		c := copies.Of(r.Pool, env.clusters[p.Cluster], p.Cluster, kind.GVR, tmpl.GetNamespace(), tmpl.GetName())
+		if !c.Known() || c.Live == nil {
 			continue
 		}
-		live, state := sess.ManagedObject(kind.GVR, tmpl.GetNamespace(), tmpl.GetName())
-		if state != member.CacheSynced || live == nil {
-			continue
-		}
-		if got, ok := workload.ReadyReplicas(live); ok {
+		if got, ok := workload.ReadyReplicas(c.Live); ok {
 			rep.ready += min(int64(got), n)
 		}
 	}

@@ -144,3 +144,24 @@ func recoveredPanics(t *testing.T) float64 {
 	}
 	return 0
 }
+
+// A panic in one cluster's part of a pass becomes that cluster's
+// ApplyFailed result; the other clusters' results stand (before, the
+// panic in runAll's goroutine crashed the controller-manager).
+func TestRunAllRecoversAPanickingCluster(t *testing.T) {
+	key := types.NamespacedName{Namespace: "ns", Name: "web"}
+	ok := v1alpha1.ClusterPropagationStatus{Cluster: "b", Reason: v1alpha1.PropagationOK}
+	got := runAll(key, []clusterJob{
+		{"a", func() result { panic("boom") }},
+		{"b", func() result { return result{status: ok} }},
+	})
+	if len(got) != 2 {
+		t.Fatalf("%d results, want 2", len(got))
+	}
+	if st := got[0].status; st.Cluster != "a" || st.Reason != v1alpha1.PropagationApplyFailed || !strings.Contains(st.Message, "panicked: boom") {
+		t.Errorf("panicking cluster: %+v, want ApplyFailed naming the panic", st)
+	}
+	if got[1].status != ok {
+		t.Errorf("other cluster: %+v, want %+v", got[1].status, ok)
+	}
+}

@@ -6,7 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/dispatch"
+	"github.com/flotilla-io/flotilla/internal/controller/copies"
 	"github.com/flotilla-io/flotilla/internal/templates"
 )
 
@@ -27,20 +27,8 @@ func (r *Reconciler) leftClusters(fo *v1alpha1.FederatedObject, tmpl *unstructur
 	if !ok {
 		return out
 	}
-	for _, name := range r.Pool.Names() {
-		if placed[name] || known[name] {
-			continue
-		}
-		sess := r.Pool.Get(name)
-		if sess == nil {
-			continue
-		}
-		// Only a copy Flotilla wrote: an object that merely carries the
-		// managed label in a cluster the object was never placed on is not
-		// ours to delete.
-		if obj, found := sess.PeekManagedObject(kind.GVR, tmpl.GetNamespace(), tmpl.GetName()); found && dispatch.Written(obj) {
-			out = append(out, v1alpha1.ClusterPropagationStatus{Cluster: name, Reason: v1alpha1.PropagationDeleting})
-		}
+	for _, name := range copies.Unrecorded(r.Pool, func(c string) bool { return placed[c] || known[c] }, kind.GVR, tmpl.GetNamespace(), tmpl.GetName()) {
+		out = append(out, v1alpha1.ClusterPropagationStatus{Cluster: name, Reason: v1alpha1.PropagationDeleting})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Cluster < out[j].Cluster })
 	return out

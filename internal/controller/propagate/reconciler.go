@@ -282,12 +282,12 @@ func (r *Reconciler) syncAll(fo *v1alpha1.FederatedObject, tmpl *unstructured.Un
 		prev[c.Cluster] = c
 	}
 	placed := map[string]bool{}
-	var jobs []func() result
+	var jobs []clusterJob
 	for _, p := range fo.Spec.Placement {
 		placed[p.Cluster] = true
-		jobs = append(jobs, func() result { return r.syncCluster(key, tmpl, p, env, prev[p.Cluster]) })
+		jobs = append(jobs, clusterJob{p.Cluster, func() result { return r.syncCluster(key, tmpl, p, env, prev[p.Cluster]) }})
 	}
-	results := runAll(jobs)
+	results := runAll(key, jobs)
 	if left := r.leftClusters(fo, tmpl, placed); len(left) > 0 {
 		rep := r.replacements(fo, tmpl, env, results)
 		now := time.Now()
@@ -299,20 +299,29 @@ func (r *Reconciler) syncAll(fo *v1alpha1.FederatedObject, tmpl *unstructured.Un
 			mc := env.clusters[c.Cluster]
 			ev := decideEviction(evictionInput{now: now, leftAt: c.LeftAt.Time, period: env.graceful, rep: rep,
 				allowEmpty: env.allowEmpty, forced: mc != nil && scheduler.ForceDrained(mc)})
-			jobs = append(jobs, func() result { return r.evict(fo, mc, c, ev) })
+			jobs = append(jobs, clusterJob{c.Cluster, func() result { return r.evict(fo, mc, c, ev) }})
 		}
-		results = append(results, runAll(jobs)...)
+		results = append(results, runAll(key, jobs)...)
 	}
 	slices.SortFunc(results, func(a, b result) int { return strings.Compare(a.status.Cluster, b.status.Cluster) })
 	return results
 }
 
-// runAll runs jobs in parallel and returns their results in order.
-func runAll(jobs []func() result) []result {
+// clusterJob is one cluster's part of a pass.
+type clusterJob struct {
+	cluster string
+	run     func() result
+}
+
+// runAll runs jobs in parallel and returns their results in order. A job
+// that panics becomes that cluster's ApplyFailed result (see guard), so
+// one bad object cannot crash the controller-manager from a goroutine
+// the reconcile's own panic recovery does not cover.
+func runAll(fo types.NamespacedName, jobs []clusterJob) []result {
 	results := make([]result, len(jobs))
 	var wg sync.WaitGroup
 	for i, job := range jobs {
-		wg.Go(func() { results[i] = job() })
+		wg.Go(func() { results[i] = guard(flightKey{fo: fo, cluster: job.cluster}, job.run) })
 	}
 	wg.Wait()
 	return results

@@ -4,8 +4,6 @@ import (
 	"cmp"
 	"context"
 
-	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -29,7 +27,7 @@ import (
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.Templates.Subscribe(func(k templates.Key) { r.queue.Add(fedobj.Request(k)) })
 	r.Pool.Subscribe(func(e member.ObjectEvent) {
-		req, ok := MemberEventRequest(r.Templates, e)
+		req, ok := fedobj.MemberEventRequest(r.Templates, e)
 		if !ok {
 			return
 		}
@@ -71,20 +69,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&v1alpha1.ClusterOverridePolicy{}, handler.EnqueueRequestsFromMapFunc(r.inNamespace)).
 		Watches(&v1alpha1.PropagationPolicy{}, handler.EnqueueRequestsFromMapFunc(r.inNamespace), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha1.ClusterPropagationPolicy{}, handler.EnqueueRequestsFromMapFunc(r.inNamespace), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&v1alpha1.MemberCluster{}, handler.EnqueueRequestsFromMapFunc(r.onCluster), builder.WithPredicates(ReadinessOrLabelsChanged)).
+		Watches(&v1alpha1.MemberCluster{}, handler.EnqueueRequestsFromMapFunc(r.onCluster), builder.WithPredicates(fedobj.ReadinessOrLabelsChanged)).
 		WatchesRawSource(r.queue.Source()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(r.MaxConcurrentReconciles, 8)}).
 		Complete(r)
-}
-
-// MemberEventRequest maps an event of a managed member object to the
-// request of its FederatedObject.
-func MemberEventRequest(c *templates.Cache, e member.ObjectEvent) (reconcile.Request, bool) {
-	kind, ok := c.KindOf(e.Resource.GroupResource())
-	if !ok {
-		return reconcile.Request{}, false
-	}
-	return fedobj.Request(templates.Key{Group: kind.GVK.Group, Kind: kind.GVK.Kind, Namespace: e.Namespace, Name: e.Name}), true
 }
 
 // inNamespace maps a policy to the FederatedObjects of its namespace (all
@@ -119,18 +107,5 @@ var scheduledNowhere = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		o, n := e.ObjectOld.(*v1alpha1.FederatedObject), e.ObjectNew.(*v1alpha1.FederatedObject)
 		return !fedobj.Scheduled(o) && fedobj.Scheduled(n) && len(n.Spec.Placement) == 0
-	},
-}
-
-// ReadinessOrLabelsChanged passes MemberCluster updates that change its
-// Ready condition's status or its labels (override rules select clusters
-// by label).
-var ReadinessOrLabelsChanged = predicate.Funcs{
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		o, n := e.ObjectOld.(*v1alpha1.MemberCluster), e.ObjectNew.(*v1alpha1.MemberCluster)
-		ready := func(mc *v1alpha1.MemberCluster) bool {
-			return meta.IsStatusConditionTrue(mc.Status.Conditions, v1alpha1.ConditionReady)
-		}
-		return ready(o) != ready(n) || !equality.Semantic.DeepEqual(o.Labels, n.Labels)
 	},
 }

@@ -31,6 +31,7 @@ import (
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/controller/fedobj"
 	"github.com/flotilla-io/flotilla/internal/controller/trigger"
+	"github.com/flotilla-io/flotilla/internal/ratelimit"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
 	"github.com/flotilla-io/flotilla/internal/scheduler/framework"
 	"github.com/flotilla-io/flotilla/internal/templates"
@@ -59,13 +60,23 @@ type Reconciler struct {
 	MaxConcurrentReconciles int
 	// CredentialsNamespace holds the webhooks' client certificate Secrets.
 	CredentialsNamespace string
+	// EvictionObjectsPerMinute is how many objects may leave one member
+	// cluster a minute because it is tainted NoExecute for not being Ready
+	// (0 or less: no limit; see brakes.go).
+	EvictionObjectsPerMinute float64
 
-	queue    trigger.Queue[reconcile.Request]
-	profiles profileCache
+	queue         trigger.Queue[reconcile.Request]
+	profiles      profileCache
+	evictions     *ratelimit.Keyed // per evicted cluster; nil: no limit
+	evictionBurst int
 }
 
 // SetupWithManager registers the controller with mgr.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.EvictionObjectsPerMinute > 0 {
+		r.evictionBurst = ratelimit.BurstFor(r.EvictionObjectsPerMinute)
+		r.evictions = ratelimit.NewKeyed(r.EvictionObjectsPerMinute, r.evictionBurst)
+	}
 	// A template's replicas (or anything else) changed.
 	r.Templates.Subscribe(func(k templates.Key) { r.queue.Add(fedobj.Request(k)) })
 	return ctrl.NewControllerManagedBy(mgr).
@@ -173,13 +184,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	reason, message := "Scheduled", res.Message
 	switch {
 	case len(res.Placement) > 0:
+		drops := failoverDrops(fo.Spec.Placement, res.Placement, candidates)
+		ok, msg, wait := r.admitEviction(drops, now)
+		if !ok {
+			// Keep the placement in force and the basis unrecorded: the
+			// decision is made again when a token is due.
+			if err := r.setStatus(ctx, fo, scheduledCondition(fo, false, reasonEvictionRateLimited, msg), fo.Status.SchedulingBasis); err != nil {
+				return r.result(err)
+			}
+			return reconcile.Result{RequeueAfter: wait}, nil
+		}
 		if err := r.place(ctx, fo, res.Placement, res.Message); err != nil {
+			r.evictions.ReturnAll(drops) // nothing moved
 			return r.result(err)
 		}
+		evicted(drops)
 	case res.Feasible == 0:
 		// No cluster passes the filters: keep the placement in force unless
 		// the object may lose every cluster.
-		reason = "Unschedulable"
+		reason = v1alpha1.ReasonUnschedulable
 		placement, note := noFit(fo.Spec.Placement, candidates, u.Placement.EmptyPlacement)
 		if note != "" {
 			message += "; " + note
@@ -191,12 +214,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// Clusters pass the filters but no choice or replica plan satisfies
 		// the policy (spread, a webhook): keep the placement in force
 		// rather than remove the object everywhere.
-		reason = "Unschedulable"
+		reason = v1alpha1.ReasonUnschedulable
 	}
 	if err := r.setStatus(ctx, fo, scheduledCondition(fo, reason == "Scheduled", reason, message), basis); err != nil {
 		return r.result(err)
 	}
-	if reason == "Unschedulable" && (next.RequeueAfter == 0 || next.RequeueAfter > unschedulableRetry) {
+	if reason == v1alpha1.ReasonUnschedulable && (next.RequeueAfter == 0 || next.RequeueAfter > unschedulableRetry) {
 		// Free capacity is not part of the basis: look again later.
 		next.RequeueAfter = unschedulableRetry
 	}

@@ -14,7 +14,6 @@ import (
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -27,8 +26,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/controller/copies"
 	"github.com/flotilla-io/flotilla/internal/controller/fedobj"
-	"github.com/flotilla-io/flotilla/internal/controller/propagate"
 	"github.com/flotilla-io/flotilla/internal/controller/trigger"
 	"github.com/flotilla-io/flotilla/internal/member"
 	"github.com/flotilla-io/flotilla/internal/templates"
@@ -65,7 +64,7 @@ type Reconciler struct {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.Templates.Subscribe(func(k templates.Key) { r.queue.Add(fedobj.Request(k)) })
 	r.Pool.Subscribe(func(e member.ObjectEvent) {
-		if req, ok := propagate.MemberEventRequest(r.Templates, e); ok {
+		if req, ok := fedobj.MemberEventRequest(r.Templates, e); ok {
 			r.queue.Add(req)
 		}
 	})
@@ -79,7 +78,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 				ctrl.LoggerFrom(ctx).Error(err, "List FederatedObjects of cluster", "cluster", o.GetName())
 			}
 			return reqs
-		}), builder.WithPredicates(propagate.ReadinessOrLabelsChanged)).
+		}), builder.WithPredicates(fedobj.ReadinessOrLabelsChanged)).
 		WatchesRawSource(r.queue.Source()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(r.MaxConcurrentReconciles, 4)}).
 		Complete(r)
@@ -135,8 +134,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 // members collects the placed clusters' copies from the member caches. A
-// cluster that is not Ready counts as holding no copy. waiting is true when
-// a Ready cluster's session or cache is not there yet. The caches are
+// cluster that is not usable (copies.Usable: gone, being deleted, not
+// Ready) counts as holding no copy. waiting is true when a usable
+// cluster's session or cache is not there yet. The caches are
 // looked up by the host's resource of the kind, without touching the
 // member, so a slow member never holds a worker here.
 func (r *Reconciler) members(ctx context.Context, fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured) (out []workload.Member, waiting bool, err error) {
@@ -158,18 +158,14 @@ func (r *Reconciler) members(ctx context.Context, fo *v1alpha1.FederatedObject, 
 		if err := r.Client.Get(ctx, client.ObjectKey{Name: p.Cluster}, mc, client.UnsafeDisableDeepCopy); client.IgnoreNotFound(err) != nil {
 			return nil, false, err
 		}
-		ready := mc.DeletionTimestamp.IsZero() && meta.IsStatusConditionTrue(mc.Status.Conditions, v1alpha1.ConditionReady)
-		if ready {
-			sess := r.Pool.Get(p.Cluster)
-			if sess == nil {
-				return nil, true, nil
-			}
-			obj, state := sess.ManagedObject(kind.GVR, tmpl.GetNamespace(), tmpl.GetName())
-			if state == member.CacheSyncing {
-				return nil, true, nil
-			}
-			m.Object = obj
+		if mc.Name == "" {
+			mc = nil // not found
 		}
+		c := copies.Of(r.Pool, mc, p.Cluster, kind.GVR, tmpl.GetNamespace(), tmpl.GetName())
+		if c.Waiting() {
+			return nil, true, nil
+		}
+		m.Object = c.Live // nil unless known: a cluster not usable holds no copy
 		out = append(out, m)
 	}
 	return out, false, nil

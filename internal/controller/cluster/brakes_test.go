@@ -1,0 +1,117 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	hostscheme "github.com/flotilla-io/flotilla/internal/scheme"
+)
+
+// TestClustersPerMinute: two members of a five-zone federation due for
+// eviction at once are tainted NoExecute one a minute; the second is held
+// (RateLimited) and looked at again when its token is due.
+func TestClustersPerMinute(t *testing.T) {
+	since := metav1.NewTime(tNow.Add(-time.Minute))
+	var objs []*v1alpha1.MemberCluster
+	for i := 1; i <= 5; i++ {
+		mc := &v1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("m%d", i), Labels: map[string]string{corev1.LabelTopologyZone: fmt.Sprintf("z%d", i)}}}
+		ready := metav1.ConditionTrue
+		if i >= 4 {
+			ready = metav1.ConditionUnknown
+			mc.Spec.Taints = []corev1.Taint{{Key: v1alpha1.TaintUnreachable, Effect: corev1.TaintEffectNoSchedule, TimeAdded: &since}}
+		}
+		mc.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: ready}}
+		objs = append(objs, mc)
+	}
+	scheme, err := hostscheme.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := fake.NewClientBuilder().WithScheme(scheme)
+	for _, o := range objs {
+		b = b.WithObjects(o)
+	}
+	r := &Reconciler{Client: b.Build(), Failover: DefaultFailover()}
+	view := healthView{known: true, taintKey: v1alpha1.TaintUnreachable}
+	type step struct {
+		member      int // index into objs
+		at          time.Duration
+		wantAllowed bool
+		wantHold    string
+		wantRecheck time.Duration
+	}
+	for i, s := range []step{
+		{member: 3, at: 0, wantAllowed: true},
+		{member: 4, at: 0, wantHold: reasonRateLimited, wantRecheck: time.Minute},
+		{member: 4, at: 45 * time.Second, wantHold: reasonRateLimited, wantRecheck: 15 * time.Second},
+		{member: 4, at: time.Minute, wantAllowed: true},
+	} {
+		plan, h, recheck, err := r.evictionPlan(context.Background(), objs[s.member], view, tNow.Add(s.at))
+		if err != nil {
+			t.Fatal(err)
+		}
+		gotHold := ""
+		if h != nil {
+			gotHold = h.reason
+		}
+		if plan.allowed != s.wantAllowed || gotHold != s.wantHold || recheck != s.wantRecheck {
+			t.Errorf("step %d: %s at +%s: allowed %v, hold %q, recheck %s; want %v, %q, %s", i, objs[s.member].Name, s.at, plan.allowed, gotHold, recheck, s.wantAllowed, s.wantHold, s.wantRecheck)
+		}
+		if plan.allowed {
+			taints, _ := renderTaints(objs[s.member].Spec.Taints, view, plan, tNow.Add(s.at))
+			if addedNoExecute(objs[s.member].Spec.Taints, taints) == nil {
+				t.Errorf("step %d: allowed but no NoExecute taint rendered: %v", i, taints)
+			}
+		}
+	}
+}
+
+// TestSmallFederationHold: in a two-member federation a member not Ready
+// is looked at again when the ordinary grace period ends, is then held
+// (SmallFederation) and is evicted when the longer grace period ends.
+func TestSmallFederationHold(t *testing.T) {
+	since := metav1.NewTime(tNow)
+	down := &v1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: "b"}}
+	down.Spec.Taints = []corev1.Taint{{Key: v1alpha1.TaintUnreachable, Effect: corev1.TaintEffectNoSchedule, TimeAdded: &since}}
+	down.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionUnknown}}
+	healthy := &v1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: "a"}}
+	healthy.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue}}
+	scheme, err := hostscheme.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Reconciler{Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(down, healthy).Build(), Failover: DefaultFailover()}
+	view := healthView{known: true, taintKey: v1alpha1.TaintUnreachable}
+	for _, s := range []struct {
+		at          time.Duration
+		wantHold    string
+		wantRecheck time.Duration
+		wantNext    time.Duration // renderTaints' time to NoExecute
+	}{
+		{at: 10 * time.Second, wantRecheck: 20 * time.Second, wantNext: 290 * time.Second},
+		{at: 30 * time.Second, wantHold: reasonSmallFederation, wantNext: 270 * time.Second},
+		{at: 5 * time.Minute},
+	} {
+		now := tNow.Add(s.at)
+		plan, h, recheck, err := r.evictionPlan(context.Background(), down, view, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gotHold := ""
+		if h != nil {
+			gotHold = h.reason
+		}
+		taints, next := renderTaints(down.Spec.Taints, view, plan, now)
+		evicted := addedNoExecute(down.Spec.Taints, taints) != nil
+		if gotHold != s.wantHold || recheck != s.wantRecheck || next != s.wantNext || evicted != (s.at == 5*time.Minute) {
+			t.Errorf("+%s: hold %q, recheck %s, next %s, evicted %v; want %q, %s, %s, %v", s.at, gotHold, recheck, next, evicted, s.wantHold, s.wantRecheck, s.wantNext, s.at == 5*time.Minute)
+		}
+	}
+}
