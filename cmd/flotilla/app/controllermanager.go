@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/textlogger"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -15,6 +16,7 @@ import (
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	"github.com/flotilla-io/flotilla/config/admission"
 	"github.com/flotilla-io/flotilla/internal/manager"
+	"github.com/flotilla-io/flotilla/internal/memlimit"
 )
 
 // ControllerManagerOptions are the inputs of `flotilla controller-manager`.
@@ -28,6 +30,11 @@ type ControllerManagerOptions struct {
 	// RestartOnLostLease makes a leader that lost its lease start afresh in
 	// the same process instead of exiting.
 	RestartOnLostLease bool
+	// MemoryLimit is --memory-limit: the Go runtime's soft memory limit
+	// ("" or "0": GOMEMLIMIT, else 90% of the container's limit).
+	MemoryLimit string
+
+	memoryLimit int64
 }
 
 // NewControllerManagerCmd returns `flotilla controller-manager`.
@@ -115,6 +122,7 @@ Controllers: ` + strings.Join(manager.ControllerNames(), ", ") + `.`,
 	fs.BoolVar(&m.AllowInsecureMembers, "allow-insecure-members", m.AllowInsecureMembers, "for tests only: connect to members with an http:// apiEndpoint or tls.insecureSkipVerify, reported loudly (InsecureTransport condition, Warning event, log line, flotilla_member_cluster_insecure metric); by default they are refused (Ready=False, reason InsecureEndpoint)")
 	fs.DurationVar(&m.GracefulShutdown, "graceful-shutdown-timeout", m.GracefulShutdown, "how long to wait for controllers to stop")
 	fs.BoolVar(&o.RestartOnLostLease, "restart-on-lost-lease", o.RestartOnLostLease, "when this replica loses its leader lease, start afresh in the same process (same pid and log), wait for the host apiserver and stand for election again; false: exit with an error")
+	fs.StringVar(&o.MemoryLimit, "memory-limit", o.MemoryLimit, "soft memory limit of the Go runtime (a quantity such as 2Gi; the garbage collector works harder as the heap nears it). Default: GOMEMLIMIT if set, else 90% of the container's (cgroup) memory limit, else none")
 	fs.IntVarP(&o.Verbosity, "v", "v", 0, "log verbosity")
 	return cmd
 }
@@ -175,6 +183,13 @@ func (o *ControllerManagerOptions) Validate() error {
 	if o.Manager.MetricsCertDir != "" && !o.Manager.MetricsSecure {
 		return fmt.Errorf("--metrics-cert-dir needs --metrics-secure")
 	}
+	if o.MemoryLimit != "" {
+		q, err := resource.ParseQuantity(o.MemoryLimit)
+		if err != nil || q.Sign() < 0 {
+			return fmt.Errorf("--memory-limit must be a non-negative quantity such as 2Gi, got %q", o.MemoryLimit)
+		}
+		o.memoryLimit = q.Value()
+	}
 	if o.Manager.LeaderElect && o.Manager.RenewDeadline >= o.Manager.LeaseDuration {
 		return fmt.Errorf("--leader-elect-renew-deadline (%s) must be shorter than --leader-elect-lease-duration (%s)", o.Manager.RenewDeadline, o.Manager.LeaseDuration)
 	}
@@ -194,6 +209,11 @@ func (o *ControllerManagerOptions) Run(cmd *cobra.Command) error {
 	cfg.QPS, cfg.Burst = o.Manager.HostQPS, o.Manager.HostBurst
 	cfg.UserAgent = "flotilla-controller-manager"
 	ctx := klog.NewContext(cmd.Context(), logger)
+	mem, err := memlimit.Set(o.memoryLimit, memlimit.DefaultFraction)
+	if err != nil {
+		logger.Error(err, "Reading the container's memory limit")
+	}
+	logger.Info("Memory limit", "bytes", mem.Limit, "source", mem.Source)
 	if reason := os.Getenv(manager.EnvRestarted); reason != "" {
 		logger.Info("Restarted", "reason", reason)
 		if err := manager.WaitForHost(ctx, cfg, time.Second); err != nil {

@@ -66,3 +66,30 @@ func TestControllerManagerBrakeFlags(t *testing.T) {
 		})
 	}
 }
+
+func TestControllerManagerMemoryLimitFlag(t *testing.T) {
+	tests := []struct {
+		value string
+		want  int64
+		err   bool
+	}{
+		{value: "", want: 0},
+		{value: "0", want: 0},
+		{value: "2Gi", want: 2 << 30},
+		{value: "500M", want: 500_000_000},
+		{value: "-1Gi", err: true},
+		{value: "lots", err: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.value, func(t *testing.T) {
+			o := &ControllerManagerOptions{Manager: manager.DefaultOptions(), MemoryLimit: tc.value}
+			err := o.Validate()
+			if (err != nil) != tc.err || (err == nil && o.memoryLimit != tc.want) {
+				t.Errorf("Validate() = %v, limit %d; want error %v, limit %d", err, o.memoryLimit, tc.err, tc.want)
+			}
+			if err != nil && !strings.Contains(err.Error(), "--memory-limit") {
+				t.Errorf("error %q does not name the flag", err)
+			}
+		})
+	}
+}

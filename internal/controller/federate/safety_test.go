@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -141,17 +142,25 @@ func TestDrainingTheOnlyClusterKeepsCopies(t *testing.T) {
 		t.Fatalf("waiting for the drain: %v, want the stranded object named", err)
 	}
 
+	// Other tests' objects may share the member: look for this one.
 	only, err := member.CheckDrain(ctx, true)
-	if err != nil || len(only) != 1 || only[0].Name != foKey.Name {
-		t.Fatalf("forced CheckDrain: %v, %v; want the object listed", only, err)
+	if err != nil || !slices.ContainsFunc(only, func(o maintenance.Object) bool { return o.Namespace == foKey.Namespace && o.Name == foKey.Name }) {
+		t.Fatalf("forced CheckDrain: %v, %v; want %s listed", only, err, foKey)
 	}
 	if _, err := member.Drain(ctx, time.Now(), true); err != nil {
 		t.Fatal(err)
 	}
 	waitCopyGone(t, ns)
-	if err := member.WaitDrained(ctx, maintenance.WaitOptions{Timeout: time.Minute, Interval: 200 * time.Millisecond, Force: true}); err != nil {
-		t.Fatalf("forced drain: %v", err)
-	}
+	testenv.Eventually(t, time.Minute, foKey.String()+" off "+memberName, func(ctx context.Context) error {
+		var list v1alpha1.FederatedObjectList
+		if err := admin.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		if left := maintenance.Remaining(list.Items, memberName); len(left) > 0 {
+			return fmt.Errorf("still on the member: %v", left)
+		}
+		return nil
+	})
 }
 
 func updateMember(t *testing.T, change func(*v1alpha1.MemberCluster)) {
