@@ -111,10 +111,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !fedobj.Scheduled(fo) {
 		return reconcile.Result{}, nil // the scheduler's first decision brings it back
 	}
+	return r.propagate(ctx, fo, tmpl)
+}
+
+// propagate is the normal path: it brings every placed cluster's copy up
+// to date, evicts the copies of clusters that left (make before break),
+// records the outcome and says when to look again.
+func (r *Reconciler) propagate(ctx context.Context, fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured) (reconcile.Result, error) {
 	env, err := r.environment(ctx, fo, tmpl)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	key := types.NamespacedName{Namespace: fo.Namespace, Name: fo.Name}
 	results := r.syncAll(fo, tmpl, env)
 	status := r.status(fo, results)
 	r.recordEvents(tmpl, fo.Status.Clusters, results)
@@ -129,28 +137,36 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			waitUntil = res.keepUntil
 		}
 	}
-	r.waitingForReplacements(req.NamespacedName, !waitUntil.IsZero())
+	r.waitingForReplacements(key, !waitUntil.IsZero())
+	return nextPass(results, waitUntil), nil
+}
+
+// nextPass says when to look at the object again after a pass with
+// results: soon while a session or cache is starting, when an evicted
+// copy's replacements are due, after retryAfter for failures and
+// conflictRetryAfter for conflicts; writes still in flight wake the
+// object themselves.
+func nextPass(results []result, waitUntil time.Time) reconcile.Result {
 	for _, res := range results {
 		if res.pending {
-			return reconcile.Result{RequeueAfter: time.Second}, nil
+			return reconcile.Result{RequeueAfter: time.Second}
 		}
 	}
 	if !waitUntil.IsZero() {
 		// Status changes of the replacements wake it sooner.
-		return reconcile.Result{RequeueAfter: min(time.Until(waitUntil)+time.Second, evictionRecheck)}, nil
+		return reconcile.Result{RequeueAfter: min(time.Until(waitUntil)+time.Second, evictionRecheck)}
 	}
-	// A write still in flight wakes the object when it ends.
 	for _, res := range results {
 		switch res.status.Reason {
 		case v1alpha1.PropagationApplyFailed, v1alpha1.PropagationDeleting:
-			return reconcile.Result{RequeueAfter: retryAfter}, nil
+			return reconcile.Result{RequeueAfter: retryAfter}
 		case v1alpha1.PropagationConflict:
 			// Unmanaged member objects are not watched: look again later in
 			// case someone removed the conflicting object.
-			return reconcile.Result{RequeueAfter: conflictRetryAfter}, nil
+			return reconcile.Result{RequeueAfter: conflictRetryAfter}
 		}
 	}
-	return reconcile.Result{}, nil
+	return reconcile.Result{}
 }
 
 // writeStatus writes status when it differs from fo's. A write that lost a
