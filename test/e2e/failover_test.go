@@ -60,6 +60,20 @@ func TestFailover(t *testing.T) {
 		if r := flotilla(t, "uncordon", "member-2", "--host-kubeconfig", f.kubeconfig(localenv.HostName)); r.err != nil {
 			t.Fatalf("flotilla uncordon: %v", r.err)
 		}
+		// The controller-manager has seen the uncordon once the cluster
+		// controller reported on that generation (its cache is the one the
+		// scheduler reads): a Deployment created before could be placed
+		// without member-2, and uncordoning moves nothing back.
+		testenv.Eventually(t, time.Minute, "member-2's uncordon observed", func(ctx context.Context) error {
+			mc, err := f.mc(ctx, "member-2")
+			if err != nil {
+				return err
+			}
+			if mc.Status.ObservedGeneration < mc.Generation {
+				return fmt.Errorf("status.observedGeneration %d, generation %d", mc.Status.ObservedGeneration, mc.Generation)
+			}
+			return nil
+		})
 		f.create(t, deployment(ns, "fresh", 3, ""))
 		f.waitMemberReplicas(t, ns, "fresh", map[string]int32{"member-1": 1, "member-2": 1, "member-3": 1})
 		// Uncordoning moves nothing back (avoidDisruption).
