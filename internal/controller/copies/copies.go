@@ -11,6 +11,7 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -30,7 +31,7 @@ func Usable(mc *v1alpha1.MemberCluster, name string) (bool, string) {
 		return false, "the MemberCluster is being deleted"
 	}
 	c := meta.FindStatusCondition(mc.Status.Conditions, v1alpha1.ConditionReady)
-	if c == nil || c.Status != "True" {
+	if c == nil || c.Status != metav1.ConditionTrue {
 		msg := "the cluster is not Ready"
 		if c != nil {
 			msg += fmt.Sprintf(" (%s: %s)", c.Reason, c.Message)
