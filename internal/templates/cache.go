@@ -57,6 +57,9 @@ type Cache struct {
 
 	access      access
 	discoveries atomic.Uint64
+	// orphans remembers the templates last seen with AnnotationOrphan
+	// (orphans.go).
+	orphans orphans
 }
 
 type watched struct {
@@ -313,7 +316,7 @@ func (c *Cache) watch(ctx context.Context, k Kind) *watched {
 	logger := klog.FromContext(ctx).WithName("templates").WithValues("resource", k.GVR.String())
 	// A new informer takes a transform and handlers: the errors below
 	// (informer already started or stopped) cannot happen here.
-	if err := inf.SetTransform(trim); err != nil {
+	if err := inf.SetTransform(c.transform); err != nil {
 		logger.Error(err, "Setting the template informer's transform")
 	}
 	handlers := c.handlers
@@ -392,6 +395,15 @@ func labelIndex(label string, namespaced bool) cache.IndexFunc {
 // object, not the member copies, and doubles the size of every object, so
 // the cache drops it.
 const LastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// transform notes each version of a template (orphans) before the store
+// changes, then trims it.
+func (c *Cache) transform(obj any) (any, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		c.orphans.observe(u, time.Now())
+	}
+	return trim(obj)
+}
 
 // trim drops what the controllers never read: managed fields and kubectl's
 // last-applied record.

@@ -1,0 +1,162 @@
+package templates
+
+import (
+	"cmp"
+	"container/list"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+)
+
+// Templates carry no Flotilla finalizer: a deleted template is gone before
+// the federate controller reads it. The federate controller records a
+// template's AnnotationOrphan on its FederatedObject while the template
+// lives; for an annotation set just before the delete, the cache
+// remembers, for a while, which objects it last saw with the annotation.
+// Every version of an object passes through the informer's transform
+// before the cache's store changes, the final state of a delete included,
+// so a reader who finds a template gone and asks gets the answer of its
+// final state.
+const (
+	// OrphanMemory is how long the cache remembers an object it saw with
+	// AnnotationOrphan "true" (from its last such version).
+	OrphanMemory = 5 * time.Minute
+	// OrphanCapacity bounds how many such objects the cache remembers; the
+	// oldest go first.
+	OrphanCapacity = 4096
+)
+
+// orphans remembers the objects whose last version the cache saw carried
+// AnnotationOrphan "true", one per key (a newer object of the same key
+// replaces it). It is safe for concurrent use; the zero value remembers
+// OrphanCapacity objects for OrphanMemory.
+type orphans struct {
+	ttl time.Duration // OrphanMemory if zero
+	max int           // OrphanCapacity if zero
+
+	count   atomic.Int64 // len(entries), read without the lock
+	mu      sync.Mutex
+	entries map[Key]*list.Element // of *orphan
+	order   *list.List            // oldest first
+}
+
+// orphan is one remembered object.
+type orphan struct {
+	key Key
+	uid types.UID
+	at  time.Time
+}
+
+// observe notes one version of an object, as the informer receives it.
+func (o *orphans) observe(u *unstructured.Unstructured, now time.Time) {
+	if hasOrphanAnnotation(u) {
+		o.record(KeyOf(u), u.GetUID(), now)
+		return
+	}
+	if o.count.Load() == 0 {
+		return // the common case: nothing to forget
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	k := KeyOf(u)
+	if e, ok := o.entries[k]; ok && e.Value.(*orphan).uid == u.GetUID() {
+		o.remove(e) // the annotation was removed
+	}
+}
+
+// hasOrphanAnnotation reports whether u carries AnnotationOrphan "true",
+// without copying its annotations.
+func hasOrphanAnnotation(u *unstructured.Unstructured) bool {
+	a, _, _ := unstructured.NestedFieldNoCopy(u.Object, "metadata", "annotations")
+	m, _ := a.(map[string]any)
+	v, _ := m[v1alpha1.AnnotationOrphan].(string)
+	return v == "true"
+}
+
+// record remembers that the object k with uid carried the annotation.
+func (o *orphans) record(k Key, uid types.UID, now time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.entries == nil {
+		o.entries, o.order = map[Key]*list.Element{}, list.New()
+	}
+	if e, ok := o.entries[k]; ok {
+		o.remove(e)
+	}
+	o.entries[k] = o.order.PushBack(&orphan{key: k, uid: uid, at: now})
+	o.count.Store(int64(len(o.entries)))
+	o.prune(now)
+}
+
+// orphaned reports whether the last version of the object k with uid
+// seen no longer than the memory ago carried the annotation.
+func (o *orphans) orphaned(k Key, uid types.UID, now time.Time) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.prune(now)
+	e, ok := o.entries[k]
+	return ok && e.Value.(*orphan).uid == uid
+}
+
+// forget drops the object of key k.
+func (o *orphans) forget(k Key) {
+	if o.count.Load() == 0 {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if e, ok := o.entries[k]; ok {
+		o.remove(e)
+	}
+}
+
+// len returns how many objects are remembered.
+func (o *orphans) len() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.entries)
+}
+
+// remove drops one entry; o.mu is held.
+func (o *orphans) remove(e *list.Element) {
+	o.order.Remove(e)
+	delete(o.entries, e.Value.(*orphan).key)
+	o.count.Store(int64(len(o.entries)))
+}
+
+// prune drops the expired entries and the oldest beyond the capacity;
+// o.mu is held.
+func (o *orphans) prune(now time.Time) {
+	if o.order == nil {
+		return
+	}
+	ttl, max := cmp.Or(o.ttl, OrphanMemory), cmp.Or(o.max, OrphanCapacity)
+	for e := o.order.Front(); e != nil; e = o.order.Front() {
+		if len(o.entries) <= max && now.Sub(e.Value.(*orphan).at) < ttl {
+			return
+		}
+		o.remove(e)
+	}
+}
+
+// LastSeenOrphan reports whether the last version of the template k with
+// uid that the cache saw, no longer than OrphanMemory ago, carried
+// AnnotationOrphan "true". Asked about a template the cache no longer
+// holds, it answers for the deleted object's final state. False when it
+// does not know: after a restart of the process, or for an object last
+// seen longer ago.
+func (c *Cache) LastSeenOrphan(k Key, uid types.UID) bool {
+	return c.orphans.orphaned(k, uid, time.Now())
+}
+
+// ForgetOrphan drops what the cache remembers about the object of key k;
+// call it once nothing is left to decide (the template and its
+// FederatedObject are gone).
+func (c *Cache) ForgetOrphan(k Key) {
+	c.orphans.forget(k)
+}
