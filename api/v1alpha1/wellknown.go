@@ -120,12 +120,16 @@ const (
 	// ValidatingAdmissionPolicy flotilla.io-deletion-protection), so that
 	// a mistaken delete cannot remove a workload from every cluster.
 	AnnotationDeletionProtection = "flotilla.io/deletion-protection"
-	// FinalizerPropagation, on host objects Flotilla propagates, holds
-	// their deletion until the member copies are gone.
+	// FinalizerPropagation is legacy: earlier versions put it on every
+	// host object they propagated, to hold its deletion until the member
+	// copies were gone. Flotilla no longer sets it and removes it where it
+	// finds it (after the release, on an object being deleted).
 	FinalizerPropagation = "flotilla.io/propagation"
-	// AnnotationRelease, on a FederatedObject being deleted, says what
-	// happens to the member copies: ReleaseDelete or ReleaseOrphan.
-	// Flotilla sets it before it deletes a FederatedObject.
+	// AnnotationRelease, on a FederatedObject, says what happens to the
+	// member copies when it is deleted: ReleaseDelete or ReleaseOrphan.
+	// Flotilla sets it before it deletes a FederatedObject, and sets
+	// ReleaseOrphan on a live one while its host object carries
+	// AnnotationOrphan "true".
 	AnnotationRelease = "flotilla.io/release"
 	// ReleaseDelete deletes the member copies (the host object is deleted).
 	ReleaseDelete = "delete"

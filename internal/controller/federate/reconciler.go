@@ -25,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
@@ -44,8 +43,8 @@ const Name = "federate"
 const ReasonPolicyNotApplicable = "PolicyNotApplicable"
 
 // Permissions: manage FederatedObjects; read policies. Reading the
-// templates and setting their finalizer is granted with the template kinds
-// (package templates).
+// templates (and patching them, only to remove the finalizer of earlier
+// versions) is granted with the template kinds (package templates).
 //
 // +kubebuilder:rbac:groups=flotilla.io,resources=federatedobjects,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=flotilla.io,resources=propagationpolicies;clusterpropagationpolicies,verbs=get;list;watch
@@ -57,7 +56,8 @@ type Reconciler struct {
 	// Client reads policies and FederatedObjects (cached) and writes
 	// FederatedObjects.
 	Client client.Client
-	// Dynamic writes the templates' finalizer.
+	// Dynamic removes the legacy finalizer from templates and reads
+	// namespaces.
 	Dynamic dynamic.Interface
 	// Templates is the host template cache.
 	Templates *templates.Cache
@@ -74,6 +74,9 @@ type Reconciler struct {
 	// event last recorded (UID and message), so it is recorded once, not
 	// on every pass.
 	notApplicable sync.Map // templates.Key → string
+	// finalizerNoted remembers, per template, the UID whose legacy
+	// finalizer could not be removed, so that is recorded once.
+	finalizerNoted sync.Map // templates.Key → string
 }
 
 // SetupWithManager registers the controller with mgr.
@@ -116,14 +119,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, key templates.Key) (reconcil
 	}
 	if tmpl == nil {
 		r.notApplicable.Delete(key)
-		return r.result(r.deleteFederatedObject(ctx, fo, v1alpha1.ReleaseDelete))
+		r.finalizerNoted.Delete(key)
+		if fo == nil {
+			r.Templates.ForgetOrphan(key) // nothing left to decide
+			return reconcile.Result{}, nil
+		}
+		mode := goneRelease(fo.Annotations[v1alpha1.AnnotationRelease], r.Templates.LastSeenOrphan(key, fo.Spec.Template.UID))
+		return r.result(r.deleteFederatedObject(ctx, fo, mode))
 	}
 	if !tmpl.GetDeletionTimestamp().IsZero() {
+		// Still there: it has finalizers (the legacy one of an earlier
+		// version, or others). Released as soon as its deletion starts.
 		mode := v1alpha1.ReleaseDelete
-		if tmpl.GetAnnotations()[v1alpha1.AnnotationOrphan] == "true" {
+		if keepsCopies(tmpl) {
 			mode = v1alpha1.ReleaseOrphan
 		}
-		return r.result(r.release(ctx, tmpl, fo, mode))
+		return r.result(r.release(ctx, key, tmpl, fo, mode))
 	}
 	decision, err := r.choose(ctx, tmpl)
 	if err != nil {
@@ -144,19 +155,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, key templates.Key) (reconcil
 	if chosen == nil && !follower {
 		// No longer selected (or referenced): the copies stay, unless the
 		// namespace is being deleted (its policy may simply have gone first).
-		// (Without a FederatedObject there is nothing to release but the
-		// finalizer, and no need to ask the host about the namespace.)
+		// (Without a FederatedObject there is nothing to release but a
+		// legacy finalizer, and no need to ask the host about the
+		// namespace.)
 		mode := v1alpha1.ReleaseOrphan
-		if fo != nil && tmpl.GetAnnotations()[v1alpha1.AnnotationOrphan] != "true" && r.namespaceTerminating(ctx, tmpl) {
+		if fo != nil && !keepsCopies(tmpl) && r.namespaceTerminating(ctx, tmpl) {
 			mode = v1alpha1.ReleaseDelete
 		}
-		return r.result(r.release(ctx, tmpl, fo, mode))
+		return r.result(r.release(ctx, key, tmpl, fo, mode))
+	}
+	if err := r.dropLegacyFinalizer(ctx, key, tmpl); err != nil {
+		return r.result(err)
 	}
 	if fo != nil && !fo.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, nil // selected again: recreated once the old one is gone
-	}
-	if err := r.addFinalizer(ctx, tmpl); err != nil {
-		return r.result(err)
 	}
 	return r.result(r.ensure(ctx, key, tmpl, fo, chosen))
 }
@@ -250,8 +262,31 @@ func (r *Reconciler) isFollower(ctx context.Context, tmpl *unstructured.Unstruct
 	return false, nil
 }
 
+// keepsCopies reports whether tmpl asks to keep its member copies when it
+// is deleted (AnnotationOrphan).
+func keepsCopies(tmpl *unstructured.Unstructured) bool {
+	return tmpl.GetAnnotations()[v1alpha1.AnnotationOrphan] == "true"
+}
+
+// goneRelease decides what happens to the member copies of a template
+// that is gone, from the release mode its FederatedObject records
+// (ReleaseOrphan while the template asked to keep its copies) and whether
+// the template cache saw its final state with AnnotationOrphan. Either keeps
+// the copies: a mistake here may delete what a user asked to keep, so
+// when the two disagree (the annotation removed just before the delete)
+// the copies stay. Otherwise they are deleted with the template.
+func goneRelease(recorded string, finalOrphan bool) string {
+	if finalOrphan || recorded == v1alpha1.ReleaseOrphan {
+		return v1alpha1.ReleaseOrphan
+	}
+	return v1alpha1.ReleaseDelete
+}
+
 // ensure creates or updates the FederatedObject. The placement is the
-// scheduler's and is kept.
+// scheduler's and is kept. While the template asks to keep its copies
+// (AnnotationOrphan), the FederatedObject records that (AnnotationRelease:
+// ReleaseOrphan), so the choice outlives the template, which is gone
+// before anyone reads it once deleted.
 func (r *Reconciler) ensure(ctx context.Context, key templates.Key, tmpl *unstructured.Unstructured, fo *v1alpha1.FederatedObject, chosen *policy.Chosen) error {
 	kind, ok := r.Templates.Lookup(key.GroupKind())
 	if !ok {
@@ -269,6 +304,7 @@ func (r *Reconciler) ensure(ctx context.Context, key templates.Key, tmpl *unstru
 			followers = workload.Followers(tmpl)
 		}
 	}
+	orphan := keepsCopies(tmpl)
 	if fo == nil {
 		name := key.FederatedName()
 		fo = &v1alpha1.FederatedObject{
@@ -281,21 +317,34 @@ func (r *Reconciler) ensure(ctx context.Context, key templates.Key, tmpl *unstru
 			},
 			Spec: v1alpha1.FederatedObjectSpec{Template: ref, Policy: policyRef, Followers: followers},
 		}
+		if orphan {
+			fo.Annotations = map[string]string{v1alpha1.AnnotationRelease: v1alpha1.ReleaseOrphan}
+		}
 		if err := r.Client.Create(ctx, fo); err != nil {
 			if apierrors.IsAlreadyExists(err) {
 				return nil // the cache was behind; its event brings us back
 			}
 			return fmt.Errorf("create FederatedObject %s: %w", name, err)
 		}
-		ctrl.LoggerFrom(ctx).Info("Federating object", "federatedObject", name, "policy", policyRef)
-		r.event(tmpl, corev1.EventTypeNormal, "Federated", "Propagate", describePolicy(policyRef))
+		// No event: the policy is on the FederatedObject (spec.policy).
+		ctrl.LoggerFrom(ctx).Info("Federating object", "federatedObject", name, "policy", policyRef, "keepCopies", orphan)
 		return nil
 	}
-	if equality.Semantic.DeepEqual(fo.Spec.Template, ref) && equality.Semantic.DeepEqual(fo.Spec.Policy, policyRef) && equality.Semantic.DeepEqual(fo.Spec.Followers, followers) {
+	recorded := fo.Annotations[v1alpha1.AnnotationRelease] == v1alpha1.ReleaseOrphan
+	if recorded == orphan && equality.Semantic.DeepEqual(fo.Spec.Template, ref) && equality.Semantic.DeepEqual(fo.Spec.Policy, policyRef) && equality.Semantic.DeepEqual(fo.Spec.Followers, followers) {
 		return nil
 	}
 	policyChanged := !equality.Semantic.DeepEqual(fo.Spec.Policy, policyRef)
 	fo = fo.DeepCopy()
+	switch {
+	case orphan && !recorded:
+		if fo.Annotations == nil {
+			fo.Annotations = map[string]string{}
+		}
+		fo.Annotations[v1alpha1.AnnotationRelease] = v1alpha1.ReleaseOrphan
+	case !orphan && recorded:
+		delete(fo.Annotations, v1alpha1.AnnotationRelease)
+	}
 	fo.Spec.Template, fo.Spec.Policy, fo.Spec.Followers = ref, policyRef, followers
 	fo.OwnerReferences = []metav1.OwnerReference{{APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name, UID: ref.UID}}
 	if err := r.Client.Update(ctx, fo); err != nil {
@@ -306,6 +355,9 @@ func (r *Reconciler) ensure(ctx context.Context, key templates.Key, tmpl *unstru
 	}
 	if policyChanged {
 		r.event(tmpl, corev1.EventTypeNormal, "PolicyChanged", "Propagate", describePolicy(policyRef))
+	}
+	if recorded != orphan {
+		ctrl.LoggerFrom(ctx).Info("Recorded whether the member copies stay when the object is deleted", "federatedObject", client.ObjectKeyFromObject(fo), "keepCopies", orphan)
 	}
 	return nil
 }
@@ -322,31 +374,35 @@ func describePolicy(ref *v1alpha1.PolicyReference) string {
 
 // release stops propagating tmpl: the FederatedObject is deleted, saying
 // whether its cleanup deletes or keeps the member copies (mode), and, once
-// it is gone, the template's finalizer is removed.
-func (r *Reconciler) release(ctx context.Context, tmpl *unstructured.Unstructured, fo *v1alpha1.FederatedObject, mode string) error {
-	if fo != nil {
+// it is gone, a legacy finalizer is removed from the template (a deleted
+// template waits for that; a live one only notes a failure).
+func (r *Reconciler) release(ctx context.Context, key templates.Key, tmpl *unstructured.Unstructured, fo *v1alpha1.FederatedObject, mode string) error {
+	switch {
+	case fo != nil:
 		return r.deleteFederatedObject(ctx, fo, mode)
+	case !tmpl.GetDeletionTimestamp().IsZero():
+		return r.removeFinalizer(ctx, tmpl)
 	}
-	return r.removeFinalizer(ctx, tmpl)
+	return r.dropLegacyFinalizer(ctx, key, tmpl)
 }
 
-// deleteFederatedObject records mode in fo, then deletes it.
+// deleteFederatedObject records mode in fo, then deletes it. A
+// FederatedObject already being deleted (by the garbage collector once its
+// template is gone, or by anyone else) may have begun its cleanup: only a
+// choice to keep the copies is still recorded on it, never one to delete
+// them.
 func (r *Reconciler) deleteFederatedObject(ctx context.Context, fo *v1alpha1.FederatedObject, mode string) error {
-	if fo == nil || !fo.DeletionTimestamp.IsZero() {
+	if fo == nil {
 		return nil
 	}
-	if fo.Annotations[v1alpha1.AnnotationRelease] != mode {
-		fo = fo.DeepCopy()
-		if fo.Annotations == nil {
-			fo.Annotations = map[string]string{}
+	if !fo.DeletionTimestamp.IsZero() {
+		if mode != v1alpha1.ReleaseOrphan {
+			return nil
 		}
-		fo.Annotations[v1alpha1.AnnotationRelease] = mode
-		if err := r.Client.Update(ctx, fo); err != nil {
-			if apierrors.IsConflict(err) {
-				return errRetry
-			}
-			return client.IgnoreNotFound(err)
-		}
+		return r.recordRelease(ctx, fo, mode)
+	}
+	if err := r.recordRelease(ctx, fo, mode); err != nil {
+		return err
 	}
 	err := r.Client.Delete(ctx, fo, client.Preconditions{UID: ptr.To(fo.UID)})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
@@ -356,13 +412,31 @@ func (r *Reconciler) deleteFederatedObject(ctx context.Context, fo *v1alpha1.Fed
 	return nil
 }
 
+// recordRelease sets fo's release mode (nothing is written when it has
+// it).
+func (r *Reconciler) recordRelease(ctx context.Context, fo *v1alpha1.FederatedObject, mode string) error {
+	if fo.Annotations[v1alpha1.AnnotationRelease] == mode {
+		return nil
+	}
+	fo = fo.DeepCopy()
+	if fo.Annotations == nil {
+		fo.Annotations = map[string]string{}
+	}
+	fo.Annotations[v1alpha1.AnnotationRelease] = mode
+	if err := r.Client.Update(ctx, fo); err != nil {
+		if apierrors.IsConflict(err) {
+			return errRetry
+		}
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("record release mode of FederatedObject %s/%s: %w", fo.Namespace, fo.Name, err)
+	}
+	return nil
+}
+
 func (r *Reconciler) event(tmpl *unstructured.Unstructured, kind, reason, action, msg string) {
 	if r.Recorder != nil {
 		r.Recorder.Eventf(tmpl, nil, kind, reason, action, "%s", msg)
 	}
-}
-
-// hasFinalizer reports whether tmpl carries Flotilla's finalizer.
-func hasFinalizer(tmpl *unstructured.Unstructured) bool {
-	return controllerutil.ContainsFinalizer(tmpl, v1alpha1.FinalizerPropagation)
 }
