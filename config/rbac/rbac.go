@@ -37,8 +37,8 @@ const (
 	// it.
 	Username = "system:serviceaccount:" + Namespace + ":" + ServiceAccount
 	// SecretsClusterRole is the optional ClusterRole that lets the
-	// controller-manager read (and set its finalizer on) Secrets in every
-	// namespace, to propagate them.
+	// controller-manager read Secrets in every namespace, to propagate
+	// them (and patch them, to remove the legacy finalizer).
 	SecretsClusterRole = "flotilla-controller-manager-secrets"
 )
 

@@ -70,3 +70,30 @@ func TestShippedRoles(t *testing.T) {
 		}
 	}
 }
+
+// TestTemplateKindsNotUpdated: the generated ClusterRole lets the
+// controller-manager read the template kinds and patch them (only to
+// remove the finalizer earlier versions set), never update, create or
+// delete them; namespaces may also be created (flotilla-system). Status
+// subresources are named on their own rules.
+func TestTemplateKindsNotUpdated(t *testing.T) {
+	role := clusterRoles(t, RoleFile)[ServiceAccount]
+	if role == nil {
+		t.Fatalf("%s has no ClusterRole %s", RoleFile, ServiceAccount)
+	}
+	core := []string{"configmaps", "limitranges", "namespaces", "persistentvolumeclaims", "persistentvolumes", "pods", "podtemplates", "replicationcontrollers", "resourcequotas", "serviceaccounts", "services"}
+	allowed := []string{"get", "list", "watch", "patch"}
+	for _, r := range role.Rules {
+		for _, res := range r.Resources {
+			template := res == "*" || (slices.Contains(r.APIGroups, "") && slices.Contains(core, res))
+			if !template {
+				continue
+			}
+			for _, v := range r.Verbs {
+				if !slices.Contains(allowed, v) && (res != "namespaces" || v != "create") {
+					t.Errorf("rule %v %v grants %q on template kinds", r.APIGroups, r.Resources, v)
+				}
+			}
+		}
+	}
+}

@@ -26,15 +26,16 @@ import (
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
 
-// grantExampleKinds lets the controller-manager read the example.com kinds
-// and set its finalizer on them, as whoever propagates custom kinds must:
-// its shipped role covers the built-in kinds only.
+// grantExampleKinds lets the controller-manager read the example.com kinds,
+// as whoever propagates custom kinds must: its shipped role covers the
+// built-in kinds only. Reading is all it needs (no finalizer is set on
+// templates).
 func (f *fed) grantExampleKinds(t *testing.T) {
 	t.Helper()
 	name := "flotilla-controller-manager-example-com"
 	objs := []client.Object{
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{"example.com"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch", "patch", "update"}},
+			{APIGroups: []string{"example.com"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}},
 		}},
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
