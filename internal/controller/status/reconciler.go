@@ -148,7 +148,7 @@ func (r *Reconciler) members(ctx context.Context, fo *v1alpha1.FederatedObject, 
 	for _, c := range fo.Status.Clusters {
 		synced[c.Cluster] = c
 	}
-	for _, p := range fo.Spec.Placement {
+	for _, p := range fo.Placement() {
 		m := workload.Member{Cluster: p.Cluster}
 		st := synced[p.Cluster]
 		m.Current = st.Reason == v1alpha1.PropagationOK && st.TemplateGeneration == tmpl.GetGeneration()
