@@ -71,6 +71,10 @@ func (b *bench) createBurst(ctx context.Context, s *scenario) (*createResult, er
 	if err != nil {
 		return nil, err
 	}
+	hostBefore, eventsBefore, err := b.hostWrites(ctx)
+	if err != nil {
+		return nil, err
+	}
 
 	logf("create burst: %d Deployments + %d ConfigMaps in the host from %d goroutines", n, n, b.opts.workers)
 	profiled := b.prof.cpu(ctx, "cpu-create")
@@ -121,6 +125,9 @@ func (b *bench) createBurst(ctx context.Context, s *scenario) (*createResult, er
 	s.add("FederatedObjects", float64(cr.federatedObjects), "count", fmt.Sprintf("= %d", 2*n))
 	s.check(cr.federatedObjects == 2*n)
 	s.addControllers(idle.load.since(before), cr.federatedObjects)
+	if err := b.reportHostWrites(ctx, s, hostBefore, eventsBefore, 2*n); err != nil {
+		return nil, err
+	}
 	if cr.afterCreate, err = b.measureUsage(ctx); err != nil {
 		return nil, err
 	}
@@ -202,5 +209,32 @@ func (b *bench) statusLatency(ctx context.Context, s *scenario, cr *createResult
 	s.goal(p99 < 2)
 	s.addSummary("create → host ready", total)
 	s.note("status latency: from the last of the workload's member pods turning Ready (as the harness's member watches saw it) to the host Deployment's status reporting %d/%d ready for its generation (as the harness's host watch saw it); %d of %d counted 0 because the host watch was first", len(b.members), len(b.members), early, len(status))
+	return nil
+}
+
+// reportHostWrites adds the controllers' host writes per FederatedObject
+// during a burst in which the harness created objects host objects (half
+// Deployments, half ConfigMaps; one FederatedObject each): every write
+// request on the host's objects, status and events included, less the
+// harness's own creates.
+func (b *bench) reportHostWrites(ctx context.Context, s *scenario, before map[string]int, eventsBefore, objects int) error {
+	after, eventsAfter, err := b.hostWrites(ctx)
+	if err != nil {
+		return err
+	}
+	writes, total := writesSince(before, after)
+	for _, own := range []string{"POST deployments", "POST configmaps"} {
+		mine := min(writes[own], objects/2)
+		total -= mine
+		if writes[own] -= mine; writes[own] == 0 {
+			delete(writes, own)
+		}
+	}
+	events := eventsAfter - eventsBefore
+	perObject := float64(total+events) / float64(objects)
+	s.add("host writes per FederatedObject (events included)", perObject, "count", "≤ 4")
+	s.goal(perObject <= 4)
+	s.note("host writes by request, harness creates left out: %v; events: %d", writes, events)
+	s.details["hostWritesByRequest"], s.details["hostEventWrites"] = writes, events
 	return nil
 }
