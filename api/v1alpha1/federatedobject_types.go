@@ -72,8 +72,13 @@ type FederatedObjectSpec struct {
 	// +optional
 	Followers []ObjectReference `json:"followers,omitempty"`
 
-	// Placement is the scheduler's decision: the clusters, in name order,
-	// and each one's replicas.
+	// Placement is where versions before status.scheduledClusters kept the
+	// scheduler's decision.
+	//
+	// Deprecated: the decision is status.scheduledClusters. An object
+	// written by an earlier version is read from here until the scheduler
+	// has recorded its decision in status (keeping the clusters it is on),
+	// and then cleared. Nothing else writes it.
 	// +listType=atomic
 	// +optional
 	Placement []ClusterPlacement `json:"placement,omitempty"`
@@ -154,7 +159,13 @@ type CapacityLimit struct {
 	Message string `json:"message,omitempty"`
 }
 
-// FederatedObjectStatus is the observed state of the propagation.
+// FederatedObjectStatus is the state of the propagation. Each field has
+// one writer, which applies it (server-side apply on the status
+// subresource) under its own field manager: the schedule controller
+// (FieldManagerSchedule) the Scheduled condition, scheduledClusters,
+// placement and schedulingBasis; the propagate controller
+// (FieldManagerPropagate) observedGeneration, the Propagated condition and
+// clusters; the migrate controller (FieldManagerMigrate) capacityLimits.
 type FederatedObjectStatus struct {
 	// ObservedGeneration is the generation of the FederatedObject last
 	// propagated.
@@ -167,8 +178,15 @@ type FederatedObjectStatus struct {
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
-	// Placement summarises spec.placement as "member-1=3,member-2=3" (names
-	// alone for objects without replicas), for kubectl get -o wide.
+	// ScheduledClusters is the scheduler's decision: the clusters, in name
+	// order, and each one's replicas. It is written together with the
+	// Scheduled condition, in one write.
+	// +listType=atomic
+	// +optional
+	ScheduledClusters []ClusterPlacement `json:"scheduledClusters,omitempty"`
+
+	// Placement summarises scheduledClusters as "member-1=3,member-2=3"
+	// (names alone for objects without replicas), for kubectl get -o wide.
 	// +optional
 	Placement string `json:"placement,omitempty"`
 
@@ -230,4 +248,14 @@ type FederatedObjectList struct {
 
 func init() {
 	SchemeBuilder.Register(&FederatedObject{}, &FederatedObjectList{})
+}
+
+// Placement is the scheduler's decision in force: status.scheduledClusters,
+// or for an object an earlier version wrote and the scheduler has not
+// decided on since, the deprecated spec.placement.
+func (fo *FederatedObject) Placement() []ClusterPlacement {
+	if len(fo.Status.ScheduledClusters) == 0 && len(fo.Spec.Placement) > 0 {
+		return fo.Spec.Placement
+	}
+	return fo.Status.ScheduledClusters
 }

@@ -82,6 +82,19 @@ const (
 	ReasonUnschedulable = "Unschedulable"
 )
 
+// Field managers of the FederatedObject status: each controller applies
+// the fields it owns (see FederatedObjectStatus) under its own name.
+const (
+	// FieldManagerSchedule owns the Scheduled condition, scheduledClusters,
+	// placement and schedulingBasis.
+	FieldManagerSchedule = "flotilla-schedule"
+	// FieldManagerPropagate owns observedGeneration, the Propagated
+	// condition and clusters.
+	FieldManagerPropagate = "flotilla-propagate"
+	// FieldManagerMigrate owns capacityLimits.
+	FieldManagerMigrate = "flotilla-migrate"
+)
+
 // Labels and annotations users put on host objects.
 const (
 	// LabelPropagationPolicy on a namespaced object chooses the

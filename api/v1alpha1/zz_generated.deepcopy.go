@@ -537,6 +537,13 @@ func (in *FederatedObjectStatus) DeepCopyInto(out *FederatedObjectStatus) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.ScheduledClusters != nil {
+		in, out := &in.ScheduledClusters, &out.ScheduledClusters
+		*out = make([]ClusterPlacement, len(*in))
+		for i := range *in {
+			(*in)[i].DeepCopyInto(&(*out)[i])
+		}
+	}
 	if in.CapacityLimits != nil {
 		in, out := &in.CapacityLimits, &out.CapacityLimits
 		*out = make([]CapacityLimit, len(*in))

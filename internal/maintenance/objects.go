@@ -67,7 +67,7 @@ func Remaining(objs []v1alpha1.FederatedObject, cluster string) []Object {
 func OnlyOn(objs []v1alpha1.FederatedObject, cluster string) []Object {
 	var out []Object
 	for i := range objs {
-		p := objs[i].Spec.Placement
+		p := objs[i].Placement()
 		if len(p) == 1 && p[0].Cluster == cluster {
 			out = append(out, Object{Namespace: objs[i].Namespace, Name: objs[i].Name})
 		}
@@ -151,7 +151,7 @@ func Names(objs []Object) string {
 }
 
 func placedOn(fo *v1alpha1.FederatedObject, cluster string) bool {
-	return slices.ContainsFunc(fo.Spec.Placement, func(p v1alpha1.ClusterPlacement) bool { return p.Cluster == cluster })
+	return slices.ContainsFunc(fo.Placement(), func(p v1alpha1.ClusterPlacement) bool { return p.Cluster == cluster })
 }
 
 func sortObjects(out []Object) {

@@ -99,7 +99,7 @@ func TestRemainingObjects(t *testing.T) {
 	fo := func(ns, name string, placed []string, status map[string]v1alpha1.PropagationReason) v1alpha1.FederatedObject {
 		o := v1alpha1.FederatedObject{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 		for _, c := range placed {
-			o.Spec.Placement = append(o.Spec.Placement, v1alpha1.ClusterPlacement{Cluster: c})
+			o.Status.ScheduledClusters = append(o.Status.ScheduledClusters, v1alpha1.ClusterPlacement{Cluster: c})
 		}
 		for c, r := range status {
 			o.Status.Clusters = append(o.Status.Clusters, v1alpha1.ClusterPropagationStatus{Cluster: c, Reason: r})
@@ -181,7 +181,7 @@ func TestTimeoutError(t *testing.T) {
 func fedObj(name string, gen int64, placed []string, scheduled *metav1.Condition) v1alpha1.FederatedObject {
 	o := v1alpha1.FederatedObject{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Generation: gen}}
 	for _, c := range placed {
-		o.Spec.Placement = append(o.Spec.Placement, v1alpha1.ClusterPlacement{Cluster: c})
+		o.Status.ScheduledClusters = append(o.Status.ScheduledClusters, v1alpha1.ClusterPlacement{Cluster: c})
 	}
 	if scheduled != nil {
 		o.Status.Conditions = []metav1.Condition{*scheduled}

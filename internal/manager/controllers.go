@@ -90,7 +90,6 @@ var Controllers = []Controller{
 	{Name: propagate.Name, Setup: func(mgr ctrl.Manager, opts Options, shared *Shared) error {
 		r := &propagate.Reconciler{
 			Client:                  mgr.GetClient(),
-			APIReader:               mgr.GetAPIReader(),
 			Templates:               shared.Templates,
 			Pool:                    shared.Pool,
 			Recorder:                mgr.GetEventRecorder("flotilla-" + propagate.Name),

@@ -29,7 +29,7 @@ func NewUnit(fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured, plac
 		Namespace: tmpl.GetNamespace(),
 		Name:      tmpl.GetName(),
 		Placement: Narrow(placement, tmpl.GetAnnotations()),
-		Current:   fo.Spec.Placement,
+		Current:   fo.Placement(),
 		Requests:  Requests(tmpl),
 	}
 	if n, ok := workload.Replicas(tmpl); ok {

@@ -29,8 +29,9 @@ type createResult struct {
 	// federatedObjects is how many FederatedObjects the workloads made.
 	federatedObjects int
 	// status collects when host Deployments reported ready, podsReady
-	// when member pods turned Ready (full members only; nil otherwise).
-	status, podsReady *phase
+	// when member pods turned Ready, membersReady when member Deployments
+	// reported ready (full members only; nil otherwise).
+	status, podsReady, membersReady *phase
 	// afterCreate is the resource use once the burst settled.
 	afterCreate usage
 }
@@ -61,6 +62,9 @@ func (b *bench) createBurst(ctx context.Context, s *scenario) (*createResult, er
 		cr.podsReady = b.rec.begin(n*m, func(o observation) bool {
 			return o.cluster != localenv.HostName && o.kind == kindPod && o.ready
 		})
+		cr.membersReady = b.rec.begin(n*m, func(o observation) bool {
+			return o.cluster != localenv.HostName && o.kind == kindDeployment && o.ready
+		})
 	}
 	if err := b.hostCR.Create(ctx, policy(cr.ns)); err != nil {
 		return nil, fmt.Errorf("create the ClusterPropagationPolicy: %w", err)
@@ -68,6 +72,10 @@ func (b *bench) createBurst(ctx context.Context, s *scenario) (*createResult, er
 	copies := b.rec.begin(2*n*m, isCopy)
 	defer b.rec.end(copies)
 	before, err := b.cmLoadNow(ctx)
+	if err != nil {
+		return nil, err
+	}
+	hostBefore, eventsBefore, err := b.hostWrites(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -121,6 +129,9 @@ func (b *bench) createBurst(ctx context.Context, s *scenario) (*createResult, er
 	s.add("FederatedObjects", float64(cr.federatedObjects), "count", fmt.Sprintf("= %d", 2*n))
 	s.check(cr.federatedObjects == 2*n)
 	s.addControllers(idle.load.since(before), cr.federatedObjects)
+	if err := b.reportHostWrites(ctx, s, hostBefore, eventsBefore, 2*n); err != nil {
+		return nil, err
+	}
 	if cr.afterCreate, err = b.measureUsage(ctx); err != nil {
 		return nil, err
 	}
@@ -163,13 +174,19 @@ func (b *bench) countFederatedObjects(ctx context.Context, ns string) (int, erro
 func (b *bench) statusLatency(ctx context.Context, s *scenario, cr *createResult) error {
 	defer b.rec.end(cr.status)
 	defer b.rec.end(cr.podsReady)
+	defer b.rec.end(cr.membersReady)
 	if err := cr.podsReady.wait(ctx, "member pods Ready"); err != nil {
+		return err
+	}
+	if err := cr.membersReady.wait(ctx, "member Deployments ready"); err != nil {
 		return err
 	}
 	if err := cr.status.wait(ctx, "host Deployments ready"); err != nil {
 		return err
 	}
 	status := make([]time.Duration, len(cr.created))
+	members := make([]time.Duration, len(cr.created))
+	flotilla := make([]time.Duration, len(cr.created))
 	total := make([]time.Duration, len(cr.created))
 	early := 0
 	for i, c := range cr.created {
@@ -178,7 +195,7 @@ func (b *bench) statusLatency(ctx context.Context, s *scenario, cr *createResult
 		if !ok {
 			return fmt.Errorf("host Deployment %s never ready", name)
 		}
-		var lastPod time.Time
+		var lastPod, lastMember time.Time
 		for _, mc := range b.members {
 			t, ok := cr.podsReady.at(mc.name, kindPod, name)
 			if !ok {
@@ -187,6 +204,12 @@ func (b *bench) statusLatency(ctx context.Context, s *scenario, cr *createResult
 			if t.After(lastPod) {
 				lastPod = t
 			}
+			if t, ok = cr.membersReady.at(mc.name, kindDeployment, name); !ok {
+				return fmt.Errorf("member Deployment %s never ready in %s", name, mc.name)
+			}
+			if t.After(lastMember) {
+				lastMember = t
+			}
 		}
 		status[i] = ready.Sub(lastPod)
 		if status[i] < 0 {
@@ -194,13 +217,51 @@ func (b *bench) statusLatency(ctx context.Context, s *scenario, cr *createResult
 			// host watch delivered the status built from it.
 			status[i], early = 0, early+1
 		}
+		// The members' share: their ReplicaSet and Deployment controllers
+		// bringing the pod's readiness into the member Deployment's status;
+		// Flotilla's: from there to the host status (member watch, status
+		// controller, host patch, host watch).
+		members[i] = max(lastMember.Sub(lastPod), 0)
+		flotilla[i] = max(ready.Sub(lastMember), 0)
 		total[i] = ready.Sub(c)
 	}
 	s.addSummary("status latency", status)
 	p99 := summarize(status).P99
 	s.add("status latency p99 goal", 2, "s", fmt.Sprintf("p99 %.2f s", p99))
 	s.goal(p99 < 2)
+	s.addSummary("members' share (pod Ready → member Deployment ready)", members)
+	s.addSummary("Flotilla's share (member Deployment ready → host ready)", flotilla)
+	fp99 := summarize(flotilla).P99
+	s.add("Flotilla's share p99 goal", 0.5, "s", fmt.Sprintf("p99 %.2f s", fp99))
+	s.goal(fp99 < 0.5)
 	s.addSummary("create → host ready", total)
 	s.note("status latency: from the last of the workload's member pods turning Ready (as the harness's member watches saw it) to the host Deployment's status reporting %d/%d ready for its generation (as the harness's host watch saw it); %d of %d counted 0 because the host watch was first", len(b.members), len(b.members), early, len(status))
+	return nil
+}
+
+// reportHostWrites adds the controllers' host writes per FederatedObject
+// during a burst in which the harness created objects host objects (half
+// Deployments, half ConfigMaps; one FederatedObject each): every write
+// request on the host's objects, status and events included, less the
+// harness's own creates.
+func (b *bench) reportHostWrites(ctx context.Context, s *scenario, before map[string]int, eventsBefore, objects int) error {
+	after, eventsAfter, err := b.hostWrites(ctx)
+	if err != nil {
+		return err
+	}
+	writes, total := writesSince(before, after)
+	for _, own := range []string{"POST deployments", "POST configmaps"} {
+		mine := min(writes[own], objects/2)
+		total -= mine
+		if writes[own] -= mine; writes[own] == 0 {
+			delete(writes, own)
+		}
+	}
+	events := eventsAfter - eventsBefore
+	perObject := float64(total+events) / float64(objects)
+	s.add("host writes per FederatedObject (events included)", perObject, "count", "≤ 4")
+	s.goal(perObject <= 4)
+	s.note("host writes by request, harness creates left out: %v; events: %d", writes, events)
+	s.details["hostWritesByRequest"], s.details["hostEventWrites"] = writes, events
 	return nil
 }

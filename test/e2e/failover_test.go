@@ -162,7 +162,7 @@ func clusterFailover(t *testing.T, f *fed) {
 	if err := f.host.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "web.deployment.apps"}, fo); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range fo.Spec.Placement {
+	for _, p := range fo.Placement() {
 		split[p.Cluster] = ptr.Deref(p.Replicas, 0)
 	}
 	if split["member-1"]+split["member-2"] != 9 || len(split) != 2 {
@@ -320,7 +320,7 @@ func (f *fed) placement(t *testing.T, ns, name string) string {
 		t.Fatal(err)
 	}
 	var parts []string
-	for _, p := range fo.Spec.Placement {
+	for _, p := range fo.Placement() {
 		parts = append(parts, fmt.Sprintf("%s=%d", p.Cluster, ptr.Deref(p.Replicas, -1)))
 	}
 	return strings.Join(parts, ",")

@@ -136,7 +136,7 @@ func TestScheduling(t *testing.T) {
 		if err := f.host.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "g1.gadget.example.com"}, fo); err != nil {
 			t.Fatal(err)
 		}
-		if got := fmt.Sprint(fo.Spec.Placement); got != "[{member-1 <nil>} {member-2 <nil>}]" {
+		if got := fmt.Sprint(fo.Placement()); got != "[{member-1 <nil>} {member-2 <nil>}]" {
 			t.Errorf("placement %s", got)
 		}
 		f.waitPropagation(t, ns, "g1.gadget.example.com", "member-2", v1alpha1.PropagationOK)

@@ -91,7 +91,7 @@ func TestTwoMemberFederationFailsOverGradually(t *testing.T) {
 			return nil, nil, err
 		}
 		out := map[string]bool{}
-		for _, p := range fo.Spec.Placement {
+		for _, p := range fo.Placement() {
 			out[p.Cluster] = true
 		}
 		return out, fo, nil

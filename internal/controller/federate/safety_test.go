@@ -74,8 +74,8 @@ func waitKept(t *testing.T, foKey types.NamespacedName) {
 		if c == nil || c.Reason != "Unschedulable" || !strings.Contains(c.Message, "keeping the current placement") {
 			return fmt.Errorf("Scheduled condition %+v", c)
 		}
-		if len(fo.Spec.Placement) != 1 || fo.Spec.Placement[0].Cluster != memberName {
-			return fmt.Errorf("placement %+v, want it kept on %s", fo.Spec.Placement, memberName)
+		if len(fo.Placement()) != 1 || fo.Placement()[0].Cluster != memberName {
+			return fmt.Errorf("placement %+v, want it kept on %s", fo.Placement(), memberName)
 		}
 		return nil
 	})

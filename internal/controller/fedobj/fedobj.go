@@ -7,9 +7,12 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
@@ -23,7 +26,7 @@ const (
 	IndexPolicy = "flotilla.spec.policy"
 	// IndexFollower indexes by FollowerKey of each spec.followers entry.
 	IndexFollower = "flotilla.spec.followers"
-	// IndexCluster indexes by each cluster in spec.placement or
+	// IndexCluster indexes by each cluster in the placement or
 	// status.clusters.
 	IndexCluster = "flotilla.clusters"
 )
@@ -60,7 +63,7 @@ func SetupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 		f := o.(*v1alpha1.FederatedObject)
 		seen := map[string]bool{}
 		var out []string
-		for _, p := range f.Spec.Placement {
+		for _, p := range f.Placement() {
 			if !seen[p.Cluster] {
 				seen[p.Cluster] = true
 				out = append(out, p.Cluster)
@@ -142,6 +145,19 @@ func PolicySpec(ctx context.Context, c client.Reader, ref v1alpha1.PolicyReferen
 // (or it holds copies): before that, its empty placement means "not yet",
 // not "nowhere".
 func Scheduled(fo *v1alpha1.FederatedObject) bool {
-	return len(fo.Spec.Placement) > 0 || len(fo.Status.Clusters) > 0 ||
+	return len(fo.Placement()) > 0 || len(fo.Status.Clusters) > 0 ||
 		meta.FindStatusCondition(fo.Status.Conditions, v1alpha1.ConditionScheduled) != nil
+}
+
+// PlacementChanged passes FederatedObject updates that change the
+// placement in force, and the scheduler's first decision (also when it
+// places the object nowhere).
+var PlacementChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld.(*v1alpha1.FederatedObject), e.ObjectNew.(*v1alpha1.FederatedObject)
+		return !equality.Semantic.DeepEqual(o.Placement(), n.Placement()) || Scheduled(o) != Scheduled(n)
+	},
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
 }

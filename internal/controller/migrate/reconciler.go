@@ -17,8 +17,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -44,7 +42,7 @@ import (
 const Name = "migrate"
 
 // +kubebuilder:rbac:groups=flotilla.io,resources=federatedobjects,verbs=get;list;watch
-// +kubebuilder:rbac:groups=flotilla.io,resources=federatedobjects/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=flotilla.io,resources=federatedobjects/status,verbs=get;patch
 // +kubebuilder:rbac:groups=flotilla.io,resources=memberclusters;propagationpolicies;clusterpropagationpolicies,verbs=get;list;watch
 
 // Reconciler keeps FederatedObjects' capacity limits.
@@ -81,7 +79,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
-		For(&v1alpha1.FederatedObject{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&v1alpha1.FederatedObject{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, fedobj.PlacementChanged))).
 		WatchesRawSource(r.queue.Source()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(r.MaxConcurrentReconciles, 4)}).
 		Complete(r)
@@ -126,9 +124,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	hasRoom := func(name string, n int32) bool { return fits(clusters[name], requests, n) }
 	limits, recheck, changes := nextLimits(fo.Status.CapacityLimits, obs, threshold, hasRoom, time.Now())
 	if err := r.write(ctx, fo, tmpl, limits, changes); err != nil {
-		if apierrors.IsConflict(err) {
-			return reconcile.Result{RequeueAfter: 200 * time.Millisecond}, nil
-		}
 		return reconcile.Result{}, err
 	}
 	if waiting && (recheck == 0 || recheck > time.Second) {
@@ -177,7 +172,7 @@ func (r *Reconciler) observe(fo *v1alpha1.FederatedObject, tmpl *unstructured.Un
 	if !ok {
 		return nil, false
 	}
-	for _, p := range fo.Spec.Placement {
+	for _, p := range fo.Placement() {
 		if p.Replicas == nil || *p.Replicas == 0 {
 			continue
 		}
@@ -240,15 +235,12 @@ func fits(mc *v1alpha1.MemberCluster, requests corev1.ResourceList, n int32) boo
 // write records limits in fo's status when they changed, with an event on
 // the template for each change.
 func (r *Reconciler) write(ctx context.Context, fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured, limits []v1alpha1.CapacityLimit, changes []change) error {
-	if equality.Semantic.DeepEqual(limits, fo.Status.CapacityLimits) || (len(limits) == 0 && len(fo.Status.CapacityLimits) == 0) {
-		return nil
+	if len(limits) == 0 {
+		limits = nil
 	}
-	fo.Status.CapacityLimits = limits
-	if err := r.Client.Status().Update(ctx, fo); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("update capacity limits of %s/%s: %w", fo.Namespace, fo.Name, err)
+	written, err := fedobj.ApplyStatus(ctx, r.Client, fo, fedobj.StatusApply{Manager: v1alpha1.FieldManagerMigrate, Status: v1alpha1.FederatedObjectStatus{CapacityLimits: limits}})
+	if err != nil || !written {
+		return client.IgnoreNotFound(err)
 	}
 	logger := ctrl.LoggerFrom(ctx)
 	for _, c := range changes {

@@ -117,7 +117,7 @@ func (r *Reconciler) deleteCopies(ctx context.Context, fo *v1alpha1.FederatedObj
 // clustersOf returns the clusters that may hold a copy.
 func clustersOf(fo *v1alpha1.FederatedObject) []string {
 	var names []string
-	for _, p := range fo.Spec.Placement {
+	for _, p := range fo.Placement() {
 		names = append(names, p.Cluster)
 	}
 	for _, c := range fo.Status.Clusters {

@@ -9,14 +9,18 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/dispatch"
 )
 
 // recordEvents emits one event on the template per kind of write to the
-// members in this pass ("Created Deployment in clusters a, b, c"), and one
+// members in this pass ("Updated Deployment in clusters a, b, c"), and one
 // per cluster whose state turned bad (not again while it stays so, to keep
 // retries from flooding events). One event per pass rather than per
 // cluster keeps a burst of new objects from costing the host an event
-// write per member copy.
+// write per member copy. Creating copies records none at all: the
+// FederatedObject's status (clusters, Propagated) says where they went,
+// a move shows in the scheduler's event, and an event per new object
+// would be the largest share of the host writes in a burst of them.
 func (r *Reconciler) recordEvents(tmpl *unstructured.Unstructured, before []v1alpha1.ClusterPropagationStatus, results []result) {
 	prev := map[string]v1alpha1.ClusterPropagationStatus{}
 	for _, c := range before {
@@ -27,6 +31,8 @@ func (r *Reconciler) recordEvents(tmpl *unstructured.Unstructured, before []v1al
 	for _, res := range results {
 		st := res.status
 		switch {
+		case res.outcome == string(dispatch.Created):
+			// Shown by the status.
 		case res.outcome != "":
 			if _, seen := written[res.outcome]; !seen {
 				outcomes = append(outcomes, res.outcome)

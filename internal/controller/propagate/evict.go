@@ -42,7 +42,7 @@ type replacements struct {
 // and how many of those are Ready, from the member caches, and the placed
 // clusters that hold a copy (from this pass's results).
 func (r *Reconciler) replacements(fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured, env *environment, placed []result) replacements {
-	rep := replacements{placed: len(fo.Spec.Placement)}
+	rep := replacements{placed: len(fo.Placement())}
 	for _, res := range placed {
 		if res.status.Reason == v1alpha1.PropagationOK {
 			rep.applied++
@@ -57,7 +57,7 @@ func (r *Reconciler) replacements(fo *v1alpha1.FederatedObject, tmpl *unstructur
 		return rep
 	}
 	rep.measurable = true
-	for _, p := range fo.Spec.Placement {
+	for _, p := range fo.Placement() {
 		n := int64(total)
 		if p.Replicas != nil {
 			n = int64(*p.Replicas)

@@ -15,9 +15,6 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -39,16 +36,13 @@ import (
 const Name = "propagate"
 
 // +kubebuilder:rbac:groups=flotilla.io,resources=federatedobjects,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=flotilla.io,resources=federatedobjects/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=flotilla.io,resources=federatedobjects/status,verbs=get;patch
 // +kubebuilder:rbac:groups=flotilla.io,resources=overridepolicies;clusteroverridepolicies;propagationpolicies;clusterpropagationpolicies;memberclusters,verbs=get;list;watch
 
 // Reconciler propagates FederatedObjects to their clusters.
 type Reconciler struct {
 	// Client reads (cached) and writes the host.
 	Client client.Client
-	// APIReader reads the host uncached: the current FederatedObject when
-	// a status write lost a race (nil: the object is requeued instead).
-	APIReader client.Reader
 	// Templates is the host template cache.
 	Templates *templates.Cache
 	// Pool holds the member sessions.
@@ -126,10 +120,8 @@ func (r *Reconciler) propagate(ctx context.Context, fo *v1alpha1.FederatedObject
 	results := r.syncAll(fo, tmpl, env)
 	status := r.status(fo, results)
 	r.recordEvents(tmpl, fo.Status.Clusters, results)
-	if retry, err := r.writeStatus(ctx, fo, status, results); err != nil {
+	if err := r.writeStatus(ctx, fo, status); err != nil {
 		return reconcile.Result{}, err
-	} else if retry {
-		return reconcile.Result{RequeueAfter: 200 * time.Millisecond}, nil
 	}
 	waitUntil := time.Time{}
 	for _, res := range results {
@@ -169,44 +161,22 @@ func nextPass(results []result, waitUntil time.Time) reconcile.Result {
 	return reconcile.Result{}
 }
 
-// writeStatus writes status when it differs from fo's. A write that lost a
-// race with another controller's status write (the scheduler's) is made
-// again on the current object, with the same results, as long as the
-// placement they were computed for is still current; otherwise retry asks
-// for a new pass.
-func (r *Reconciler) writeStatus(ctx context.Context, fo *v1alpha1.FederatedObject, status v1alpha1.FederatedObjectStatus, results []result) (retry bool, err error) {
-	for attempt := 0; ; attempt++ {
-		if equality.Semantic.DeepEqual(status, fo.Status) {
-			return false, nil
-		}
-		fo.Status = status
-		replaced := fo.ResourceVersion
-		err := r.Client.Status().Update(ctx, fo)
-		switch {
-		case err == nil:
-			r.written.Wrote(replaced, fo)
-			return false, nil
-		case apierrors.IsNotFound(err):
-			return true, nil
-		case !apierrors.IsConflict(err):
-			return false, fmt.Errorf("update status of %s/%s: %w", fo.Namespace, fo.Name, err)
-		case r.APIReader == nil || attempt == maxStatusAttempts-1:
-			return true, nil
-		}
-		key, generation := client.ObjectKeyFromObject(fo), fo.Generation
-		fo = &v1alpha1.FederatedObject{}
-		if err := r.APIReader.Get(ctx, key, fo); err != nil {
-			return true, client.IgnoreNotFound(err)
-		}
-		if fo.Generation != generation || !fo.DeletionTimestamp.IsZero() {
-			return true, nil
-		}
-		status = r.status(fo, results)
+// writeStatus applies the status fields propagate owns when they differ
+// from fo's (fedobj.ApplyStatus: no other controller writes them, so
+// there is no race to lose), and remembers the write until the cache
+// shows it, so that a pass that runs before then (a member event queued
+// during the write) works on what was written.
+func (r *Reconciler) writeStatus(ctx context.Context, fo *v1alpha1.FederatedObject, status v1alpha1.FederatedObjectStatus) error {
+	replaced := fo.ResourceVersion
+	written, err := fedobj.ApplyStatus(ctx, r.Client, fo, fedobj.StatusApply{Manager: v1alpha1.FieldManagerPropagate, Status: status})
+	if err != nil {
+		return client.IgnoreNotFound(err)
 	}
+	if written {
+		r.written.Wrote(replaced, fo)
+	}
+	return nil
 }
-
-// maxStatusAttempts bounds the status writes of one pass.
-const maxStatusAttempts = 3
 
 // environment is what rendering needs besides the template: the clusters,
 // the override policies and the conflict resolution.
@@ -299,7 +269,7 @@ func (r *Reconciler) syncAll(fo *v1alpha1.FederatedObject, tmpl *unstructured.Un
 	}
 	placed := map[string]bool{}
 	var jobs []clusterJob
-	for _, p := range fo.Spec.Placement {
+	for _, p := range fo.Placement() {
 		placed[p.Cluster] = true
 		jobs = append(jobs, clusterJob{p.Cluster, func() result { return r.syncCluster(key, tmpl, p, env, prev[p.Cluster]) }})
 	}
@@ -343,11 +313,10 @@ func runAll(fo types.NamespacedName, jobs []clusterJob) []result {
 	return results
 }
 
-// status renders the FederatedObject's status from the results.
+// status renders the status fields propagate owns from the results.
 func (r *Reconciler) status(fo *v1alpha1.FederatedObject, results []result) v1alpha1.FederatedObjectStatus {
-	st := *fo.Status.DeepCopy()
-	st.ObservedGeneration = fo.Generation
-	st.Clusters = nil
+	st := v1alpha1.FederatedObjectStatus{ObservedGeneration: fo.Generation}
+	placed := len(fo.Placement())
 	var problems []string
 	reason, ok := "", 0
 	for _, res := range results {
@@ -366,17 +335,17 @@ func (r *Reconciler) status(fo *v1alpha1.FederatedObject, results []result) v1al
 	}
 	cond := metav1.Condition{Type: v1alpha1.ConditionPropagated, ObservedGeneration: fo.Generation}
 	switch {
-	case len(fo.Spec.Placement) == 0 && len(problems) == 0:
+	case placed == 0 && len(problems) == 0:
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "NoClusters", "the placement is empty"
 	case len(problems) == 0:
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, "Propagated", fmt.Sprintf("%d/%d clusters up to date", ok, len(fo.Spec.Placement))
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, "Propagated", fmt.Sprintf("%d/%d clusters up to date", ok, placed)
 	default:
 		cond.Status, cond.Reason = metav1.ConditionFalse, reason
-		cond.Message = fmt.Sprintf("%d/%d clusters up to date; %s", ok, len(fo.Spec.Placement), strings.Join(problems, "; "))
+		cond.Message = fmt.Sprintf("%d/%d clusters up to date; %s", ok, placed, strings.Join(problems, "; "))
 		if len(cond.Message) > 32768 {
 			cond.Message = cond.Message[:32768]
 		}
 	}
-	meta.SetStatusCondition(&st.Conditions, cond)
+	st.Conditions = []metav1.Condition{fedobj.Condition(fo.Status, cond)}
 	return st
 }

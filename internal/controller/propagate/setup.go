@@ -64,7 +64,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
-		For(&v1alpha1.FederatedObject{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, deleting, scheduledNowhere))).
+		For(&v1alpha1.FederatedObject{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, deleting, fedobj.PlacementChanged))).
 		Watches(&v1alpha1.OverridePolicy{}, handler.EnqueueRequestsFromMapFunc(r.inNamespace)).
 		Watches(&v1alpha1.ClusterOverridePolicy{}, handler.EnqueueRequestsFromMapFunc(r.inNamespace)).
 		Watches(&v1alpha1.PropagationPolicy{}, handler.EnqueueRequestsFromMapFunc(r.inNamespace), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -97,15 +97,5 @@ func (r *Reconciler) onCluster(ctx context.Context, o client.Object) []reconcile
 var deleting = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
-	},
-}
-
-// scheduledNowhere passes the scheduler's first decision on an object when
-// it places it nowhere: a decision with clusters changes the placement,
-// and so the generation, and passes anyway.
-var scheduledNowhere = predicate.Funcs{
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		o, n := e.ObjectOld.(*v1alpha1.FederatedObject), e.ObjectNew.(*v1alpha1.FederatedObject)
-		return !fedobj.Scheduled(o) && fedobj.Scheduled(n) && len(n.Spec.Placement) == 0
 	},
 }

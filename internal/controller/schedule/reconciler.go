@@ -1,7 +1,9 @@
 // Package schedule is the controller that decides each FederatedObject's
 // placement: it calls the scheduler for objects a policy propagates, and
 // places followers on the union of the clusters of the workloads that
-// reference them. It writes spec.placement and the Scheduled condition.
+// reference them. It writes the placement (status.scheduledClusters), the
+// Scheduled condition and the basis of the decision together, in one
+// server-side apply of the fields it owns.
 package schedule
 
 import (
@@ -16,9 +18,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -40,8 +42,8 @@ import (
 // Name is the controller's name for --controllers.
 const Name = "schedule"
 
-// +kubebuilder:rbac:groups=flotilla.io,resources=federatedobjects,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=flotilla.io,resources=federatedobjects/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=flotilla.io,resources=federatedobjects,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=flotilla.io,resources=federatedobjects/status,verbs=get;patch
 // +kubebuilder:rbac:groups=flotilla.io,resources=memberclusters;schedulerpluginwebhooks,verbs=get;list;watch
 // +kubebuilder:rbac:groups=flotilla.io,resources=schedulingprofiles,verbs=get;list;watch
 // +kubebuilder:rbac:groups=flotilla.io,resources=schedulingprofiles/status,verbs=get;update;patch
@@ -84,7 +86,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&v1alpha1.FederatedObject{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, limitsChanged))).
 		// A leader's placement, and the clusters still holding its copies,
 		// move its followers.
-		Watches(&v1alpha1.FederatedObject{}, handler.EnqueueRequestsFromMapFunc(followersOf), builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, copiesChanged))).
+		Watches(&v1alpha1.FederatedObject{}, handler.EnqueueRequestsFromMapFunc(followersOf), builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, fedobj.PlacementChanged, copiesChanged))).
 		Watches(&v1alpha1.PropagationPolicy{}, handler.EnqueueRequestsFromMapFunc(r.forPolicy), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha1.ClusterPropagationPolicy{}, handler.EnqueueRequestsFromMapFunc(r.forPolicy), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha1.MemberCluster{}, handler.EnqueueRequestsFromMapFunc(r.all), builder.WithPredicates(clusterChanged)).
@@ -109,14 +111,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if err != nil {
 			return reconcile.Result{}, err
 		}
-		if err := r.place(ctx, fo, placement, ""); err != nil {
-			return r.result(err)
-		}
 		reason := "Scheduled"
 		if len(placement) == 0 {
 			reason = "NoClusters"
 		}
-		return r.result(r.setStatus(ctx, fo, scheduledCondition(fo, len(placement) > 0, reason, fmt.Sprintf("follows its workloads to %d clusters", len(placement))), ""))
+		return reconcile.Result{}, r.record(ctx, fo, placement, scheduledCondition(fo, len(placement) > 0, reason, fmt.Sprintf("follows its workloads to %d clusters", len(placement))), "", "")
 	}
 	spec, err := fedobj.PolicySpec(ctx, r.Client, *fo.Spec.Policy)
 	if err != nil || spec == nil {
@@ -142,8 +141,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		// Fixed by a profile or webhook change, whose events come back here,
 		// or by a Secret appearing: look again in a while too.
-		if err := r.setStatus(ctx, fo, scheduledCondition(fo, false, "ProfileInvalid", err.Error()), fo.Status.SchedulingBasis); err != nil {
-			return r.result(err)
+		if err := r.record(ctx, fo, fo.Placement(), scheduledCondition(fo, false, "ProfileInvalid", err.Error()), fo.Status.SchedulingBasis, ""); err != nil {
+			return reconcile.Result{}, err
 		}
 		return reconcile.Result{RequeueAfter: 30 * time.Second}, nil
 	}
@@ -159,7 +158,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	basis := scheduler.Basis(u, candidates, version, now)
 	last := meta.FindStatusCondition(fo.Status.Conditions, v1alpha1.ConditionScheduled)
-	if basis == fo.Status.SchedulingBasis && last != nil && last.Reason == "Scheduled" {
+	if basis == fo.Status.SchedulingBasis && last != nil && last.Reason == "Scheduled" && len(fo.Spec.Placement) == 0 {
 		return next, nil // nothing the last decision depended on changed
 	}
 	res, err := profile.Schedule(ctx, u, candidates)
@@ -170,45 +169,40 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if candidates, err = r.candidates(ctx, u); err != nil {
 			return reconcile.Result{}, err
 		}
-		u.Current = fo.Spec.Placement
+		u.Current = fo.Placement()
 		res, err = profile.Schedule(ctx, u, candidates)
 	}
 	if err != nil {
 		// A failing plugin (a webhook): keep the placement in force, say why,
 		// and try again on a back-off (no basis recorded).
-		if serr := r.setStatus(ctx, fo, scheduledCondition(fo, false, "SchedulerError", err.Error()), fo.Status.SchedulingBasis); serr != nil {
-			return r.result(serr)
+		if serr := r.record(ctx, fo, fo.Placement(), scheduledCondition(fo, false, "SchedulerError", err.Error()), fo.Status.SchedulingBasis, ""); serr != nil {
+			return reconcile.Result{}, serr
 		}
 		return reconcile.Result{}, fmt.Errorf("schedule %s: %w", req, err)
 	}
-	reason, message := "Scheduled", res.Message
+	reason, message, placement := "Scheduled", res.Message, fo.Placement()
+	var drops []string
 	switch {
 	case len(res.Placement) > 0:
-		drops := failoverDrops(fo.Spec.Placement, res.Placement, candidates)
+		drops = failoverDrops(placement, res.Placement, candidates)
 		ok, msg, wait := r.admitEviction(drops, now)
 		if !ok {
 			// Keep the placement in force and the basis unrecorded: the
 			// decision is made again when a token is due.
-			if err := r.setStatus(ctx, fo, scheduledCondition(fo, false, reasonEvictionRateLimited, msg), fo.Status.SchedulingBasis); err != nil {
-				return r.result(err)
+			if err := r.record(ctx, fo, placement, scheduledCondition(fo, false, reasonEvictionRateLimited, msg), fo.Status.SchedulingBasis, ""); err != nil {
+				return reconcile.Result{}, err
 			}
 			return reconcile.Result{RequeueAfter: wait}, nil
 		}
-		if err := r.place(ctx, fo, res.Placement, res.Message); err != nil {
-			r.evictions.ReturnAll(drops) // nothing moved
-			return r.result(err)
-		}
-		evicted(drops)
+		placement = res.Placement
 	case res.Feasible == 0:
 		// No cluster passes the filters: keep the placement in force unless
 		// the object may lose every cluster.
 		reason = v1alpha1.ReasonUnschedulable
-		placement, note := noFit(fo.Spec.Placement, candidates, u.Placement.EmptyPlacement)
+		var note string
+		placement, note = noFit(placement, candidates, u.Placement.EmptyPlacement)
 		if note != "" {
 			message += "; " + note
-		}
-		if err := r.place(ctx, fo, placement, message); err != nil {
-			return r.result(err)
 		}
 	default:
 		// Clusters pass the filters but no choice or replica plan satisfies
@@ -216,9 +210,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// rather than remove the object everywhere.
 		reason = v1alpha1.ReasonUnschedulable
 	}
-	if err := r.setStatus(ctx, fo, scheduledCondition(fo, reason == "Scheduled", reason, message), basis); err != nil {
-		return r.result(err)
+	if err := r.record(ctx, fo, placement, scheduledCondition(fo, reason == "Scheduled", reason, message), basis, message); err != nil {
+		r.evictions.ReturnAll(drops) // nothing moved
+		return reconcile.Result{}, err
 	}
+	evicted(drops)
 	if reason == v1alpha1.ReasonUnschedulable && (next.RequeueAfter == 0 || next.RequeueAfter > unschedulableRetry) {
 		// Free capacity is not part of the basis: look again later.
 		next.RequeueAfter = unschedulableRetry
@@ -247,30 +243,6 @@ func (r *Reconciler) candidates(ctx context.Context, u *framework.Unit) ([]*v1al
 	return out, nil
 }
 
-// place writes a new placement (and an event saying why) when it changed.
-func (r *Reconciler) place(ctx context.Context, fo *v1alpha1.FederatedObject, placement []v1alpha1.ClusterPlacement, why string) error {
-	if equality.Semantic.DeepEqual(placement, fo.Spec.Placement) || (len(placement) == 0 && len(fo.Spec.Placement) == 0) {
-		return nil
-	}
-	before := describe(fo.Spec.Placement)
-	fo.Spec.Placement = placement
-	if err := r.Client.Update(ctx, fo); err != nil {
-		if apierrors.IsConflict(err) {
-			return errRetry
-		}
-		return client.IgnoreNotFound(err)
-	}
-	ctrl.LoggerFrom(ctx).Info("Placed", "placement", describe(placement), "before", before)
-	if r.Recorder != nil {
-		msg := fmt.Sprintf("%s (was %s)", describe(placement), before)
-		if why != "" {
-			msg += ": " + why
-		}
-		r.Recorder.Eventf(fo, nil, corev1.EventTypeNormal, "Scheduled", "Schedule", "%s", msg)
-	}
-	return nil
-}
-
 // scheduledCondition is the Scheduled condition for an outcome.
 func scheduledCondition(fo *v1alpha1.FederatedObject, ok bool, reason, message string) metav1.Condition {
 	c := metav1.Condition{Type: v1alpha1.ConditionScheduled, Status: metav1.ConditionTrue, Reason: reason, Message: message, ObservedGeneration: fo.Generation}
@@ -283,26 +255,53 @@ func scheduledCondition(fo *v1alpha1.FederatedObject, ok bool, reason, message s
 	return c
 }
 
-// setStatus records the Scheduled condition, the decision's basis and a
-// summary of the placement.
-func (r *Reconciler) setStatus(ctx context.Context, fo *v1alpha1.FederatedObject, cond metav1.Condition, basis string) error {
-	before := fo.Status.DeepCopy()
-	meta.SetStatusCondition(&fo.Status.Conditions, cond)
-	fo.Status.SchedulingBasis = basis
-	fo.Status.Placement = summary(fo.Spec.Placement)
-	if equality.Semantic.DeepEqual(before, &fo.Status) {
-		return nil
+// record writes the decision: the placement, the Scheduled condition, the
+// basis and the placement's summary, in one server-side apply of the
+// fields the scheduler owns (nothing when they are unchanged). An event
+// says why a placement moved (the first decision records none: the
+// object's Propagated condition and copies tell it), and a Warning why an
+// object is not scheduled. An object an earlier version wrote keeps its
+// decision in spec.placement; once status holds it, spec.placement is
+// cleared.
+func (r *Reconciler) record(ctx context.Context, fo *v1alpha1.FederatedObject, placement []v1alpha1.ClusterPlacement, cond metav1.Condition, basis, why string) error {
+	if len(placement) == 0 {
+		placement = nil
 	}
-	if err := r.Client.Status().Update(ctx, fo); err != nil {
-		if apierrors.IsConflict(err) {
-			return errRetry
-		}
+	before := fo.Placement()
+	var old *metav1.Condition
+	if c := meta.FindStatusCondition(fo.Status.Conditions, v1alpha1.ConditionScheduled); c != nil {
+		old = c.DeepCopy()
+	}
+	written, err := fedobj.ApplyStatus(ctx, r.Client, fo, fedobj.StatusApply{Manager: v1alpha1.FieldManagerSchedule, Status: v1alpha1.FederatedObjectStatus{
+		Conditions:        []metav1.Condition{fedobj.Condition(fo.Status, cond)},
+		ScheduledClusters: placement,
+		Placement:         summary(placement),
+		SchedulingBasis:   basis,
+	}})
+	if err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if cond.Status == metav1.ConditionFalse && r.Recorder != nil {
-		if old := meta.FindStatusCondition(before.Conditions, v1alpha1.ConditionScheduled); old == nil || old.Reason != cond.Reason || old.Message != cond.Message {
-			r.Recorder.Eventf(fo, nil, corev1.EventTypeWarning, cond.Reason, "Schedule", "%s", cond.Message)
+	if len(fo.Spec.Placement) > 0 {
+		// Written by an earlier version: status holds the decision now.
+		if err := r.Client.Patch(ctx, fo, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"placement":null}}`))); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("clear the deprecated spec.placement of %s/%s: %w", fo.Namespace, fo.Name, err)
 		}
+	}
+	if !written || r.Recorder == nil {
+		return nil
+	}
+	if moved := !equality.Semantic.DeepEqual(placement, before) && !(len(placement) == 0 && len(before) == 0); moved {
+		ctrl.LoggerFrom(ctx).Info("Placed", "placement", describe(placement), "before", describe(before))
+		if old != nil {
+			msg := fmt.Sprintf("%s (was %s)", describe(placement), describe(before))
+			if why != "" {
+				msg += ": " + why
+			}
+			r.Recorder.Eventf(fo, nil, corev1.EventTypeNormal, "Scheduled", "Schedule", "%s", msg)
+		}
+	}
+	if cond.Status == metav1.ConditionFalse && (old == nil || old.Reason != cond.Reason || old.Message != cond.Message) {
+		r.Recorder.Eventf(fo, nil, corev1.EventTypeWarning, cond.Reason, "Schedule", "%s", cond.Message)
 	}
 	return nil
 }
@@ -314,16 +313,6 @@ const unknownKindRetry = 30 * time.Second
 // unschedulableRetry is how often an Unschedulable object is decided again
 // while nothing in its basis changes (capacity may have freed up).
 const unschedulableRetry = time.Minute
-
-// errRetry: a write lost a race; try again shortly.
-var errRetry = errors.New("retry")
-
-func (r *Reconciler) result(err error) (reconcile.Result, error) {
-	if errors.Is(err, errRetry) {
-		return reconcile.Result{RequeueAfter: 200 * time.Millisecond}, nil
-	}
-	return reconcile.Result{}, err
-}
 
 // followerPlacement is the union of the clusters of the workloads that
 // reference a follower, and of the clusters still holding their copies.
@@ -340,7 +329,7 @@ func (r *Reconciler) followerPlacement(ctx context.Context, fo *v1alpha1.Federat
 			continue
 		}
 		live++
-		for _, p := range l.Spec.Placement {
+		for _, p := range l.Placement() {
 			names = append(names, p.Cluster)
 		}
 		for _, c := range l.Status.Clusters {
@@ -350,7 +339,7 @@ func (r *Reconciler) followerPlacement(ctx context.Context, fo *v1alpha1.Federat
 	if live == 0 {
 		// No workload references it any more: the federate controller
 		// releases it and its copies stay where they are.
-		return fo.Spec.Placement, nil
+		return fo.Placement(), nil
 	}
 	slices.Sort(names)
 	names = slices.Compact(names)

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
@@ -111,6 +112,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !workload.Aggregated(tmpl) {
 		return reconcile.Result{}, nil
 	}
+	if c := unrecorded(fo); c != "" {
+		// The propagate controller has not recorded its first pass over
+		// this cluster: its copy is being created. Writing now would report
+		// it missing, and be written again a moment later; propagate's
+		// status write brings the object back.
+		ctrl.LoggerFrom(ctx).V(2).Info("Waiting for the first propagation to a cluster", "cluster", c)
+		return reconcile.Result{}, nil
+	}
 	members, waiting, err := r.members(ctx, fo, tmpl)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -133,6 +142,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{}, nil
 }
 
+// unrecorded returns a placed cluster that fo's status.clusters does not
+// list yet, or "".
+func unrecorded(fo *v1alpha1.FederatedObject) string {
+	for _, p := range fo.Placement() {
+		if !slices.ContainsFunc(fo.Status.Clusters, func(c v1alpha1.ClusterPropagationStatus) bool { return c.Cluster == p.Cluster }) {
+			return p.Cluster
+		}
+	}
+	return ""
+}
+
 // members collects the placed clusters' copies from the member caches. A
 // cluster that is not usable (copies.Usable: gone, being deleted, not
 // Ready) counts as holding no copy. waiting is true when a usable
@@ -148,7 +168,7 @@ func (r *Reconciler) members(ctx context.Context, fo *v1alpha1.FederatedObject, 
 	for _, c := range fo.Status.Clusters {
 		synced[c.Cluster] = c
 	}
-	for _, p := range fo.Spec.Placement {
+	for _, p := range fo.Placement() {
 		m := workload.Member{Cluster: p.Cluster}
 		st := synced[p.Cluster]
 		m.Current = st.Reason == v1alpha1.PropagationOK && st.TemplateGeneration == tmpl.GetGeneration()
