@@ -55,7 +55,10 @@ func (r *Reconciler) cleanup(ctx context.Context, fo *v1alpha1.FederatedObject, 
 // The federate controller records its reason (AnnotationRelease). A
 // FederatedObject deleted by someone else (the namespace controller, the
 // garbage collector, a user) keeps its copies unless the host object or
-// its namespace is being deleted, or the host object is gone.
+// its namespace is being deleted, or the host object is gone; a host
+// object that is gone keeps them if its final state asked to (the
+// garbage collector may delete the FederatedObject before federate has
+// recorded an orphan annotation set just before the delete).
 func (r *Reconciler) orphans(fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured) bool {
 	switch fo.Annotations[v1alpha1.AnnotationRelease] {
 	case v1alpha1.ReleaseOrphan:
@@ -63,8 +66,11 @@ func (r *Reconciler) orphans(fo *v1alpha1.FederatedObject, tmpl *unstructured.Un
 	case v1alpha1.ReleaseDelete:
 		return false
 	}
-	if tmpl == nil || !tmpl.GetDeletionTimestamp().IsZero() {
-		return tmpl != nil && tmpl.GetAnnotations()[v1alpha1.AnnotationOrphan] == "true"
+	if tmpl == nil {
+		return r.Templates.LastSeenOrphan(templates.KeyOfReference(fo.Spec.Template), fo.Spec.Template.UID)
+	}
+	if !tmpl.GetDeletionTimestamp().IsZero() {
+		return tmpl.GetAnnotations()[v1alpha1.AnnotationOrphan] == "true"
 	}
 	if ns := tmpl.GetNamespace(); ns != "" {
 		if n, err := r.Templates.Get(templates.Key{Kind: "Namespace", Name: ns}); err == nil && n != nil && !n.GetDeletionTimestamp().IsZero() {
