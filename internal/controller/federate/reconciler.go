@@ -95,7 +95,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // Reconcile brings one host object's FederatedObject in line with the
 // policies.
 func (r *Reconciler) Reconcile(ctx context.Context, key templates.Key) (reconcile.Result, error) {
-	tmpl, err := r.Templates.Get(key)
+	tmpl, err := r.Templates.GetSynced(ctx, key)
 	switch {
 	case errors.Is(err, templates.ErrNotSynced):
 		return reconcile.Result{RequeueAfter: time.Second}, nil

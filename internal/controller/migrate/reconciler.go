@@ -94,7 +94,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !fo.DeletionTimestamp.IsZero() || fo.Spec.Policy == nil {
 		return reconcile.Result{}, nil
 	}
-	tmpl, err := r.Templates.Get(fedobj.Template(fo))
+	tmpl, err := r.Templates.GetSynced(ctx, fedobj.Template(fo))
 	if errors.Is(err, templates.ErrNotSynced) {
 		return reconcile.Result{RequeueAfter: time.Second}, nil
 	}

@@ -83,7 +83,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	fo = r.written.Fresh(fo)
-	tmpl, err := r.Templates.Get(fedobj.Template(fo))
+	tmpl, err := r.Templates.GetSynced(ctx, fedobj.Template(fo))
 	switch {
 	case errors.Is(err, templates.ErrNotSynced):
 		return reconcile.Result{RequeueAfter: time.Second}, nil

@@ -159,3 +159,32 @@ func hostClients(ctx context.Context, t *testing.T) (client.Client, *templates.C
 	}
 	return c, tc
 }
+
+// A reconciler that asks a template cache still listing the host waits
+// for it (GetSynced) rather than getting ErrNotSynced and requeueing: after
+// a restart every object used to come back each second until the cache
+// had listed everything.
+func TestGetSyncedWaitsForTheCache(t *testing.T) {
+	testenv.Need(t, env)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c, _ := hostClients(ctx, t)
+	ns := env.Namespace(t)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "listed"}}
+	if err := c.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	tc, err := templates.New(env.Host.Config, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		if err := tc.Start(ctx); err != nil {
+			t.Errorf("template cache: %v", err)
+		}
+	}()
+	got, err := tc.GetSynced(ctx, templates.Key{Kind: "ConfigMap", Namespace: ns, Name: cm.Name})
+	if err != nil || got == nil {
+		t.Fatalf("GetSynced right after Start = %v, %v; want the ConfigMap", got, err)
+	}
+}

@@ -121,7 +121,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil || spec == nil {
 		return reconcile.Result{}, err // a missing policy: the federate controller releases the object
 	}
-	tmpl, err := r.Templates.Get(fedobj.Template(fo))
+	tmpl, err := r.Templates.GetSynced(ctx, fedobj.Template(fo))
 	if errors.Is(err, templates.ErrNotSynced) {
 		return reconcile.Result{RequeueAfter: time.Second}, nil
 	}

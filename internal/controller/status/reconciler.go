@@ -96,7 +96,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// Before the first decision there is nothing to report yet.
 		return reconcile.Result{}, nil
 	}
-	tmpl, err := r.Templates.Get(fedobj.Template(fo))
+	tmpl, err := r.Templates.GetSynced(ctx, fedobj.Template(fo))
 	if errors.Is(err, templates.ErrNotSynced) {
 		return reconcile.Result{RequeueAfter: time.Second}, nil
 	}
@@ -120,14 +120,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		ctrl.LoggerFrom(ctx).V(2).Info("Waiting for the first propagation to a cluster", "cluster", c)
 		return reconcile.Result{}, nil
 	}
-	members, waiting, err := r.members(ctx, fo, tmpl)
+	members, unknown, err := r.members(ctx, fo, tmpl)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if waiting {
+	switch unknown {
+	case copyStarting:
 		// A Ready member's copy is not known yet (a restart): writing now
 		// would report it missing and flip conditions for a second.
 		return reconcile.Result{RequeueAfter: time.Second}, nil
+	case copyStalled:
+		// A Ready member's cache has listed for longer than
+		// member.StallAfter (a slow member, or a large one after a
+		// restart): its copy is unknown, not absent. Reporting it missing
+		// would write the host twice (missing, then back) with nothing
+		// changed in the member.
+		return reconcile.Result{RequeueAfter: stalledRetry}, nil
 	}
 	status, changed := workload.AggregateStatus(tmpl, members, metav1.Now())
 	if !changed {
@@ -153,16 +161,35 @@ func unrecorded(fo *v1alpha1.FederatedObject) string {
 	return ""
 }
 
+// unknownCopy says why a usable cluster's copy is not known.
+type unknownCopy int
+
+const (
+	// copiesKnown: every usable cluster's copy is known.
+	copiesKnown unknownCopy = iota
+	// copyStarting: a session or its cache of the kind is starting.
+	copyStarting
+	// copyStalled: a cache has been listing for longer than
+	// member.StallAfter.
+	copyStalled
+)
+
+// stalledRetry is how often an object is looked at again while a member
+// cache it needs is stalled.
+const stalledRetry = 5 * time.Second
+
 // members collects the placed clusters' copies from the member caches. A
 // cluster that is not usable (copies.Usable: gone, being deleted, not
-// Ready) counts as holding no copy. waiting is true when a usable
-// cluster's session or cache is not there yet. The caches are
-// looked up by the host's resource of the kind, without touching the
-// member, so a slow member never holds a worker here.
-func (r *Reconciler) members(ctx context.Context, fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured) (out []workload.Member, waiting bool, err error) {
+// Ready) counts as holding no copy. unknown says when a usable cluster's
+// copy is not known (its session or cache is starting or stalled): the
+// host status is then a function of what the members hold only once
+// every copy is known. The caches are looked up by the host's resource of
+// the kind, without touching the member, so a slow member never holds a
+// worker here.
+func (r *Reconciler) members(ctx context.Context, fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured) (out []workload.Member, unknown unknownCopy, err error) {
 	kind, ok := r.Templates.Lookup(templates.KeyOf(tmpl).GroupKind())
 	if !ok {
-		return nil, false, nil
+		return nil, copiesKnown, nil
 	}
 	synced := map[string]v1alpha1.ClusterPropagationStatus{}
 	for _, c := range fo.Status.Clusters {
@@ -176,19 +203,22 @@ func (r *Reconciler) members(ctx context.Context, fo *v1alpha1.FederatedObject, 
 		// Read-only: the cached object is shared, not copied (its list of API
 		// resources makes a copy cost more than the rest of the pass).
 		if err := r.Client.Get(ctx, client.ObjectKey{Name: p.Cluster}, mc, client.UnsafeDisableDeepCopy); client.IgnoreNotFound(err) != nil {
-			return nil, false, err
+			return nil, copiesKnown, err
 		}
 		if mc.Name == "" {
 			mc = nil // not found
 		}
 		c := copies.Of(r.Pool, mc, p.Cluster, kind.GVR, tmpl.GetNamespace(), tmpl.GetName())
-		if c.Waiting() {
-			return nil, true, nil
+		switch {
+		case c.Waiting():
+			return nil, copyStarting, nil
+		case c.Session != nil && !c.Known():
+			return nil, copyStalled, nil
 		}
-		m.Object = c.Live // nil unless known: a cluster not usable holds no copy
+		m.Object = c.Live // nil when absent, or when the cluster is not usable (it holds no copy)
 		out = append(out, m)
 	}
-	return out, false, nil
+	return out, copiesKnown, nil
 }
 
 // writeStatus patches the template's status subresource with the
