@@ -14,9 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
-	"github.com/flotilla-io/flotilla/config/crd"
 	"github.com/flotilla-io/flotilla/internal/policy"
-	hostscheme "github.com/flotilla-io/flotilla/internal/scheme"
 	"github.com/flotilla-io/flotilla/internal/templates"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
@@ -127,37 +125,6 @@ func statusOwners(fo *v1alpha1.FederatedObject) []string {
 		}
 	}
 	return out
-}
-
-// hostClients returns a client of the test host and a started template
-// cache.
-func hostClients(ctx context.Context, t *testing.T) (client.Client, *templates.Cache) {
-	t.Helper()
-	cfg := env.Host.Config
-	if err := crd.Install(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
-	scheme, err := hostscheme.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tc, err := templates.New(cfg, time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		if err := tc.Start(ctx); err != nil {
-			t.Errorf("template cache: %v", err)
-		}
-	}()
-	if !tc.WaitForSync(ctx) {
-		t.Fatal("template cache did not sync")
-	}
-	return c, tc
 }
 
 // A reconciler that asks a template cache still listing the host waits

@@ -32,30 +32,7 @@ func TestTemplateOfAnUnservedKindIsRetried(t *testing.T) {
 	testenv.Need(t, env)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cfg := env.Host.Config
-	if err := crd.Install(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
-	scheme, err := hostscheme.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tc, err := templates.New(cfg, time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		if err := tc.Start(ctx); err != nil {
-			t.Errorf("template cache: %v", err)
-		}
-	}()
-	if !tc.WaitForSync(ctx) {
-		t.Fatal("template cache did not sync")
-	}
+	c, tc := hostClients(ctx, t)
 
 	ns := env.Namespace(t)
 	cpp := &v1alpha1.ClusterPropagationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "unserved-kind"}}
@@ -83,4 +60,35 @@ func TestTemplateOfAnUnservedKindIsRetried(t *testing.T) {
 	if err == nil && res.RequeueAfter == 0 {
 		t.Errorf("Reconcile() = %+v, nil: the object of an unserved kind is never looked at again", res)
 	}
+}
+
+// hostClients returns a client of the test host and a started template
+// cache.
+func hostClients(ctx context.Context, t *testing.T) (client.Client, *templates.Cache) {
+	t.Helper()
+	cfg := env.Host.Config
+	if err := crd.Install(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	scheme, err := hostscheme.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc, err := templates.New(cfg, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		if err := tc.Start(ctx); err != nil {
+			t.Errorf("template cache: %v", err)
+		}
+	}()
+	if !tc.WaitForSync(ctx) {
+		t.Fatal("template cache did not sync")
+	}
+	return c, tc
 }
