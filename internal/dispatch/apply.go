@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -63,9 +64,12 @@ type Options struct {
 	// Adopt takes over an existing object Flotilla does not manage instead
 	// of reporting Conflict.
 	Adopt bool
-	// Live is the member's current object when the caller has it (from a
-	// cache); nil makes Apply read it.
+	// Live is the member's current object, or its projection (Project),
+	// when the caller has it from a cache; nil makes Apply read it.
 	Live *unstructured.Unstructured
+	// Verified remembers projections found current by a full comparison
+	// (nil: remember nothing).
+	Verified *Verified
 	// KeepLive are field paths (such as spec.replicas) whose value, when the
 	// member's object has one, is kept as the member has it: a member-side
 	// actor (an HPA) owns it. The federation still applies the field, with
@@ -148,6 +152,9 @@ type Intent struct {
 	// Hash is the value of the template-hash label: a hash of Object
 	// without that label.
 	Hash string
+	// OwnedHash is the owned-field hash of Object (owned.go): what the
+	// projection of a copy that holds it carries.
+	OwnedHash string
 }
 
 // Prepare makes the Intent of desired (not modified).
@@ -171,7 +178,11 @@ func Prepare(desired *unstructured.Unstructured) (*Intent, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Intent{Object: obj, Hash: hash}, nil
+	owned, err := intentOwnedHash(obj.Object)
+	if err != nil {
+		return nil, fmt.Errorf("hash %s: %w", describe(obj), err)
+	}
+	return &Intent{Object: obj, Hash: hash, OwnedHash: owned}, nil
 }
 
 // write is ApplyIntent without the namespace creation.
@@ -182,6 +193,17 @@ func (a *Applier) write(ctx context.Context, in *Intent, opts Options) (Outcome,
 		return "", err
 	}
 	live := opts.Live
+	if live != nil && IsProjection(live) {
+		if current(live, in, opts) {
+			return Unchanged, nil
+		}
+		if live.GetLabels()[LabelTemplateHash] == in.Hash {
+			// Same intent, other owned fields: drift, or a value the member
+			// spells its own way. Only the whole copy can tell.
+			live = nil
+			verifyReads.Inc()
+		}
+	}
 	if live == nil {
 		live, err = res.Get(ctx, obj.GetName(), metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
@@ -209,16 +231,66 @@ func (a *Applier) write(ctx context.Context, in *Intent, opts Options) (Outcome,
 			return Conflict, fmt.Errorf("%s: %w", describe(obj), ErrConflict)
 		case !managed:
 			outcome = Adopted
-		case Contains(live.Object, obj.Object):
+		case !IsProjection(live) && Contains(live.Object, obj.Object):
+			if h, ok := liveOwnedHash(live.Object); ok {
+				opts.Verified.record(verifiedKey(obj), in.OwnedHash, h)
+			}
 			return Unchanged, nil
 		default:
 			outcome = Updated
 		}
 	}
-	if _, err := res.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
+	written, err := res.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	if err != nil {
 		return "", fmt.Errorf("apply %s: %w", describe(obj), err)
 	}
+	if h, ok := liveOwnedHash(written.Object); ok {
+		opts.Verified.record(verifiedKey(obj), in.OwnedHash, h)
+	}
 	return outcome, nil
+}
+
+// current reports whether a projection shows a copy that holds the
+// intent: the owned-field hashes match (or a full comparison found this
+// pair to match before), and the fields compared by value hold the
+// intent's values, or the member's own where opts.KeepLive keeps them.
+func current(live *unstructured.Unstructured, in *Intent, opts Options) bool {
+	if !isManaged(live) || live.GetLabels()[LabelTemplateHash] != in.Hash {
+		return false
+	}
+	h := projectionHash(live)
+	if h != in.OwnedHash && !opts.Verified.matches(verifiedKey(in.Object), in.OwnedHash, h) {
+		return false
+	}
+	for _, p := range comparedByValue {
+		want, found, _ := unstructured.NestedFieldNoCopy(in.Object.Object, p...)
+		if !found {
+			continue
+		}
+		have, found, _ := unstructured.NestedFieldNoCopy(live.Object, p...)
+		if found && keptLive(opts.KeepLive, p) {
+			continue
+		}
+		if !found || !Contains(have, want) {
+			return false
+		}
+	}
+	return true
+}
+
+// keptLive reports whether path is one of keep.
+func keptLive(keep [][]string, path []string) bool {
+	for _, k := range keep {
+		if slices.Equal(k, path) {
+			return true
+		}
+	}
+	return false
+}
+
+// verifiedKey names the copy of obj in a Verified.
+func verifiedKey(obj *unstructured.Unstructured) string {
+	return obj.GroupVersionKind().GroupKind().String() + "/" + joinName(obj.GetNamespace(), obj.GetName())
 }
 
 // Delete deletes the member's copy of an object if Flotilla manages it;

@@ -8,4 +8,9 @@
 // object is compared with the live one (Contains): an object whose
 // federation-set fields already hold the desired values is not written at
 // all, so a restart in steady state sends no write to any member.
+//
+// Member caches keep a projection of each copy instead of the whole object
+// (Project): what the controllers read, plus a hash of the fields
+// Flotilla's apply entry owns. Apply decides from a projection when the
+// hashes match; otherwise it reads the copy once and compares in full.
 package dispatch

@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -118,4 +119,24 @@ func merge(x, y any) any {
 		}
 	}
 	return out
+}
+
+// FuzzOwnedPart checks the managedFields walk on arbitrary objects and
+// field sets: it never panics, and what it returns is part of the object.
+func FuzzOwnedPart(f *testing.F) {
+	f.Add([]byte(`{"a":1,"c":[{"name":"a","image":"1"}]}`), []byte(`{"f:a":{},"f:c":{"k:{\"name\":\"a\"}":{".":{},"f:image":{}}}}`))
+	f.Add([]byte(`{"s":["x","y"]}`), []byte(`{"f:s":{"v:\"y\"":{},"i:0":{}}}`))
+	f.Add([]byte(`{"p":[{"port":80}]}`), []byte(`{"f:p":{"k:{\"port\":80}":{".":{}}}}`))
+	f.Fuzz(func(t *testing.T, obj, set []byte) {
+		var o any
+		var s map[string]any
+		if json.Unmarshal(obj, &o) != nil || json.Unmarshal(set, &s) != nil {
+			return
+		}
+		got, ok := ownedPart(o, s)
+		if ok && !Contains(o, got) {
+			t.Fatalf("ownedPart(%s, %s) = %v, not part of the object", obj, set, got)
+		}
+		_, _ = canonicalHash(map[string]any{"v": got})
+	})
 }

@@ -44,11 +44,14 @@ type ObjectHandler func(ObjectEvent)
 // the member (label flotilla.io/managed=true), one per resource, started on
 // first use and stopped with the session.
 type objectCaches struct {
-	client  dynamic.Interface
-	mu      sync.Mutex
-	m       map[schema.GroupVersionResource]cache.SharedIndexInformer
-	started map[schema.GroupVersionResource]time.Time
-	stopped bool // the session is stopping: start no informer
+	client dynamic.Interface
+	// verified remembers projections found current by a full comparison
+	// (see dispatch.Verified).
+	verified *dispatch.Verified
+	mu       sync.Mutex
+	m        map[schema.GroupVersionResource]cache.SharedIndexInformer
+	started  map[schema.GroupVersionResource]time.Time
+	stopped  bool // the session is stopping: start no informer
 }
 
 // stop keeps informers from starting once the session stops.
@@ -63,11 +66,15 @@ func newObjectCaches(rt http.RoundTripper, cfg *rest.Config) (*objectCaches, err
 	if err != nil {
 		return nil, fmt.Errorf("dynamic client: %w", err)
 	}
-	return &objectCaches{client: client, m: map[schema.GroupVersionResource]cache.SharedIndexInformer{}, started: map[schema.GroupVersionResource]time.Time{}}, nil
+	return &objectCaches{client: client, verified: dispatch.NewVerified(), m: map[schema.GroupVersionResource]cache.SharedIndexInformer{}, started: map[schema.GroupVersionResource]time.Time{}}, nil
 }
 
 // Dynamic returns a dynamic client for the member.
 func (s *Session) Dynamic() dynamic.Interface { return s.objects.client }
+
+// Verified is the session's memory of copies whose projection a full
+// comparison found current (pass it as dispatch.Options.Verified).
+func (s *Session) Verified() *dispatch.Verified { return s.objects.verified }
 
 // Mapper maps kinds to the member's resources from its discovery (cached;
 // reset it when a kind is not found).
@@ -93,7 +100,7 @@ const (
 const StallAfter = 10 * time.Second
 
 // ManagedObject returns the member's managed copy of an object from the
-// session's cache, starting the cache of the resource on first use, and
+// session's cache (its projection: see dispatch.Project), starting the cache of the resource on first use, and
 // the cache's state: until it is CacheSynced a missing object means
 // nothing.
 func (s *Session) ManagedObject(gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, CacheState) {
@@ -154,7 +161,7 @@ func (s *Session) objectInformer(gvr schema.GroupVersionResource) (cache.SharedI
 			return res.Watch(ctx, o)
 		},
 	}, &unstructured.Unstructured{}, cache.SharedIndexInformerOptions{})
-	_ = inf.SetTransform(trimManagedFields)
+	_ = inf.SetTransform(dispatch.Project)
 	notify := func(obj any, statusOnly bool) {
 		if s.onObject == nil {
 			return
@@ -217,19 +224,4 @@ func statusOnly(old, obj *unstructured.Unstructured) bool {
 	return obj.GetGeneration() != 0 && old.GetGeneration() == obj.GetGeneration() &&
 		equality.Semantic.DeepEqual(old.GetLabels(), obj.GetLabels()) &&
 		equality.Semantic.DeepEqual(old.GetAnnotations(), obj.GetAnnotations())
-}
-
-// trimManagedFields drops managed fields, which are a large part of every
-// object, except the name of Flotilla's own apply entry (without its
-// fields): it tells a copy Flotilla wrote from an object that only carries
-// the managed label (dispatch.Written).
-func trimManagedFields(obj any) (any, error) {
-	if u, ok := obj.(*unstructured.Unstructured); ok {
-		var kept []metav1.ManagedFieldsEntry
-		if dispatch.Written(u) {
-			kept = []metav1.ManagedFieldsEntry{{Manager: dispatch.FieldManager, Operation: metav1.ManagedFieldsOperationApply}}
-		}
-		u.SetManagedFields(kept)
-	}
-	return obj, nil
 }

@@ -101,6 +101,7 @@ func (r *Reconciler) apply(sess *member.Session, in *dispatch.Intent, opts dispa
 	case member.CacheSynced:
 		opts.Live = live // nil: absent or unmanaged, Apply reads it
 	}
+	opts.Verified = sess.Verified()
 	applier := &dispatch.Applier{Client: sess.Dynamic(), Mapper: sess.Mapper()}
 	return applier.ApplyIntent(ctx, in, opts)
 }
