@@ -159,7 +159,13 @@ type Intent struct {
 
 // Prepare makes the Intent of desired (not modified).
 func Prepare(desired *unstructured.Unstructured) (*Intent, error) {
-	obj := desired.DeepCopy()
+	return Take(desired.DeepCopy())
+}
+
+// Take is Prepare of an object the caller hands over (a freshly rendered
+// one): obj becomes the Intent's Object, modified in place, which spares
+// a copy of it on every pass.
+func Take(obj *unstructured.Unstructured) (*Intent, error) {
 	labels := obj.GetLabels()
 	if labels == nil {
 		labels = map[string]string{}

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -34,9 +35,39 @@ var comparedByValue = [][]string{{"spec", "replicas"}}
 // identity are the paths an Intent carries but no field manager owns.
 var identity = [][]string{{"apiVersion"}, {"kind"}, {"metadata", "name"}, {"metadata", "namespace"}}
 
+// skipIntent and skipLive are the paths the two hashes leave out (as
+// trees: a nil leaf leaves out the whole field).
+var (
+	skipIntent = skipTree(append(append([][]string{}, identity...), comparedByValue...))
+	skipLive   = skipTree(comparedByValue)
+)
+
+// skipTree turns paths into a tree of maps with nil leaves.
+func skipTree(paths [][]string) map[string]any {
+	root := map[string]any{}
+	for _, p := range paths {
+		m := root
+		for i, k := range p {
+			if i == len(p)-1 {
+				m[k] = nil
+				break
+			}
+			next, _ := m[k].(map[string]any)
+			if next == nil {
+				next = map[string]any{}
+				m[k] = next
+			}
+			m = next
+		}
+	}
+	return root
+}
+
 // intentOwnedHash is the owned-field hash of a prepared object.
 func intentOwnedHash(obj map[string]any) (string, error) {
-	return canonicalHash(without(without(obj, identity), comparedByValue))
+	var w canonWriter
+	w.value(obj, skipIntent)
+	return w.sum(), nil
 }
 
 // liveOwnedHash is the owned-field hash of a member object: the values of
@@ -47,10 +78,9 @@ func liveOwnedHash(obj map[string]any) (hash string, ok bool) {
 	if !ok {
 		return "", false
 	}
-	owned, _ := ownedPart(obj, set)
-	m, _ := owned.(map[string]any)
-	hash, err := canonicalHash(without(m, comparedByValue))
-	return hash, err == nil
+	var w canonWriter
+	w.owned(obj, set, skipLive)
+	return w.sum(), true
 }
 
 // appliedSet returns the FieldsV1 set of Flotilla's apply entry in the
@@ -72,67 +102,205 @@ func appliedSet(obj map[string]any) (map[string]any, bool) {
 	return nil, false
 }
 
-// ownedPart returns the part of v that the FieldsV1 set fs names, sharing
-// leaves with v (callers must not modify it), and whether anything was
-// named. Set entries are "f:<field>" (a map key), "k:<json>" (the element
-// of a keyed list whose key fields hold those values), "v:<json>" (the
-// element of a set with that value), "i:<n>" (an index) and "." (the node
-// itself). A member of the set with no children is a leaf: the whole
-// value is owned.
-func ownedPart(v any, fs map[string]any) (any, bool) {
+// canonWriter writes values in a canonical form, the input of both
+// hashes. What Contains treats as equal is written one way: empty maps,
+// empty lists and nulls are absent, integral numbers are integers, and
+// quantities are in their canonical form ("0.5" and "500m" alike). Map
+// keys are sorted. It is not JSON; only its equality matters.
+type canonWriter struct{ buf []byte }
+
+// sum is the hash of what was written.
+func (w *canonWriter) sum() string {
+	s := sha256.Sum256(w.buf)
+	return hex.EncodeToString(s[:12])
+}
+
+// child returns the part of a skip tree below key, and whether key is
+// skipped entirely.
+func child(skip map[string]any, key string) (map[string]any, bool) {
+	sub, found := skip[key]
+	if !found {
+		return nil, false
+	}
+	m, _ := sub.(map[string]any)
+	return m, m == nil
+}
+
+// value writes v's canonical form without the paths in skip; it writes
+// nothing and returns false when v is empty.
+func (w *canonWriter) value(v any, skip map[string]any) bool {
 	switch x := v.(type) {
 	case map[string]any:
-		out := map[string]any{}
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		return w.object(keys, skip, func(k string, sub map[string]any) bool { return w.value(x[k], sub) })
+	case []any:
+		if len(x) == 0 {
+			return false
+		}
+		w.buf = append(w.buf, '[')
+		for i, e := range x {
+			if i > 0 {
+				w.buf = append(w.buf, ',')
+			}
+			if !w.value(e, nil) {
+				w.buf = append(w.buf, "null"...)
+			}
+		}
+		w.buf = append(w.buf, ']')
+		return true
+	case string:
+		if x != "" && quantityLike(x) && startsNumeric(x) {
+			if q, err := resource.ParseQuantity(x); err == nil {
+				w.buf = append(w.buf, 'q')
+				w.buf = strconv.AppendQuote(w.buf, q.String())
+				return true
+			}
+		}
+		w.buf = strconv.AppendQuote(w.buf, x)
+		return true
+	case bool:
+		w.buf = strconv.AppendBool(w.buf, x)
+		return true
+	case int64:
+		w.buf = strconv.AppendInt(w.buf, x, 10)
+		return true
+	case int:
+		w.buf = strconv.AppendInt(w.buf, int64(x), 10)
+		return true
+	case int32:
+		w.buf = strconv.AppendInt(w.buf, int64(x), 10)
+		return true
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
+			w.buf = strconv.AppendInt(w.buf, int64(x), 10)
+		} else {
+			w.buf = strconv.AppendFloat(w.buf, x, 'g', -1, 64)
+		}
+		return true
+	case nil:
+		return false
+	}
+	w.buf = fmt.Appendf(w.buf, "%T:%v", v, v)
+	return true
+}
+
+// object writes the fields keys (sorted) of an object, each by write,
+// leaving out the skipped ones and the empty ones; it writes nothing and
+// returns false when none remains.
+func (w *canonWriter) object(keys []string, skip map[string]any, write func(k string, sub map[string]any) bool) bool {
+	start := len(w.buf)
+	w.buf = append(w.buf, '{')
+	n := 0
+	for _, k := range keys {
+		sub, skipped := child(skip, k)
+		if skipped {
+			continue
+		}
+		mark := len(w.buf)
+		if n > 0 {
+			w.buf = append(w.buf, ',')
+		}
+		w.buf = strconv.AppendQuote(w.buf, k)
+		w.buf = append(w.buf, ':')
+		if write(k, sub) {
+			n++
+		} else {
+			w.buf = w.buf[:mark]
+		}
+	}
+	if n == 0 {
+		w.buf = w.buf[:start]
+		return false
+	}
+	w.buf = append(w.buf, '}')
+	return true
+}
+
+// owned writes the canonical form of the part of v that the FieldsV1 set
+// fs names, without the paths in skip, as value would write that part on
+// its own; false when nothing is named. Set entries are "f:<field>" (a map
+// key), "k:<json>" (the element of a keyed list whose key fields hold
+// those values), "v:<json>" (the element of a set with that value),
+// "i:<n>" (an index) and "." (the node itself). A member of the set with
+// no children is a leaf: the whole value is owned. Elements of lists keep
+// the member's order.
+func (w *canonWriter) owned(v any, fs map[string]any, skip map[string]any) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		sets := make(map[string]map[string]any, len(fs))
+		keys := make([]string, 0, len(fs))
 		for k, sub := range fs {
 			name, ok := strings.CutPrefix(k, "f:")
 			if !ok {
 				continue
 			}
-			child, found := x[name]
-			if !found {
+			if _, found := x[name]; !found {
 				continue
 			}
-			if subSet, _ := sub.(map[string]any); !isLeaf(subSet) {
-				if o, ok := ownedPart(child, subSet); ok {
-					out[name] = o
-				}
-				continue
-			}
-			out[name] = child
+			sets[name], _ = sub.(map[string]any)
+			keys = append(keys, name)
 		}
-		return out, len(out) > 0
+		slices.Sort(keys)
+		return w.object(keys, skip, func(k string, sub map[string]any) bool {
+			if isLeaf(sets[k]) {
+				return w.value(x[k], sub)
+			}
+			return w.owned(x[k], sets[k], sub)
+		})
 	case []any:
-		picked := map[int]any{}
+		type pick struct {
+			i   int
+			key string
+			set map[string]any
+		}
+		var picks []pick
 		for k, sub := range fs {
-			subSet, _ := sub.(map[string]any)
+			set, _ := sub.(map[string]any)
 			for _, i := range listElements(x, k) {
-				switch {
-				case strings.HasPrefix(k, "k:") && isLeaf(subSet):
-					picked[i] = keyFields(k)
-				case isLeaf(subSet):
-					picked[i] = x[i]
-				default:
-					if o, ok := ownedPart(x[i], subSet); ok {
-						picked[i] = o
-					}
-				}
+				picks = append(picks, pick{i, k, set})
 			}
 		}
-		if len(picked) == 0 {
-			return nil, false
+		slices.SortFunc(picks, func(a, b pick) int {
+			if a.i != b.i {
+				return a.i - b.i
+			}
+			return strings.Compare(a.key, b.key)
+		})
+		start := len(w.buf)
+		w.buf = append(w.buf, '[')
+		n := 0
+		for _, p := range picks {
+			mark := len(w.buf)
+			if n > 0 {
+				w.buf = append(w.buf, ',')
+			}
+			var ok bool
+			switch {
+			case strings.HasPrefix(p.key, "k:") && isLeaf(p.set):
+				ok = w.value(keyFields(p.key), nil)
+			case isLeaf(p.set):
+				ok = w.value(x[p.i], nil)
+			default:
+				ok = w.owned(x[p.i], p.set, nil)
+			}
+			if ok {
+				n++
+			} else {
+				w.buf = w.buf[:mark]
+			}
 		}
-		idx := make([]int, 0, len(picked))
-		for i := range picked {
-			idx = append(idx, i)
+		if n == 0 {
+			w.buf = w.buf[:start]
+			return false
 		}
-		slices.Sort(idx)
-		out := make([]any, 0, len(idx))
-		for _, i := range idx {
-			out = append(out, picked[i])
-		}
-		return out, true
+		w.buf = append(w.buf, ']')
+		return true
 	}
-	return nil, false
+	return false
 }
 
 // isLeaf reports whether a set member has no children but ".".
@@ -202,91 +370,6 @@ func keyOnly(m, key map[string]any) map[string]any {
 		}
 	}
 	return out
-}
-
-// without returns obj without the given paths, copying only the maps on
-// the way to them (obj is not modified).
-func without(obj map[string]any, paths [][]string) map[string]any {
-	for _, p := range paths {
-		obj = withoutPath(obj, p)
-	}
-	return obj
-}
-
-func withoutPath(m map[string]any, path []string) map[string]any {
-	v, found := m[path[0]]
-	if !found {
-		return m
-	}
-	out := make(map[string]any, len(m))
-	for k, e := range m {
-		out[k] = e
-	}
-	if len(path) == 1 {
-		delete(out, path[0])
-		return out
-	}
-	if child, ok := v.(map[string]any); ok {
-		out[path[0]] = withoutPath(child, path[1:])
-	}
-	return out
-}
-
-// canonicalHash hashes the canonical form of v.
-func canonicalHash(v map[string]any) (string, error) {
-	b, err := json.Marshal(canonical(v)) // map keys sorted: deterministic
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:12]), nil
-}
-
-// canonical returns v with what Contains treats as equal spelled one way:
-// empty maps, empty lists and nulls dropped (an absent field), integral
-// numbers as int64, and quantities in their canonical form ("0.5" and
-// "500m" alike).
-func canonical(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			if c := canonical(e); c != nil {
-				out[k] = c
-			}
-		}
-		if len(out) == 0 {
-			return nil
-		}
-		return out
-	case []any:
-		if len(x) == 0 {
-			return nil
-		}
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = canonical(e)
-		}
-		return out
-	case string:
-		if x == "" || !quantityLike(x) || !startsNumeric(x) {
-			return x
-		}
-		if q, err := resource.ParseQuantity(x); err == nil {
-			return "q:" + q.String()
-		}
-		return x
-	case float64:
-		if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
-			return int64(x)
-		}
-		return x
-	case int:
-		return int64(x)
-	case int32:
-		return int64(x)
-	}
-	return v
 }
 
 // startsNumeric reports whether s may be a quantity at all (a sign, a

@@ -2,7 +2,6 @@ package dispatch
 
 import (
 	"encoding/json"
-	"reflect"
 	"slices"
 	"testing"
 
@@ -18,7 +17,7 @@ func decodeJSON(t testing.TB, s string) any {
 	return v
 }
 
-func TestOwnedPart(t *testing.T) {
+func TestOwnedFields(t *testing.T) {
 	tests := []struct {
 		name, obj, set, want string
 	}{
@@ -38,15 +37,23 @@ func TestOwnedPart(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := ownedPart(decodeJSON(t, tt.obj), decodeJSON(t, tt.set).(map[string]any))
-			want := decodeJSON(t, tt.want)
-			if !ok {
-				got = nil
-			}
-			if !reflect.DeepEqual(canonical(got), canonical(want)) {
-				t.Errorf("ownedPart = %v, want %v", got, want)
+			var got, want canonWriter
+			got.owned(decodeJSON(t, tt.obj), decodeJSON(t, tt.set).(map[string]any), nil)
+			want.value(decodeJSON(t, tt.want), nil)
+			if string(got.buf) != string(want.buf) {
+				t.Errorf("owned part %s, want %s", got.buf, want.buf)
 			}
 		})
+	}
+}
+
+func TestSkippedPaths(t *testing.T) {
+	var a, b canonWriter
+	a.value(map[string]any{"apiVersion": "v1", "kind": "A", "metadata": map[string]any{"name": "n", "namespace": "ns", "labels": map[string]any{"a": "1"}},
+		"spec": map[string]any{"replicas": int64(3), "x": "1"}}, skipIntent)
+	b.value(map[string]any{"metadata": map[string]any{"labels": map[string]any{"a": "1"}}, "spec": map[string]any{"x": "1"}}, nil)
+	if string(a.buf) != string(b.buf) {
+		t.Errorf("with skipIntent %s, want %s", a.buf, b.buf)
 	}
 }
 
@@ -65,11 +72,17 @@ func TestCanonical(t *testing.T) {
 		{"empty string is a value", map[string]any{"a": ""}, map[string]any{}, false},
 		{"list order counts", []any{"a", "b"}, []any{"b", "a"}, false},
 		{"names are not quantities", "app", "app", true},
+		{"string and number differ", "3", int64(3), false},
+		{"skipped paths", map[string]any{"spec": map[string]any{"replicas": int64(3), "x": "1"}, "kind": "A"},
+			map[string]any{"spec": map[string]any{"x": "1"}}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := reflect.DeepEqual(canonical(tt.a), canonical(tt.b)); got != tt.same {
-				t.Errorf("canonical(%v) == canonical(%v): %v, want %v", tt.a, tt.b, got, tt.same)
+			var a, b canonWriter
+			a.value(tt.a, nil)
+			b.value(tt.b, nil)
+			if got := string(a.buf) == string(b.buf); got != tt.same {
+				t.Errorf("canonical %s == %s: %v, want %v", a.buf, b.buf, got, tt.same)
 			}
 		})
 	}

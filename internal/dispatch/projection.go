@@ -57,7 +57,13 @@ func Project(obj any) (any, error) {
 	}
 	if a, _ := src["annotations"].(map[string]any); len(a) > 0 {
 		if _, found := a[lastApplied]; found {
-			a = without(a, [][]string{{lastApplied}})
+			trimmed := make(map[string]any, len(a))
+			for k, v := range a {
+				if k != lastApplied {
+					trimmed[k] = v
+				}
+			}
+			a = trimmed
 		}
 		md["annotations"] = a
 	}

@@ -6,6 +6,7 @@ package render
 
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/override"
@@ -24,7 +25,7 @@ type Input struct {
 
 // Render returns the object for one cluster.
 func Render(in Input) (*unstructured.Unstructured, error) {
-	obj := in.Template.DeepCopy()
+	obj := withoutStatus(in.Template)
 	Sanitize(obj)
 	if _, ok := workload.Replicas(obj); ok && in.Placement.Replicas != nil {
 		if err := workload.SetReplicas(obj, *in.Placement.Replicas); err != nil {
@@ -35,6 +36,19 @@ func Render(in Input) (*unstructured.Unstructured, error) {
 		return nil, err
 	}
 	return obj, nil
+}
+
+// withoutStatus is a deep copy of tmpl without its status, which a
+// rendered object never carries (copying it only to drop it would cost
+// every pass).
+func withoutStatus(tmpl *unstructured.Unstructured) *unstructured.Unstructured {
+	obj := make(map[string]any, len(tmpl.Object))
+	for k, v := range tmpl.Object {
+		if k != "status" {
+			obj[k] = runtime.DeepCopyJSONValue(v)
+		}
+	}
+	return &unstructured.Unstructured{Object: obj}
 }
 
 // RetainsReplicas reports whether the template asks, with the annotation

@@ -179,10 +179,12 @@ func (b *bench) restart(ctx context.Context, s *scenario) error {
 		return err
 	}
 	ready := time.Now()
+	profiled := b.prof.cpu(ctx, "cpu-restart")
 	idle, err := b.waitIdle(ctx, fos, settleTimeout)
 	if err != nil {
 		return err
 	}
+	profiled()
 	after, err := b.memberWrites(ctx)
 	if err != nil {
 		return err

@@ -46,7 +46,7 @@ func (r *Reconciler) syncCluster(fo types.NamespacedName, tmpl *unstructured.Uns
 	if err != nil {
 		return fail(v1alpha1.PropagationApplyFailed, "render: "+err.Error())
 	}
-	in, err := dispatch.Prepare(desired)
+	in, err := dispatch.Take(desired) // rendered for this pass: no copy
 	if err != nil {
 		return fail(v1alpha1.PropagationApplyFailed, err.Error())
 	}
