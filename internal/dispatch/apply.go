@@ -238,9 +238,11 @@ func (a *Applier) write(ctx context.Context, in *Intent, opts Options) (Outcome,
 		case !managed:
 			outcome = Adopted
 		case !IsProjection(live) && Contains(live.Object, obj.Object):
-			if h, ok := liveOwnedHash(live.Object); ok {
-				opts.Verified.record(verifiedKey(obj), in.OwnedHash, h)
+			h, ok := liveOwnedHash(live.Object)
+			if !ok {
+				h = noOwnedFields // labelled managed, never applied by Flotilla
 			}
+			opts.Verified.record(verifiedKey(obj), in.OwnedHash, h)
 			return Unchanged, nil
 		default:
 			outcome = Updated

@@ -210,3 +210,32 @@ func TestVerifiedRemembersAFullComparison(t *testing.T) {
 		t.Fatalf("without Verified: outcome %s, requests %v; want Unchanged after one read", got, reqs)
 	}
 }
+
+func TestCopyLabelledManagedButNeverAppliedIsReadOnce(t *testing.T) {
+	a, log := loggedApplier(t)
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	res := env.Members[0].Dynamic.Resource(deploymentGVR).Namespace(ns)
+	verified := dispatch.NewVerified()
+
+	// A manifest copied from another member: Flotilla's labels, but created
+	// by someone else, so Flotilla's field manager owns nothing of it.
+	in, err := dispatch.Prepare(deployment(ns, "copied", "nginx:1.27"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := res.Create(ctx, in.Object, metav1.CreateOptions{FieldManager: "kubectl"}); err != nil {
+		t.Fatal(err)
+	}
+	p := projection(t, ns, "copied")
+	if dispatch.Written(p) {
+		t.Fatalf("projection of a copy Flotilla never applied says Written: %v", p.Object)
+	}
+	opts := dispatch.Options{Live: p, Verified: verified}
+	if got, reqs := applyWith(t, a, log, deployment(ns, "copied", "nginx:1.27"), opts); got != dispatch.Unchanged || len(reqs) != 1 {
+		t.Fatalf("first pass: outcome %s, requests %v; want Unchanged after one read", got, reqs)
+	}
+	if got, reqs := applyWith(t, a, log, deployment(ns, "copied", "nginx:1.27"), opts); got != dispatch.Unchanged || len(reqs) != 0 {
+		t.Fatalf("second pass: outcome %s, requests %v; want Unchanged and none", got, reqs)
+	}
+}

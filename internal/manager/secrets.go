@@ -53,7 +53,9 @@ func watchSecretsOnDemand(ctx context.Context, mgr ctrl.Manager, tc *templates.C
 func secretsWanted(ctx context.Context, reader client.Reader) (bool, string, error) {
 	lists := []client.ObjectList{&v1alpha1.PropagationPolicyList{}, &v1alpha1.ClusterPropagationPolicyList{}, &v1alpha1.FederatedObjectList{}}
 	for _, list := range lists {
-		if err := reader.List(ctx, list); err != nil {
+		// Read-only: the cached objects are shared, not copied (every
+		// FederatedObject is looked at).
+		if err := reader.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 			return false, "", fmt.Errorf("list %T: %w", list, err)
 		}
 		var why string

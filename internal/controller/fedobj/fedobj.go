@@ -91,7 +91,9 @@ func Request(k templates.Key) reconcile.Request {
 // holding a copy in, a cluster.
 func ForCluster(ctx context.Context, c client.Reader, cluster string) ([]reconcile.Request, error) {
 	list := &v1alpha1.FederatedObjectList{}
-	if err := c.List(ctx, list, client.MatchingFields{IndexCluster: cluster}); err != nil {
+	// Only names are read: the cached objects are shared, not copied (a
+	// cluster's change maps to every object placed there).
+	if err := c.List(ctx, list, client.MatchingFields{IndexCluster: cluster}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	return requests(list), nil
@@ -101,7 +103,7 @@ func ForCluster(ctx context.Context, c client.Reader, cluster string) ([]reconci
 // when namespace is "").
 func All(ctx context.Context, c client.Reader, namespace string) ([]reconcile.Request, error) {
 	list := &v1alpha1.FederatedObjectList{}
-	if err := c.List(ctx, list, client.InNamespace(namespace)); err != nil {
+	if err := c.List(ctx, list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil { // names only
 		return nil, err
 	}
 	return requests(list), nil

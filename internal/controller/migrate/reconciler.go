@@ -120,8 +120,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	obs, waiting := r.observe(fo, tmpl, clusters)
-	requests := scheduler.Requests(tmpl)
-	hasRoom := func(name string, n int32) bool { return fits(clusters[name], requests, n) }
+	// The pod template's requests are converted only when a limit is
+	// weighed (a typed conversion on every pass would be most of its cost).
+	var requests corev1.ResourceList
+	converted := false
+	hasRoom := func(name string, n int32) bool {
+		if !converted {
+			requests, converted = scheduler.Requests(tmpl), true
+		}
+		return fits(clusters[name], requests, n)
+	}
 	limits, recheck, changes := nextLimits(fo.Status.CapacityLimits, obs, threshold, hasRoom, time.Now())
 	if err := r.write(ctx, fo, tmpl, limits, changes); err != nil {
 		return reconcile.Result{}, err
