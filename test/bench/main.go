@@ -130,7 +130,7 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.timeout, "timeout", 20*time.Minute, "bound on the whole run")
 	fs.Float64Var(&o.pacedRate, "paced-rate", 20, "workloads per second of the paced-load scenario")
 	fs.DurationVar(&o.pacedDuration, "paced-duration", 30*time.Second, "length of the paced-load scenario")
-	fs.StringVar(&o.profileDir, "profile-dir", "", "save controller-manager profiles here: CPU over the first --profile-seconds of each burst and from a restarted process's /readyz, heap after each burst, goroutine stacks when the update burst stalls")
+	fs.StringVar(&o.profileDir, "profile-dir", "", "save controller-manager profiles here: CPU over the first --profile-seconds of each burst and from a restarted process's /readyz, heap after each burst and the restart, goroutine stacks when the update burst stalls")
 	fs.IntVar(&o.profileSecs, "profile-seconds", 30, "length of the CPU profiles")
 	fs.StringVar(&skip, "skip", "", "comma-separated scenarios to skip ("+scenarioNames+")")
 	if err := fs.Parse(args); err != nil {

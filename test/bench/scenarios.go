@@ -185,6 +185,7 @@ func (b *bench) restart(ctx context.Context, s *scenario) error {
 		return err
 	}
 	profiled()
+	b.prof.heap(ctx, "heap-restart")
 	after, err := b.memberWrites(ctx)
 	if err != nil {
 		return err
