@@ -18,9 +18,11 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -211,6 +213,11 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		RenewDeadline:                 &opts.RenewDeadline,
 		RetryPeriod:                   &opts.RetryPeriod,
 		GracefulShutdownTimeout:       &opts.GracefulShutdown,
+		// Controllers start their host watches before this replica holds
+		// the lease (they reconcile only once it does), so a replica that
+		// takes over, a standby or a restarted process, lists the host
+		// while the previous holder's lease runs out, not after.
+		Controller: config.Controller{EnableWarmup: ptr.To(true)},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)

@@ -137,6 +137,12 @@ func (c *Cache) Start(ctx context.Context) error {
 	}
 }
 
+// NeedLeaderElection is false: the cache only reads the host, so every
+// replica runs it, and a replica taking over the lease (a standby, or a
+// restarted process waiting out the killed one's lease) has listed the
+// templates by then.
+func (c *Cache) NeedLeaderElection() bool { return false }
+
 // Rediscover asks for a discovery soon (a CRD changed).
 func (c *Cache) Rediscover() {
 	select {
