@@ -114,6 +114,30 @@ func (s *Session) ManagedObject(gvr schema.GroupVersionResource, namespace, name
 	return lookup(inf, namespace, name), CacheSynced
 }
 
+// SyncWait bounds how long WaitManaged waits for a cache that is listing.
+const SyncWait = 5 * time.Second
+
+// WaitManaged waits while the session's cache of gvr is listing (starting
+// it on first use): until it has synced, SyncWait has passed, the cache
+// counts as stalled (StallAfter from its start) or ctx ends. Reconcilers
+// call it before they look copies up, so that after a start their workers
+// wait for the member caches together instead of requeueing every object
+// each second while 20,000 copies are listed. It blocks: never call it
+// from an event handler.
+func (s *Session) WaitManaged(ctx context.Context, gvr schema.GroupVersionResource) {
+	inf, started := s.objectInformer(gvr)
+	if inf.HasSynced() {
+		return
+	}
+	wait := min(SyncWait, time.Until(started.Add(StallAfter)))
+	if wait <= 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	cache.WaitForCacheSync(ctx.Done(), inf.HasSynced)
+}
+
 // PeekManagedObject returns the member's managed copy of an object if the
 // session already caches its resource and has synced; it starts nothing.
 func (s *Session) PeekManagedObject(gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, bool) {

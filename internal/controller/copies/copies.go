@@ -8,6 +8,7 @@
 package copies
 
 import (
+	"context"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -104,10 +105,14 @@ func Session(pool Sessions, mc *v1alpha1.MemberCluster, name string) Copy {
 }
 
 // Of returns cluster name's session and its managed copy of the object
-// gvr namespace/name, starting the member cache of gvr on first use.
-func Of(pool Sessions, mc *v1alpha1.MemberCluster, name string, gvr schema.GroupVersionResource, namespace, objName string) Copy {
+// gvr namespace/name, starting the member cache of gvr on first use and
+// waiting while it lists (member.Session.WaitManaged: at most
+// member.SyncWait, or until ctx ends). It blocks: call it from reconcilers
+// only.
+func Of(ctx context.Context, pool Sessions, mc *v1alpha1.MemberCluster, name string, gvr schema.GroupVersionResource, namespace, objName string) Copy {
 	c := Session(pool, mc, name)
 	if c.Session != nil {
+		c.Session.WaitManaged(ctx, gvr)
 		c.Live, c.State = c.Session.ManagedObject(gvr, namespace, objName)
 		c.looked = true
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -88,7 +89,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // Reconcile updates one FederatedObject's capacity limits.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	fo := &v1alpha1.FederatedObject{}
-	if err := r.Client.Get(ctx, req.NamespacedName, fo); err != nil {
+	// Read-only: the cached object is shared, not copied; write copies it
+	// before a write, which decodes the answer into it.
+	if err := r.Client.Get(ctx, req.NamespacedName, fo, client.UnsafeDisableDeepCopy); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if !fo.DeletionTimestamp.IsZero() || fo.Spec.Policy == nil {
@@ -119,7 +122,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	obs, waiting := r.observe(fo, tmpl, clusters)
+	obs, waiting := r.observe(ctx, fo, tmpl, clusters)
 	// The pod template's requests are converted only when a limit is
 	// weighed (a typed conversion on every pass would be most of its cost).
 	var requests corev1.ResourceList
@@ -175,7 +178,7 @@ func (r *Reconciler) clusters(ctx context.Context) (map[string]*v1alpha1.MemberC
 
 // observe reads, for each usable placed cluster (copies.Usable), the
 // workload's pods there from the member caches. waiting says some cache is still filling.
-func (r *Reconciler) observe(fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured, clusters map[string]*v1alpha1.MemberCluster) (obs []observation, waiting bool) {
+func (r *Reconciler) observe(ctx context.Context, fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured, clusters map[string]*v1alpha1.MemberCluster) (obs []observation, waiting bool) {
 	kind, ok := r.Templates.Lookup(templates.KeyOf(tmpl).GroupKind())
 	if !ok {
 		return nil, false
@@ -184,7 +187,7 @@ func (r *Reconciler) observe(fo *v1alpha1.FederatedObject, tmpl *unstructured.Un
 		if p.Replicas == nil || *p.Replicas == 0 {
 			continue
 		}
-		c := copies.Of(r.Pool, clusters[p.Cluster], p.Cluster, kind.GVR, tmpl.GetNamespace(), tmpl.GetName())
+		c := copies.Of(ctx, r.Pool, clusters[p.Cluster], p.Cluster, kind.GVR, tmpl.GetNamespace(), tmpl.GetName())
 		if c.Syncing() {
 			// A starting session is not waited for: a cluster controller
 			// that never starts it would make this a one-second loop.
@@ -246,7 +249,12 @@ func (r *Reconciler) write(ctx context.Context, fo *v1alpha1.FederatedObject, tm
 	if len(limits) == 0 {
 		limits = nil
 	}
-	written, err := fedobj.ApplyStatus(ctx, r.Client, fo, fedobj.StatusApply{Manager: v1alpha1.FieldManagerMigrate, Status: v1alpha1.FederatedObjectStatus{CapacityLimits: limits}})
+	st := v1alpha1.FederatedObjectStatus{CapacityLimits: limits}
+	if equality.Semantic.DeepEqual(fedobj.Owned(fo.Status, v1alpha1.FieldManagerMigrate), st) {
+		return nil
+	}
+	// fo is the cache's: the patch's answer goes into a copy.
+	written, err := fedobj.ApplyStatus(ctx, r.Client, fo.DeepCopy(), fedobj.StatusApply{Manager: v1alpha1.FieldManagerMigrate, Status: st})
 	if err != nil || !written {
 		return client.IgnoreNotFound(err)
 	}

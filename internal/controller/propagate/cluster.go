@@ -21,7 +21,7 @@ import (
 // flight: when the member takes longer than the wait budget, the previous
 // state is reported as Pending and the FederatedObject is woken when the
 // write ends.
-func (r *Reconciler) syncCluster(fo types.NamespacedName, tmpl *unstructured.Unstructured, p v1alpha1.ClusterPlacement, env *environment, prev v1alpha1.ClusterPropagationStatus) result {
+func (r *Reconciler) syncCluster(ctx context.Context, fo types.NamespacedName, tmpl *unstructured.Unstructured, p v1alpha1.ClusterPlacement, env *environment, prev v1alpha1.ClusterPropagationStatus) result {
 	st := v1alpha1.ClusterPropagationStatus{Cluster: p.Cluster, TemplateGeneration: prev.TemplateGeneration}
 	fail := func(reason v1alpha1.PropagationReason, msg string) result {
 		st.Reason, st.Message = reason, msg
@@ -41,6 +41,11 @@ func (r *Reconciler) syncCluster(fo types.NamespacedName, tmpl *unstructured.Uns
 	}
 	if sess == nil {
 		return fail(v1alpha1.PropagationClusterNotReady, why)
+	}
+	if gvr, _, err := dispatch.Resource(sess.Mapper(), tmpl.GroupVersionKind()); err == nil {
+		// Before rendering: a member cache that is listing (after a start)
+		// is waited for here, not met by a render and a requeue.
+		sess.WaitManaged(ctx, gvr)
 	}
 	desired, err := render.Render(render.Input{Template: tmpl, Placement: p, Overrides: policy.Overrides(tmpl, mc, env.cops, env.ops)})
 	if err != nil {

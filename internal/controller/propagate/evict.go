@@ -1,6 +1,7 @@
 package propagate
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -41,7 +42,7 @@ type replacements struct {
 // replacements counts the replicas the placed clusters are meant to run
 // and how many of those are Ready, from the member caches, and the placed
 // clusters that hold a copy (from this pass's results).
-func (r *Reconciler) replacements(fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured, env *environment, placed []result) replacements {
+func (r *Reconciler) replacements(ctx context.Context, fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured, env *environment, placed []result) replacements {
 	rep := replacements{placed: len(fo.Placement())}
 	for _, res := range placed {
 		if res.status.Reason == v1alpha1.PropagationOK {
@@ -63,7 +64,7 @@ func (r *Reconciler) replacements(fo *v1alpha1.FederatedObject, tmpl *unstructur
 			n = int64(*p.Replicas)
 		}
 		rep.want += n
-		c := copies.Of(r.Pool, env.clusters[p.Cluster], p.Cluster, kind.GVR, tmpl.GetNamespace(), tmpl.GetName())
+		c := copies.Of(ctx, r.Pool, env.clusters[p.Cluster], p.Cluster, kind.GVR, tmpl.GetNamespace(), tmpl.GetName())
 		if !c.Known() || c.Live == nil {
 			continue
 		}

@@ -117,7 +117,7 @@ func (r *Reconciler) propagate(ctx context.Context, fo *v1alpha1.FederatedObject
 		return reconcile.Result{}, err
 	}
 	key := types.NamespacedName{Namespace: fo.Namespace, Name: fo.Name}
-	results := r.syncAll(fo, tmpl, env)
+	results := r.syncAll(ctx, fo, tmpl, env)
 	status := r.status(fo, results)
 	r.recordEvents(tmpl, fo.Status.Clusters, results)
 	if err := r.writeStatus(ctx, fo, status); err != nil {
@@ -261,7 +261,7 @@ type result struct {
 // parallel, and then decides about the copies of clusters that left the
 // placement (deleted in parallel): make before break, a copy that left is
 // weighed against this pass's results of the clusters still placed.
-func (r *Reconciler) syncAll(fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured, env *environment) []result {
+func (r *Reconciler) syncAll(ctx context.Context, fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured, env *environment) []result {
 	key := types.NamespacedName{Namespace: fo.Namespace, Name: fo.Name}
 	prev := map[string]v1alpha1.ClusterPropagationStatus{}
 	for _, c := range fo.Status.Clusters {
@@ -271,11 +271,11 @@ func (r *Reconciler) syncAll(fo *v1alpha1.FederatedObject, tmpl *unstructured.Un
 	var jobs []clusterJob
 	for _, p := range fo.Placement() {
 		placed[p.Cluster] = true
-		jobs = append(jobs, clusterJob{p.Cluster, func() result { return r.syncCluster(key, tmpl, p, env, prev[p.Cluster]) }})
+		jobs = append(jobs, clusterJob{p.Cluster, func() result { return r.syncCluster(ctx, key, tmpl, p, env, prev[p.Cluster]) }})
 	}
 	results := runAll(key, jobs)
 	if left := r.leftClusters(fo, tmpl, placed); len(left) > 0 {
-		rep := r.replacements(fo, tmpl, env, results)
+		rep := r.replacements(ctx, fo, tmpl, env, results)
 		now := time.Now()
 		jobs = jobs[:0]
 		for _, c := range left {

@@ -89,7 +89,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // template.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	fo := &v1alpha1.FederatedObject{}
-	if err := r.Client.Get(ctx, req.NamespacedName, fo); err != nil {
+	// Read-only: the cached object is shared, not copied (this
+	// controller writes the template's status, never fo).
+	if err := r.Client.Get(ctx, req.NamespacedName, fo, client.UnsafeDisableDeepCopy); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if !fo.DeletionTimestamp.IsZero() || !fedobj.Scheduled(fo) {
@@ -208,7 +210,7 @@ func (r *Reconciler) members(ctx context.Context, fo *v1alpha1.FederatedObject, 
 		if mc.Name == "" {
 			mc = nil // not found
 		}
-		c := copies.Of(r.Pool, mc, p.Cluster, kind.GVR, tmpl.GetNamespace(), tmpl.GetName())
+		c := copies.Of(ctx, r.Pool, mc, p.Cluster, kind.GVR, tmpl.GetNamespace(), tmpl.GetName())
 		switch {
 		case c.Waiting():
 			return nil, copyStarting, nil
