@@ -7,6 +7,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -120,4 +121,60 @@ func TestWaitManagedEndsWithContext(t *testing.T) {
 	if _, state := s.ManagedObject(configMaps, "ns", "web"); state != CacheSyncing {
 		t.Fatalf("state = %v, want CacheSyncing", state)
 	}
+}
+
+// countingMapper answers Deployments and counts the questions.
+type countingMapper struct {
+	meta.ResettableRESTMapper
+	asked, resets int
+}
+
+func (m *countingMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+	m.asked++
+	if gk.Kind != "Deployment" {
+		return nil, &meta.NoKindMatchError{GroupKind: gk, SearchedVersions: versions}
+	}
+	return &meta.RESTMapping{Resource: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}}, nil
+}
+
+func (m *countingMapper) Reset() { m.resets++ }
+
+// TestThrottledMapperRemembers: a mapping found is remembered until a
+// Reset; a kind not found is asked again.
+func TestThrottledMapperRemembers(t *testing.T) {
+	inner := &countingMapper{}
+	m := &throttledMapper{ResettableRESTMapper: inner}
+	deployment := schema.GroupKind{Group: "apps", Kind: "Deployment"}
+	widget := schema.GroupKind{Group: "example.com", Kind: "Widget"}
+	steps := []struct {
+		name      string
+		do        func() error
+		wantAsked int
+	}{
+		{"first question asks the member", func() error { _, err := m.RESTMapping(deployment, "v1"); return err }, 1},
+		{"same question is remembered", func() error { _, err := m.RESTMapping(deployment, "v1"); return err }, 1},
+		{"another version asks", func() error { _, err := m.RESTMapping(deployment, "v1beta1"); return err }, 2},
+		{"no version asks every time", func() error { _, err := m.RESTMapping(deployment); return err }, 3},
+		{"unknown kind asks", func() error { _, err := m.RESTMapping(widget, "v1"); return ignoreNoMatch(err) }, 4},
+		{"unknown kind asks again", func() error { _, err := m.RESTMapping(widget, "v1"); return ignoreNoMatch(err) }, 5},
+		{"reset forgets", func() error { m.Reset(); _, err := m.RESTMapping(deployment, "v1"); return err }, 6},
+	}
+	for _, s := range steps {
+		if err := s.do(); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		if inner.asked != s.wantAsked {
+			t.Fatalf("%s: the member was asked %d times, want %d", s.name, inner.asked, s.wantAsked)
+		}
+	}
+	if inner.resets != 1 {
+		t.Fatalf("resets = %d, want 1", inner.resets)
+	}
+}
+
+func ignoreNoMatch(err error) error {
+	if meta.IsNoMatchError(err) {
+		return nil
+	}
+	return err
 }
