@@ -62,6 +62,11 @@ func (s *starter) startControlPlane(ctx context.Context, plans []*clusterPlan) e
 	return nil
 }
 
+// leaderIdentity is the controller-manager's name in its leader election
+// Lease. The host control plane is the environment's own and runs one
+// controller-manager at a time, so the name needs no suffix.
+const leaderIdentity = "flotilla-up"
+
 // controllerManager renders the controller-manager's component on the host
 // (binary, ports: metrics, probes, pprof): it runs as its own identity,
 // never the admin.
@@ -76,6 +81,9 @@ func (p *clusterPlan) controllerManager(binary string, ports []int) ComponentSta
 			fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", ports[0]),
 			fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", ports[1]),
 			fmt.Sprintf("--pprof-bind-address=127.0.0.1:%d", ports[2]),
+			// One controller-manager per environment, restarted only when
+			// dead (see restart): a restarted one resumes its own lease.
+			"--leader-elect-identity=" + leaderIdentity,
 		},
 	}
 }

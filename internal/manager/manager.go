@@ -61,6 +61,13 @@ type Options struct {
 	LeaderElect bool
 	// LeaderElectionNamespace and LeaderElectionID name the Lease.
 	LeaderElectionNamespace, LeaderElectionID string
+	// LeaderElectionIdentity names this replica in the Lease ("": the
+	// host name and a random suffix, new for every process). A process
+	// that finds the Lease held under its own identity takes it at once,
+	// so a stable identity lets a restarted process (a container
+	// restarted in its pod) resume without waiting out its predecessor's
+	// lease. Two replicas running at the same time must never share one.
+	LeaderElectionIdentity string
 	// LeaseDuration, RenewDeadline and RetryPeriod tune leader election.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// MetricsAddr serves /metrics ("0" disables; default loopback only).
@@ -188,6 +195,10 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	lock, err := leaseLock(cfg, opts)
+	if err != nil {
+		return nil, err
+	}
 	metrics := metricsserver.Options{BindAddress: opts.MetricsAddr}
 	if opts.MetricsSecure {
 		metrics = secureMetrics(opts.MetricsAddr, opts.MetricsCertDir)
@@ -202,17 +213,18 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 			// carries one entry per status writer (about a third of it).
 			DefaultTransform: cache.TransformStripManagedFields(),
 		},
-		Metrics:                       metrics,
-		HealthProbeBindAddress:        opts.ProbeAddr,
-		PprofBindAddress:              opts.PprofAddr,
-		LeaderElection:                opts.LeaderElect,
-		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
-		LeaderElectionID:              opts.LeaderElectionID,
-		LeaderElectionReleaseOnCancel: true,
-		LeaseDuration:                 &opts.LeaseDuration,
-		RenewDeadline:                 &opts.RenewDeadline,
-		RetryPeriod:                   &opts.RetryPeriod,
-		GracefulShutdownTimeout:       &opts.GracefulShutdown,
+		Metrics:                             metrics,
+		HealthProbeBindAddress:              opts.ProbeAddr,
+		PprofBindAddress:                    opts.PprofAddr,
+		LeaderElection:                      opts.LeaderElect,
+		LeaderElectionNamespace:             opts.LeaderElectionNamespace,
+		LeaderElectionID:                    opts.LeaderElectionID,
+		LeaderElectionReleaseOnCancel:       true,
+		LeaderElectionResourceLockInterface: lock,
+		LeaseDuration:                       &opts.LeaseDuration,
+		RenewDeadline:                       &opts.RenewDeadline,
+		RetryPeriod:                         &opts.RetryPeriod,
+		GracefulShutdownTimeout:             &opts.GracefulShutdown,
 		// Controllers start their host watches before this replica holds
 		// the lease (they reconcile only once it does), so a replica that
 		// takes over, a standby or a restarted process, lists the host

@@ -89,6 +89,7 @@ Controllers: ` + strings.Join(manager.ControllerNames(), ", ") + `.`,
 	fs.BoolVar(&m.LeaderElect, "leader-elect", m.LeaderElect, "elect a leader so that only one replica runs the controllers")
 	fs.StringVar(&m.LeaderElectionNamespace, "leader-election-namespace", m.LeaderElectionNamespace, "namespace of the leader election Lease")
 	fs.StringVar(&m.LeaderElectionID, "leader-election-id", m.LeaderElectionID, "name of the leader election Lease")
+	fs.StringVar(&m.LeaderElectionIdentity, "leader-elect-identity", m.LeaderElectionIdentity, "this replica's name in the Lease (default: host name and a random suffix, new each start); a stable name, such as the pod's, lets a restarted process resume its lease at once instead of waiting it out; never give two running replicas the same one")
 	fs.DurationVar(&m.LeaseDuration, "leader-elect-lease-duration", m.LeaseDuration, "how long a leader's lease lasts without renewal")
 	fs.DurationVar(&m.RenewDeadline, "leader-elect-renew-deadline", m.RenewDeadline, "how long the leader retries renewing before giving up")
 	fs.DurationVar(&m.RetryPeriod, "leader-elect-retry-period", m.RetryPeriod, "time between leader election attempts")
