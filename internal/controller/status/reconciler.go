@@ -66,7 +66,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.Templates.Subscribe(func(k templates.Key) { r.queue.Add(fedobj.Request(k)) })
 	r.Pool.Subscribe(func(e member.ObjectEvent) {
 		if req, ok := fedobj.MemberEventRequest(r.Templates, e); ok {
-			r.queue.Add(req)
+			// A member copy's change is what the host status waits for:
+			// ahead of the FederatedObject and template events that a
+			// burst of new objects queues by the thousand.
+			r.queue.AddUrgent(req)
 		}
 	})
 	return ctrl.NewControllerManagedBy(mgr).

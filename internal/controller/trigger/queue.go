@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 )
 
@@ -23,6 +25,32 @@ type Queue[T comparable] struct {
 func (b *Queue[T]) Add(item T) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.q != nil {
+		b.q.Add(item)
+		return
+	}
+	if b.pending == nil {
+		b.pending = map[T]struct{}{}
+	}
+	b.pending[item] = struct{}{}
+}
+
+// Urgent is the priority of AddUrgent's requests: above the default (0)
+// of watch events and requeues.
+const Urgent = 1
+
+// AddUrgent enqueues a request ahead of those added by Add and of the
+// controller's own watch events, when the controller's queue orders by
+// priority (controller-runtime's priority queue, its default); otherwise
+// it is Add. Requests that arrive before the controller starts are kept
+// as Add keeps them.
+func (b *Queue[T]) AddUrgent(item T) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if pq, ok := b.q.(priorityqueue.PriorityQueue[T]); ok {
+		pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(Urgent)}, item)
+		return
+	}
 	if b.q != nil {
 		b.q.Add(item)
 		return
