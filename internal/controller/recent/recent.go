@@ -2,8 +2,9 @@
 // its informer delivers them. A reconcile that runs before the cache has
 // caught up with the controller's own write (a member event queued during
 // the write brings the object straight back) then works on what was
-// written instead of the stale cached copy, which would make it write
-// again and fail with a conflict.
+// written instead of the stale cached copy, which would make it send the
+// same write again (propagate's status apply: harmless, but a host write
+// per such pass, which in a burst of new objects is most of them).
 package recent
 
 import (
