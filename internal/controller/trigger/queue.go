@@ -25,6 +25,11 @@ type Queue[T comparable] struct {
 func (b *Queue[T]) Add(item T) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.addLocked(item)
+}
+
+// addLocked is Add with b.mu held.
+func (b *Queue[T]) addLocked(item T) {
 	if b.q != nil {
 		b.q.Add(item)
 		return
@@ -51,14 +56,7 @@ func (b *Queue[T]) AddUrgent(item T) {
 		pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(Urgent)}, item)
 		return
 	}
-	if b.q != nil {
-		b.q.Add(item)
-		return
-	}
-	if b.pending == nil {
-		b.pending = map[T]struct{}{}
-	}
-	b.pending[item] = struct{}{}
+	b.addLocked(item)
 }
 
 // Source is the controller source that connects the queue.
