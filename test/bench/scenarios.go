@@ -225,7 +225,7 @@ func (b *bench) restart(ctx context.Context, s *scenario) error {
 	s.add("host events during restart", float64(eventsAfter-eventsBefore), "count", "")
 	s.addControllers(idle.load.Controllers, fos)
 	s.details["memberWritesBefore"], s.details["memberWritesAfter"] = before, after
-	s.note("restart: the controllers start once the new process holds the leader lease, i.e. after the killed process's lease expired; idle: every FederatedObject reconciled by propagate, then %s with empty queues, no active worker and no reconcile", idleHold)
+	s.note("restart: the controllers start once the new process holds the leader lease: at once when it resumes its own (flotilla up gives its controller-manager the stable identity flotilla-up), after the killed process's lease expired otherwise (an environment recorded before that identity existed); idle: every FederatedObject reconciled by propagate, then %s with empty queues, no active worker and no reconcile", idleHold)
 	s.note("writes: members' apiserver_request_total, POST/PUT/PATCH/APPLY/DELETE on deployments, configmaps, namespaces; host: the same verbs on deployments, configmaps, namespaces, federatedobjects, memberclusters, status included (leases left out)")
 	if cm, err = b.controllerManager(); err == nil {
 		if rss, _, err := procMemory(cm.PID); err == nil {
