@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
@@ -42,11 +43,15 @@ func (r *Reconciler) syncCluster(ctx context.Context, fo types.NamespacedName, t
 	if sess == nil {
 		return fail(v1alpha1.PropagationClusterNotReady, why)
 	}
-	if gvr, _, err := dispatch.Resource(sess.Mapper(), tmpl.GroupVersionKind()); err == nil {
-		// Before rendering: a member cache that is listing (after a start)
-		// is waited for here, not met by a render and a requeue.
-		sess.WaitManaged(ctx, gvr)
+	// Rendering keeps the template's kind, so its member resource is the
+	// copy's.
+	gvr, _, err := dispatch.Resource(sess.Mapper(), tmpl.GroupVersionKind())
+	if err != nil {
+		return fail(v1alpha1.PropagationApplyFailed, err.Error())
 	}
+	// Before rendering: a member cache that is listing (after a start) is
+	// waited for here, not met by a render and a requeue.
+	sess.WaitManaged(ctx, gvr)
 	desired, err := render.Render(render.Input{Template: tmpl, Placement: p, Overrides: policy.Overrides(tmpl, mc, env.cops, env.ops)})
 	if err != nil {
 		return fail(v1alpha1.PropagationApplyFailed, "render: "+err.Error())
@@ -61,7 +66,7 @@ func (r *Reconciler) syncCluster(ctx context.Context, fo types.NamespacedName, t
 	}
 	job := func() result {
 		res := result{status: st}
-		outcome, err := r.apply(sess, in, opts)
+		outcome, err := r.apply(sess, gvr, in, opts)
 		switch {
 		case errors.Is(err, errCacheSyncing):
 			res.status, res.pending = prev, true
@@ -89,16 +94,12 @@ func (r *Reconciler) syncCluster(ctx context.Context, fo types.NamespacedName, t
 // errCacheSyncing: the member's cache of the kind is still listing.
 var errCacheSyncing = errors.New("waiting for the member's cache of the kind to sync")
 
-// apply writes in into one member (dispatch creates its namespace if
-// needed).
-func (r *Reconciler) apply(sess *member.Session, in *dispatch.Intent, opts dispatch.Options) (dispatch.Outcome, error) {
+// apply writes in, a copy of the member resource gvr, into one member
+// (dispatch creates its namespace if needed).
+func (r *Reconciler) apply(sess *member.Session, gvr schema.GroupVersionResource, in *dispatch.Intent, opts dispatch.Options) (dispatch.Outcome, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.applyTimeout())
 	defer cancel()
 	obj := in.Object
-	gvr, _, err := dispatch.Resource(sess.Mapper(), obj.GroupVersionKind())
-	if err != nil {
-		return "", err
-	}
 	live, state := sess.ManagedObject(gvr, obj.GetNamespace(), obj.GetName())
 	switch state {
 	case member.CacheSyncing:
