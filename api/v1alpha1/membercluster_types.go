@@ -174,6 +174,7 @@ type MemberClusterStatus struct {
 
 // MemberCluster is a Kubernetes cluster that Flotilla places workloads on.
 //
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.syncMode) || self.spec.syncMode != 'Pull' || self.metadata.name.matches('^[a-z0-9]([-a-z0-9]{0,44}[a-z0-9])?$')",message="the name of a syncMode Pull member must be a DNS label of at most 46 characters: it names the cluster's hub namespace flotilla-cluster-<name>"
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=mc;mcs,categories=flotilla

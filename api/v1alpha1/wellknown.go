@@ -153,3 +153,29 @@ const (
 	// member copies are deleted or orphaned.
 	FinalizerCleanup = "flotilla.io/cleanup"
 )
+
+// Pull mode: what the hub keeps for each pull member and its agent.
+const (
+	// ClusterNamespacePrefix starts the name of a pull member's hub
+	// namespace (ClusterNamespacePrefix + the MemberCluster's name), which
+	// holds its ClusterIntents and its agent's heartbeat Lease.
+	ClusterNamespacePrefix = "flotilla-cluster-"
+	// AgentLeaseName is the agent's heartbeat Lease in that namespace.
+	AgentLeaseName = "agent"
+	// FinalizerAgent, on a ClusterIntent, holds its deletion until the
+	// agent has deleted the member's copy.
+	FinalizerAgent = "flotilla.io/agent"
+	// FieldManagerAgent is the field manager of the agent's writes on the
+	// hub (the MemberCluster status it reports).
+	FieldManagerAgent = "flotilla-agent"
+	// AnnotationAgentHealth, on the agent's Lease, is the member's health
+	// as the agent's own probe of its apiserver sees it (Healthy, NotReady
+	// or Unreachable); AnnotationAgentHealthReason and
+	// AnnotationAgentHealthMessage explain it.
+	AnnotationAgentHealth        = "flotilla.io/member-health"
+	AnnotationAgentHealthReason  = "flotilla.io/member-health-reason"
+	AnnotationAgentHealthMessage = "flotilla.io/member-health-message"
+)
+
+// ClusterNamespace is the hub namespace of a pull member's intents.
+func ClusterNamespace(cluster string) string { return ClusterNamespacePrefix + cluster }

@@ -393,7 +393,7 @@ func TestClientLimitDefaults(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o := Options{ClientQPS: tt.qps, ClientBurst: tt.burst}.withDefaults()
+			o := Options{ClientQPS: tt.qps, ClientBurst: tt.burst}.WithDefaults()
 			if o.ClientQPS != tt.wantQPS || o.ClientBurst != tt.wantBurst {
 				t.Errorf("QPS, Burst = %v, %d; want %v, %d", o.ClientQPS, o.ClientBurst, tt.wantQPS, tt.wantBurst)
 			}

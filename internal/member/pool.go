@@ -9,15 +9,15 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// Pool is the set of live member sessions, by MemberCluster name. The
-// cluster controller starts and stops sessions; the propagation controllers
-// look them up to reach members and subscribe to the events of the objects
-// they manage there. Get and Names show only usable sessions (whose claim
-// on their member is verified), so nothing reaches a member that is not
-// its MemberCluster's.
+// Pool is the set of live members (push sessions and pull sessions), by
+// MemberCluster name. The cluster controller starts and stops them; the
+// propagation controllers look them up to reach members and subscribe to
+// the events of the objects they manage there. Get and Names show only
+// usable members (a push session whose claim on its member is verified),
+// so nothing reaches a member that is not its MemberCluster's.
 type Pool struct {
 	mu       sync.Mutex
-	m        map[string]*Session
+	m        map[string]Member
 	closed   bool // after StopAll: no new sessions
 	handlers []ObjectHandler
 	pods     []UnschedulableHandler
@@ -27,7 +27,7 @@ type Pool struct {
 }
 
 // NewPool returns an empty pool.
-func NewPool() *Pool { return &Pool{m: map[string]*Session{}} }
+func NewPool() *Pool { return &Pool{m: map[string]Member{}} }
 
 // Subscribe registers h for the events of managed objects in every member.
 // Call it before sessions start.
@@ -45,8 +45,8 @@ func (p *Pool) SubscribeUnschedulable(h UnschedulableHandler) {
 	p.pods = append(p.pods, h)
 }
 
-// Get returns the usable session of a member, or nil.
-func (p *Pool) Get(name string) *Session {
+// Get returns a member if it is usable, or nil.
+func (p *Pool) Get(name string) Member {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if s := p.m[name]; s != nil && s.Usable() {
@@ -55,52 +55,78 @@ func (p *Pool) Get(name string) *Session {
 	return nil
 }
 
-// Current returns the session of a member whether or not it is usable yet,
-// or nil; for the cluster controller, which owns the sessions.
-func (p *Pool) Current(name string) *Session {
+// Current returns a member whether or not it is usable yet, or nil; for
+// the cluster controller, which owns the members.
+func (p *Pool) Current(name string) Member {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.m[name]
+	if m, ok := p.m[name]; ok {
+		return m
+	}
+	return nil
 }
 
-// Start replaces the session of name (stopping the old one) with a new one;
-// see the package function Start for the arguments.
+// Start replaces the member name (stopping the old one) with a new push
+// session; see the package function Start for the arguments.
 func (p *Pool) Start(ctx context.Context, name, hash string, cfg *rest.Config, opts Options, initial *Observation, claim *Claim, notify func(context.Context)) (*Session, error) {
+	var sess *Session
+	_, err := p.Add(name, func(h Handlers) (Member, error) {
+		s, err := Start(ctx, name, hash, cfg, opts, initial, claim, notify)
+		if err != nil {
+			return nil, err
+		}
+		s.onObject = h.Object
+		s.mu.Lock()
+		s.onUnschedulable = h.Unschedulable
+		s.mu.Unlock()
+		sess = s
+		return s, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return sess, nil
+}
+
+// Add replaces the member name (stopping the old one) with the one start
+// returns; start receives the handlers the member sends its events to.
+func (p *Pool) Add(name string, start func(Handlers) (Member, error)) (Member, error) {
 	p.Stop(name)
-	sess, err := Start(ctx, name, hash, cfg, opts, initial, claim, notify)
+	p.mu.Lock()
+	objects, pods := p.handlers, p.pods
+	p.mu.Unlock()
+	m, err := start(Handlers{
+		Object: func(e ObjectEvent) {
+			for _, h := range objects {
+				h(e)
+			}
+		},
+		Unschedulable: func(e UnschedulableEvent) {
+			for _, h := range pods {
+				h(e)
+			}
+		},
+	})
 	if err != nil {
 		return nil, err
 	}
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		sess.Stop()
-		return nil, fmt.Errorf("session for %s not started: shutting down", name)
+		m.Stop()
+		return nil, fmt.Errorf("member %s not started: shutting down", name)
 	}
-	handlers, pods := p.handlers, p.pods
-	sess.onObject = func(e ObjectEvent) {
-		for _, h := range handlers {
-			h(e)
-		}
-	}
-	sess.mu.Lock()
-	sess.onUnschedulable = func(e UnschedulableEvent) {
-		for _, h := range pods {
-			h(e)
-		}
-	}
-	sess.mu.Unlock()
 	old := p.m[name]
-	p.m[name] = sess
+	p.m[name] = m
 	p.changed()
 	p.mu.Unlock()
 	if old != nil { // a concurrent start for the same name (not expected: one worker per key)
 		old.Stop()
 	}
-	return sess, nil
+	return m, nil
 }
 
-// Stop ends the session of name, if any, and waits for its goroutines.
+// Stop ends the member name, if any, and waits for its goroutines.
 func (p *Pool) Stop(name string) {
 	p.mu.Lock()
 	sess := p.m[name]
@@ -112,7 +138,7 @@ func (p *Pool) Stop(name string) {
 	}
 }
 
-// StopAll stops every session; no new session starts afterwards.
+// StopAll stops every member; no new one starts afterwards.
 func (p *Pool) StopAll() {
 	p.mu.Lock()
 	p.closed = true
@@ -126,7 +152,7 @@ func (p *Pool) StopAll() {
 	}
 }
 
-// Names returns the names of the members with a usable session, sorted.
+// Names returns the names of the usable members, sorted.
 func (p *Pool) Names() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -61,7 +61,8 @@ func DefaultOptions() Options {
 	}
 }
 
-func (o Options) withDefaults() Options {
+// WithDefaults returns o with every zero field set to its default.
+func (o Options) WithDefaults() Options {
 	d := DefaultOptions()
 	for _, f := range []struct{ v, d *time.Duration }{
 		{&o.ProbeInterval, &d.ProbeInterval}, {&o.ProbeTimeout, &d.ProbeTimeout},
@@ -169,7 +170,7 @@ type Session struct {
 // when not nil, is verified (and recorded in an unclaimed member) before the
 // session is usable.
 func Start(ctx context.Context, name, hash string, cfg *rest.Config, opts Options, initial *Observation, claim *Claim, notify func(context.Context)) (*Session, error) {
-	opts = opts.withDefaults()
+	opts = opts.WithDefaults()
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = opts.ClientQPS, opts.ClientBurst
 	// Every connection goes through a tracking dialer so that Stop closes

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -62,6 +63,9 @@ type Reconciler struct {
 	// APIReader reads the host without a cache (the control plane's id);
 	// nil takes the manager's.
 	APIReader client.Reader
+	// HostConfig reaches the host as the controller-manager, for the pull
+	// sessions' caches; nil takes the manager's.
+	HostConfig *rest.Config
 
 	events        chan event.GenericEvent
 	held          sync.Map // cluster name → the reason its eviction is held back
@@ -84,6 +88,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.Failover = r.Failover.withDefaults()
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
+	}
+	if r.HostConfig == nil {
+		r.HostConfig = mgr.GetConfig()
 	}
 	r.Pool.OnChange = func(n int) { sessionsGauge.Set(float64(n)) }
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.MemberCluster{}, secretRefIndex, func(o client.Object) []string {
@@ -211,7 +218,9 @@ func (r *Reconciler) observe(ctx context.Context, mc *v1alpha1.MemberCluster) (m
 		return member.Snapshot{HealthKnown: true, Health: member.Observation{Health: member.NotReady, Reason: reason, Message: msg, At: time.Now()}}, nil, nil
 	}
 	if mc.Spec.SyncMode == v1alpha1.SyncModePull {
-		return unusable(member.ReasonSyncModeUnsupported, "syncMode Pull needs the flotilla agent, which this version does not ship; use Push")
+		insecureGauge.WithLabelValues(mc.Name).Set(0)
+		snap, err := r.observePull(ctx, mc)
+		return snap, nil, err
 	}
 	if mc.Spec.SecretRef == nil {
 		return unusable(member.ReasonSecretNotFound, "spec.secretRef is not set")
@@ -234,7 +243,7 @@ func (r *Reconciler) observe(ctx context.Context, mc *v1alpha1.MemberCluster) (m
 		return unusable(member.ReasonCredentialsNotBound, err.Error())
 	}
 	hash := member.ConfigHash(mc, secret)
-	if s := r.Pool.Current(mc.Name); s != nil && s.Hash == hash {
+	if s := r.Pool.Current(mc.Name); s != nil && s.ConfigHash() == hash {
 		return s.Snapshot(), insecure, nil
 	}
 	cfg, err := member.RESTConfig(mc, secret)
@@ -249,14 +258,7 @@ func (r *Reconciler) observe(ctx context.Context, mc *v1alpha1.MemberCluster) (m
 		return member.Snapshot{}, nil, err
 	}
 	name := mc.Name
-	notify := func(ctx context.Context) {
-		ev := event.GenericEvent{Object: &v1alpha1.MemberCluster{}}
-		ev.Object.SetName(name)
-		select {
-		case r.events <- ev:
-		case <-ctx.Done():
-		}
-	}
+	notify := r.notifier(name)
 	logger := ctrl.Log.WithName("member").WithValues("cluster", name) // sessions log with it too
 	claim := &member.Claim{ControlPlaneID: id, Cluster: name}
 	s, err := r.Pool.Start(ctrl.LoggerInto(context.Background(), logger), name, hash, cfg, r.Session, initialHealth(mc), claim, notify)

@@ -46,13 +46,13 @@ func Usable(mc *v1alpha1.MemberCluster, name string) (bool, string) {
 // controller has not started it yet.
 const NoSessionYet = "no connection to the cluster yet"
 
-// Copy is one cluster's session and its copy of one object.
+// Copy is one cluster's member and its copy of one object.
 type Copy struct {
 	// Cluster is the cluster's name.
 	Cluster string
-	// Session is the member's session; nil when the cluster is not usable
-	// or its session has not started.
-	Session *member.Session
+	// Session reaches the member (push or pull); nil when the cluster is
+	// not usable or its session has not started.
+	Session member.Member
 	// Why says why Session is nil: Usable's message, or NoSessionYet.
 	Why string
 	// State is the member cache's state for the object's kind (with a
@@ -82,10 +82,10 @@ func (c Copy) Waiting() bool { return c.Starting() || c.Syncing() }
 // listing.
 func (c Copy) Syncing() bool { return c.looked && c.Session != nil && c.State == member.CacheSyncing }
 
-// Sessions finds the members' sessions.
+// Sessions finds the members.
 type Sessions interface {
-	// Get returns the usable session of a cluster, nil if none.
-	Get(name string) *member.Session
+	// Get returns a cluster's member if it is usable, nil if none.
+	Get(name string) member.Member
 }
 
 var _ Sessions = (*member.Pool)(nil)

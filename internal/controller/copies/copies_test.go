@@ -49,7 +49,12 @@ func TestUsable(t *testing.T) {
 // sessions is a Sessions for unit tests.
 type sessions map[string]*member.Session
 
-func (s sessions) Get(name string) *member.Session { return s[name] }
+func (s sessions) Get(name string) member.Member {
+	if sess, ok := s[name]; ok {
+		return sess
+	}
+	return nil
+}
 
 func TestSessionAndStates(t *testing.T) {
 	sess := &member.Session{}

@@ -45,7 +45,7 @@ func (r *Reconciler) syncCluster(ctx context.Context, fo types.NamespacedName, t
 	}
 	// Rendering keeps the template's kind, so its member resource is the
 	// copy's.
-	gvr, _, err := dispatch.Resource(sess.Mapper(), tmpl.GroupVersionKind())
+	gvr, _, err := sess.Resource(tmpl.GroupVersionKind())
 	if err != nil {
 		return fail(v1alpha1.PropagationApplyFailed, err.Error())
 	}
@@ -68,11 +68,15 @@ func (r *Reconciler) syncCluster(ctx context.Context, fo types.NamespacedName, t
 		res := result{status: st}
 		outcome, err := r.apply(sess, gvr, in, opts)
 		switch {
-		case errors.Is(err, errCacheSyncing):
+		case errors.Is(err, member.ErrCacheSyncing):
 			res.status, res.pending = prev, true
 			if prev.Reason == "" {
 				res.status.Cluster, res.status.Reason, res.status.Message = p.Cluster, v1alpha1.PropagationPending, err.Error()
 			}
+		case errors.Is(err, member.ErrAwaitingAgent):
+			// A pull member: the agent's report wakes the object (an event
+			// of the intent), so there is nothing to poll for.
+			res.status.Reason, res.status.Message = v1alpha1.PropagationPending, err.Error()
 		case errors.Is(err, dispatch.ErrConflict):
 			res.status.Reason, res.status.Message = v1alpha1.PropagationConflict, err.Error()+"; "+env.conflictHint
 		case err != nil:
@@ -91,25 +95,12 @@ func (r *Reconciler) syncCluster(ctx context.Context, fo types.NamespacedName, t
 	return r.inFlight(prev, p.Cluster)
 }
 
-// errCacheSyncing: the member's cache of the kind is still listing.
-var errCacheSyncing = errors.New("waiting for the member's cache of the kind to sync")
-
 // apply writes in, a copy of the member resource gvr, into one member
-// (dispatch creates its namespace if needed).
-func (r *Reconciler) apply(sess *member.Session, gvr schema.GroupVersionResource, in *dispatch.Intent, opts dispatch.Options) (dispatch.Outcome, error) {
+// (push: dispatch creates its namespace if needed; pull: the agent does).
+func (r *Reconciler) apply(sess member.Member, gvr schema.GroupVersionResource, in *dispatch.Intent, opts dispatch.Options) (dispatch.Outcome, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.applyTimeout())
 	defer cancel()
-	obj := in.Object
-	live, state := sess.ManagedObject(gvr, obj.GetNamespace(), obj.GetName())
-	switch state {
-	case member.CacheSyncing:
-		return "", errCacheSyncing
-	case member.CacheSynced:
-		opts.Live = live // nil: absent or unmanaged, Apply reads it
-	}
-	opts.Verified = sess.Verified()
-	applier := &dispatch.Applier{Client: sess.Dynamic(), Mapper: sess.Mapper()}
-	return applier.ApplyIntent(ctx, in, opts)
+	return sess.Apply(ctx, gvr, in, opts)
 }
 
 // intent identifies what a write of in with opts would make the member
@@ -135,7 +126,7 @@ const noSessionYet = copies.NoSessionYet
 // copies.Usable), or why not. A usable cluster without a session (the
 // cluster controller starting it) is noSessionYet for sessionGrace, then
 // not Ready.
-func (r *Reconciler) session(mc *v1alpha1.MemberCluster, name string) (*member.Session, string) {
+func (r *Reconciler) session(mc *v1alpha1.MemberCluster, name string) (member.Member, string) {
 	c := copies.Session(r.Pool, mc, name)
 	switch {
 	case c.Session != nil:
@@ -215,13 +206,9 @@ func (r *Reconciler) deleteCopy(fo *v1alpha1.FederatedObject, mc *v1alpha1.Membe
 }
 
 // delete deletes a FederatedObject's copy from one member.
-func (r *Reconciler) delete(sess *member.Session, fo *v1alpha1.FederatedObject) (dispatch.Outcome, error) {
+func (r *Reconciler) delete(sess member.Member, fo *v1alpha1.FederatedObject) (dispatch.Outcome, error) {
 	ref := fo.Spec.Template
-	applier := &dispatch.Applier{Client: sess.Dynamic(), Mapper: sess.Mapper()}
-	u := &unstructured.Unstructured{}
-	u.SetAPIVersion(ref.APIVersion)
-	u.SetKind(ref.Kind)
 	ctx, cancel := context.WithTimeout(context.Background(), r.applyTimeout())
 	defer cancel()
-	return applier.Delete(ctx, u.GroupVersionKind(), ref.Namespace, ref.Name)
+	return sess.Delete(ctx, schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind), ref.Namespace, ref.Name)
 }

@@ -1,0 +1,274 @@
+package agent
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/controller/trigger"
+	"github.com/flotilla-io/flotilla/internal/dispatch"
+	"github.com/flotilla-io/flotilla/internal/member"
+	"github.com/flotilla-io/flotilla/internal/pull"
+)
+
+// Tunables of the intent reconciler.
+const (
+	// applyTimeout bounds one write to the member.
+	applyTimeout = 30 * time.Second
+	// retryAfter is when a Conflict or Failed intent is tried again.
+	retryAfter = 30 * time.Second
+	// reportInterval is the shortest time between two reports of the same
+	// copy that differ only in the copy's state (status churn of a rolling
+	// Deployment), so that they coalesce.
+	reportInterval = time.Second
+	// maxBackoff caps the retry of a failed hub write, so that reports
+	// resume soon after a long hub outage.
+	maxBackoff = 30 * time.Second
+)
+
+// Reconciler applies one cluster's ClusterIntents to its member.
+type Reconciler struct {
+	// Hub reads the intents (from a cache of the cluster's namespace) and
+	// writes their status.
+	Hub client.Client
+	// Cluster is the MemberCluster's name.
+	Cluster string
+	// Pool holds the session to the member (one, named Cluster).
+	Pool *member.Pool
+	// Workers bounds parallel reconciles (default 8).
+	Workers int
+
+	namespace string
+	queue     trigger.Queue[reconcile.Request]
+	mu        sync.Mutex
+	reported  map[string]time.Time // intent name → last report
+}
+
+// SetupWithManager registers the reconciler, and the member copies' events
+// as a source of it, with mgr.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.namespace = v1alpha1.ClusterNamespace(r.Cluster)
+	r.reported = map[string]time.Time{}
+	r.Pool.Subscribe(func(e member.ObjectEvent) {
+		r.queue.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: r.namespace, Name: pull.IntentName(e.Resource.GroupResource(), e.Namespace, e.Name)}})
+	})
+	limiter := workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](50*time.Millisecond, maxBackoff)
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("agent").
+		For(&v1alpha1.ClusterIntent{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, deleting{}))).
+		WatchesRawSource(r.queue.Source()).
+		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(r.Workers, 8), RateLimiter: limiter}).
+		Complete(r)
+}
+
+// deleting passes the update that marks an intent deleted.
+type deleting struct{ predicate.Funcs }
+
+func (deleting) Update(e event.UpdateEvent) bool {
+	return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
+}
+
+// Reconcile makes the member's copy hold one intent and reports it.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	sess := r.Pool.Get(r.Cluster)
+	if sess == nil {
+		return reconcile.Result{RequeueAfter: time.Second}, nil // the session is starting
+	}
+	ci := &v1alpha1.ClusterIntent{}
+	if err := r.Hub.Get(ctx, req.NamespacedName, ci); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.Name)
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	obj, gvr, err := decode(ci)
+	if err != nil {
+		// A bad intent is reported, never retried: only a new spec helps.
+		return r.report(ctx, ci, v1alpha1.ClusterIntentStatus{ObservedGeneration: ci.Generation, Outcome: v1alpha1.IntentFailed, Message: err.Error()})
+	}
+	if !ci.DeletionTimestamp.IsZero() {
+		return r.remove(ctx, sess, ci, obj)
+	}
+	in, err := dispatch.Take(obj)
+	if err != nil {
+		return r.report(ctx, ci, v1alpha1.ClusterIntentStatus{ObservedGeneration: ci.Generation, Outcome: v1alpha1.IntentFailed, Message: err.Error()})
+	}
+	opts := dispatch.Options{Adopt: ci.Spec.Adopt}
+	for _, p := range ci.Spec.KeepLive {
+		opts.KeepLive = append(opts.KeepLive, strings.Split(p, "."))
+	}
+	sess.WaitManaged(ctx, gvr)
+	actx, cancel := context.WithTimeout(ctx, applyTimeout)
+	outcome, err := sess.Apply(actx, gvr, in, opts)
+	cancel()
+	st := v1alpha1.ClusterIntentStatus{ObservedGeneration: ci.Generation, Outcome: v1alpha1.IntentApplied}
+	switch {
+	case errors.Is(err, member.ErrCacheSyncing):
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	case errors.Is(err, dispatch.ErrConflict):
+		st.Outcome, st.Message = v1alpha1.IntentConflict, err.Error()
+	case err != nil:
+		st.Outcome, st.Message = v1alpha1.IntentFailed, err.Error()
+	case outcome != dispatch.Unchanged:
+		// The copy's event brings the next pass, which finds it current in
+		// the cache and reports it once.
+		ctrl.LoggerFrom(ctx).Info("Applied intent", "outcome", outcome, "object", describe(obj))
+		return reconcile.Result{RequeueAfter: 5 * time.Second}, nil
+	}
+	if live, state := sess.ManagedObject(gvr, obj.GetNamespace(), obj.GetName()); state == member.CacheSynced && live != nil {
+		st.Copy = reported(live)
+	}
+	res, werr := r.report(ctx, ci, st)
+	if werr == nil && st.Outcome != v1alpha1.IntentApplied {
+		res.RequeueAfter = retryAfter
+	}
+	return res, werr
+}
+
+// remove deletes the member's copy of an intent being deleted, then lets
+// the intent go. An object Flotilla does not manage is left alone.
+func (r *Reconciler) remove(ctx context.Context, sess member.Member, ci *v1alpha1.ClusterIntent, obj *unstructured.Unstructured) (reconcile.Result, error) {
+	if !controllerutil.ContainsFinalizer(ci, v1alpha1.FinalizerAgent) {
+		return reconcile.Result{}, nil
+	}
+	dctx, cancel := context.WithTimeout(ctx, applyTimeout)
+	outcome, err := sess.Delete(dctx, obj.GroupVersionKind(), obj.GetNamespace(), obj.GetName())
+	cancel()
+	if err != nil && !errors.Is(err, dispatch.ErrConflict) {
+		return reconcile.Result{}, fmt.Errorf("delete %s: %w", describe(obj), err)
+	}
+	if outcome == dispatch.Deleted {
+		ctrl.LoggerFrom(ctx).Info("Deleted copy", "object", describe(obj))
+	}
+	controllerutil.RemoveFinalizer(ci, v1alpha1.FinalizerAgent)
+	if err := r.Hub.Update(ctx, ci); err != nil && !apierrors.IsNotFound(err) {
+		return reconcile.Result{}, fmt.Errorf("release intent %s: %w", ci.Name, err)
+	}
+	r.forget(ci.Name)
+	return reconcile.Result{}, nil
+}
+
+// report writes st into the intent's status when it differs; a change of
+// the copy alone waits until reportInterval has passed since the last
+// report.
+func (r *Reconciler) report(ctx context.Context, ci *v1alpha1.ClusterIntent, st v1alpha1.ClusterIntentStatus) (reconcile.Result, error) {
+	same, copyOnly := compare(ci.Status, st)
+	if same {
+		return reconcile.Result{}, nil
+	}
+	r.mu.Lock()
+	last := r.reported[ci.Name]
+	r.mu.Unlock()
+	if wait := reportInterval - time.Since(last); copyOnly && wait > 0 {
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
+	ci.Status = st
+	if err := r.Hub.Status().Update(ctx, ci); err != nil {
+		if apierrors.IsNotFound(err) {
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, fmt.Errorf("report on intent %s: %w", ci.Name, err)
+	}
+	r.mu.Lock()
+	r.reported[ci.Name] = time.Now()
+	r.mu.Unlock()
+	return reconcile.Result{}, nil
+}
+
+func (r *Reconciler) forget(name string) {
+	r.mu.Lock()
+	delete(r.reported, name)
+	r.mu.Unlock()
+}
+
+// compare reports whether two statuses are the same, and whether they
+// differ only in the copy.
+func compare(old, st v1alpha1.ClusterIntentStatus) (same, copyOnly bool) {
+	sameCopy := sameJSON(old.Copy, st.Copy)
+	oc, nc := old, st
+	oc.Copy, nc.Copy = nil, nil
+	rest := equality.Semantic.DeepEqual(oc, nc)
+	return rest && sameCopy, rest && !sameCopy
+}
+
+// sameJSON compares two embedded objects by their JSON values.
+func sameJSON(a, b *runtime.RawExtension) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	va, errA := jsonValue(a)
+	vb, errB := jsonValue(b)
+	return errA == nil && errB == nil && equality.Semantic.DeepEqual(va, vb)
+}
+
+func jsonValue(x *runtime.RawExtension) (any, error) {
+	raw := x.Raw
+	if x.Object != nil {
+		var err error
+		if raw, err = json.Marshal(x.Object); err != nil {
+			return nil, err
+		}
+	}
+	var v any
+	err := json.Unmarshal(raw, &v)
+	return v, err
+}
+
+// reported is what the agent reports of a copy: its projection without
+// the resourceVersion, which changes with every write.
+func reported(live *unstructured.Unstructured) *runtime.RawExtension {
+	out := make(map[string]any, len(live.Object))
+	for k, v := range live.Object {
+		out[k] = v
+	}
+	if md, ok := live.Object["metadata"].(map[string]any); ok {
+		m := make(map[string]any, len(md))
+		for k, v := range md {
+			if k != "resourceVersion" {
+				m[k] = v
+			}
+		}
+		out["metadata"] = m
+	}
+	return &runtime.RawExtension{Object: &unstructured.Unstructured{Object: out}}
+}
+
+// decode returns an intent's object and resource.
+func decode(ci *v1alpha1.ClusterIntent) (*unstructured.Unstructured, schema.GroupVersionResource, error) {
+	gvr := schema.GroupVersionResource{Group: ci.Spec.Resource.Group, Version: ci.Spec.Resource.Version, Resource: ci.Spec.Resource.Resource}
+	obj := &unstructured.Unstructured{}
+	if err := obj.UnmarshalJSON(ci.Spec.Object.Raw); err != nil {
+		return nil, gvr, fmt.Errorf("the intent's object cannot be read: %w", err)
+	}
+	return obj, gvr, nil
+}
+
+func describe(obj *unstructured.Unstructured) string {
+	if ns := obj.GetNamespace(); ns != "" {
+		return obj.GetKind() + " " + ns + "/" + obj.GetName()
+	}
+	return obj.GetKind() + " " + obj.GetName()
+}

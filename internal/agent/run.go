@@ -1,0 +1,160 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/member"
+	"github.com/flotilla-io/flotilla/internal/pull"
+	hostscheme "github.com/flotilla-io/flotilla/internal/scheme"
+)
+
+// Options configure an agent.
+type Options struct {
+	// Cluster is the MemberCluster's name on the hub.
+	Cluster string
+	// Hub reaches the hub with the agent's credential.
+	Hub *rest.Config
+	// Member reaches the member with the agent's own credential.
+	Member *rest.Config
+	// LeaderElect runs one working agent among replicas, elected by a
+	// Lease in the member (LeaderElectionNamespace/LeaderElectionID).
+	LeaderElect             bool
+	LeaderElectionNamespace string
+	LeaderElectionID        string
+	// Identity names this agent in the heartbeat and the leader Lease
+	// (default: the host name).
+	Identity string
+	// ProbeAddr serves /healthz and /readyz ("0": off); MetricsAddr
+	// serves Prometheus metrics ("0": off).
+	ProbeAddr, MetricsAddr string
+	// Workers bounds parallel intent reconciles.
+	Workers int
+	// Session tunes the member session. The agent reports every probe as
+	// it is (the hub damps), so its thresholds are not used.
+	Session member.Options
+	// Heartbeat is the Lease renewal interval (default
+	// pull.AgentHeartbeat).
+	Heartbeat time.Duration
+}
+
+// DefaultOptions are the production defaults.
+func DefaultOptions() Options {
+	return Options{
+		LeaderElect: true, LeaderElectionNamespace: v1alpha1.SystemNamespace, LeaderElectionID: "flotilla-agent",
+		ProbeAddr: "127.0.0.1:8091", MetricsAddr: "127.0.0.1:8090", Workers: 8,
+		Session: member.DefaultOptions(), Heartbeat: pull.AgentHeartbeat,
+	}
+}
+
+// Validate reports the first problem with o.
+func (o Options) Validate() error {
+	switch {
+	case o.Cluster == "":
+		return errors.New("the cluster's name is required (--cluster)")
+	case o.Hub == nil:
+		return errors.New("a credential for the hub is required (--hub-kubeconfig)")
+	case o.Member == nil:
+		return errors.New("a credential for the member is required (--kubeconfig, or run in the member)")
+	}
+	return nil
+}
+
+// Run runs the agent until ctx ends.
+func Run(ctx context.Context, o Options) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	mgr, pool, err := New(o)
+	if err != nil {
+		return err
+	}
+	ctrl.LoggerFrom(ctx).Info("Starting agent", "cluster", o.Cluster, "hubNamespace", v1alpha1.ClusterNamespace(o.Cluster), "leaderElection", o.LeaderElect)
+	defer pool.StopAll()
+	return mgr.Start(ctx)
+}
+
+// New builds the agent's manager: its cache holds the cluster's hub
+// namespace only, and the leader Lease is in the member.
+func New(o Options) (ctrl.Manager, *member.Pool, error) {
+	if o.Identity == "" {
+		host, err := os.Hostname()
+		if err != nil {
+			return nil, nil, fmt.Errorf("identity: %w", err)
+		}
+		o.Identity = host
+	}
+	if o.Heartbeat <= 0 {
+		o.Heartbeat = pull.AgentHeartbeat
+	}
+	scheme, err := hostscheme.New()
+	if err != nil {
+		return nil, nil, err
+	}
+	ns := v1alpha1.ClusterNamespace(o.Cluster)
+	mgr, err := ctrl.NewManager(o.Hub, ctrl.Options{
+		Scheme: scheme,
+		Cache: cache.Options{
+			DefaultNamespaces: map[string]cache.Config{ns: {}},
+			DefaultTransform:  cache.TransformStripManagedFields(),
+		},
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:        o.ProbeAddr,
+		LeaderElection:                o.LeaderElect,
+		LeaderElectionConfig:          o.Member,
+		LeaderElectionNamespace:       o.LeaderElectionNamespace,
+		LeaderElectionID:              o.LeaderElectionID,
+		LeaderElectionReleaseOnCancel: true,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("create manager: %w", err)
+	}
+	pool := member.NewPool()
+	kick := make(chan struct{}, 1)
+	// The agent reports each probe as it is: the hub damps, as it does
+	// for push members' probes.
+	sessOpts := o.Session
+	sessOpts.FailureThreshold, sessOpts.SuccessThreshold = time.Nanosecond, time.Nanosecond
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		logger := ctrl.Log.WithName("member").WithValues("cluster", o.Cluster)
+		_, err := pool.Start(ctrl.LoggerInto(ctx, logger), o.Cluster, "agent", o.Member, sessOpts, nil, nil, func(context.Context) {
+			select {
+			case kick <- struct{}{}:
+			default:
+			}
+		})
+		if err != nil {
+			return fmt.Errorf("connect to the member: %w", err)
+		}
+		<-ctx.Done()
+		pool.StopAll()
+		return nil
+	})); err != nil {
+		return nil, nil, err
+	}
+	if err := mgr.Add(&heartbeat{hub: mgr.GetClient(), cluster: o.Cluster, identity: o.Identity, pool: pool, kick: kick, interval: o.Heartbeat}); err != nil {
+		return nil, nil, err
+	}
+	r := &Reconciler{Hub: mgr.GetClient(), Cluster: o.Cluster, Pool: pool, Workers: o.Workers}
+	if err := r.SetupWithManager(mgr); err != nil {
+		return nil, nil, fmt.Errorf("set up the intent reconciler: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, nil, err
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return nil, nil, err
+	}
+	return mgr, pool, nil
+}

@@ -1,0 +1,110 @@
+package member
+
+import (
+	"context"
+	"errors"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/flotilla-io/flotilla/internal/dispatch"
+)
+
+// Member is one member cluster as the controllers see it, whatever
+// carries the traffic. A push Session (this package) talks to the
+// member's apiserver with credentials the hub holds; a pull session
+// (internal/pull) records intents on the hub for the member's agent,
+// which applies them with a push Session of its own inside the member.
+// Propagation, status and migration are written against this interface
+// only, so both modes run the same code.
+type Member interface {
+	// ClusterName is the MemberCluster's name.
+	ClusterName() string
+	// ConfigHash identifies the configuration the member was reached
+	// with; a different one makes the cluster controller start anew.
+	ConfigHash() string
+	// Usable reports whether the member may be used (see Session.Usable).
+	Usable() bool
+	// Snapshot returns what is known of the member now.
+	Snapshot() Snapshot
+	// Stop ends everything the member runs and returns when it has.
+	Stop()
+
+	// Resource returns the member's resource for a kind and whether it is
+	// namespaced (dispatch.Resource).
+	Resource(gvk schema.GroupVersionKind) (schema.GroupVersionResource, bool, error)
+	// WaitManaged waits a little while the cache of gvr lists (see
+	// Session.WaitManaged).
+	WaitManaged(ctx context.Context, gvr schema.GroupVersionResource)
+	// ManagedObject returns the projection (dispatch.Project) of the
+	// member's managed copy of an object and the cache's state.
+	ManagedObject(gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, CacheState)
+	// PeekManagedObject is ManagedObject of an already synced cache; it
+	// starts nothing.
+	PeekManagedObject(gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, bool)
+	// Apply makes the member's copy hold in (a copy of resource gvr).
+	// ErrCacheSyncing: not known yet, try again shortly; ErrAwaitingAgent
+	// (pull): handed over, the agent has not reported back.
+	Apply(ctx context.Context, gvr schema.GroupVersionResource, in *dispatch.Intent, opts dispatch.Options) (dispatch.Outcome, error)
+	// Delete deletes the member's managed copy of an object (an unmanaged
+	// one is a dispatch.ErrConflict).
+	Delete(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (dispatch.Outcome, error)
+	// UnschedulablePods returns the member's unschedulable pods in
+	// namespace that match selector (see Session.UnschedulablePods).
+	UnschedulablePods(namespace string, selector labels.Selector) ([]UnschedulablePod, bool)
+}
+
+// ErrCacheSyncing says that the member's cache of a kind is still
+// listing, so a copy cannot be compared yet.
+var ErrCacheSyncing = errors.New("waiting for the member's cache of the kind to sync")
+
+// ErrAwaitingAgent says that a pull member's agent has not yet reported
+// the outcome of the latest intent.
+var ErrAwaitingAgent = errors.New("handed to the cluster's agent; waiting for it to report")
+
+// Handlers are where a Member sends its events; a Pool fans them out to
+// its subscribers.
+type Handlers struct {
+	// Object receives the events of managed copies.
+	Object ObjectHandler
+	// Unschedulable receives the pods that turn unschedulable.
+	Unschedulable UnschedulableHandler
+}
+
+var _ Member = (*Session)(nil)
+
+// ClusterName is the MemberCluster's name.
+func (s *Session) ClusterName() string { return s.Name }
+
+// ConfigHash identifies the configuration the session was built from.
+func (s *Session) ConfigHash() string { return s.Hash }
+
+// Resource returns the member's resource for a kind from its discovery.
+func (s *Session) Resource(gvk schema.GroupVersionKind) (schema.GroupVersionResource, bool, error) {
+	return dispatch.Resource(s.mapper, gvk)
+}
+
+// Apply writes in into the member through server-side apply, deciding
+// "unchanged" from the session's cache when it can (dispatch creates the
+// object's namespace if needed). A cache of gvr that is still listing is
+// ErrCacheSyncing; a stalled one makes Apply read the copy.
+func (s *Session) Apply(ctx context.Context, gvr schema.GroupVersionResource, in *dispatch.Intent, opts dispatch.Options) (dispatch.Outcome, error) {
+	obj := in.Object
+	live, state := s.ManagedObject(gvr, obj.GetNamespace(), obj.GetName())
+	switch state {
+	case CacheSyncing:
+		return "", ErrCacheSyncing
+	case CacheSynced:
+		opts.Live = live // nil: absent or unmanaged, Apply reads it
+	}
+	opts.Verified = s.objects.verified
+	applier := &dispatch.Applier{Client: s.objects.client, Mapper: s.mapper}
+	return applier.ApplyIntent(ctx, in, opts)
+}
+
+// Delete deletes the member's managed copy of an object.
+func (s *Session) Delete(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (dispatch.Outcome, error) {
+	applier := &dispatch.Applier{Client: s.objects.client, Mapper: s.mapper}
+	return applier.Delete(ctx, gvk, namespace, name)
+}
