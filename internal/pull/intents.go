@@ -1,6 +1,7 @@
 package pull
 
 import (
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -106,4 +107,22 @@ func indexObject(obj any) ([]string, error) {
 		return nil, nil
 	}
 	return []string{objectKey(gv.WithKind(i.str("spec", "object", "kind")).GroupKind(), ns, name)}, nil
+}
+
+// copyStatusOnly reports whether an intent's update changed nothing but
+// the status of the reported copy: the spec, the agent's verdict and the
+// copy's generation, labels and annotations are as they were. Anything
+// else is news for propagation, not only for status aggregation.
+func copyStatusOnly(old, cur intent) bool {
+	if old.u.GetGeneration() != cur.u.GetGeneration() || !old.u.GetDeletionTimestamp().Equal(cur.u.GetDeletionTimestamp()) ||
+		old.observed() != cur.observed() || old.outcome() != cur.outcome() || old.message() != cur.message() {
+		return false
+	}
+	oc, cc := old.copy(), cur.copy()
+	if oc == nil || cc == nil {
+		return oc == nil && cc == nil
+	}
+	return oc.GetGeneration() == cc.GetGeneration() && cc.GetGeneration() != 0 &&
+		equality.Semantic.DeepEqual(oc.GetLabels(), cc.GetLabels()) &&
+		equality.Semantic.DeepEqual(oc.GetAnnotations(), cc.GetAnnotations())
 }

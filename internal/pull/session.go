@@ -154,7 +154,7 @@ func (s *Session) notifyIntent(old, obj any) {
 	ns, name := i.object()
 	statusOnly := false
 	if o, ok := old.(*unstructured.Unstructured); ok {
-		statusOnly = o.GetGeneration() == u.GetGeneration() && o.GetDeletionTimestamp().Equal(u.GetDeletionTimestamp())
+		statusOnly = copyStatusOnly(intent{o}, i)
 	}
 	s.handlers.Object(member.ObjectEvent{Cluster: s.cfg.Cluster, Resource: i.resource(), Namespace: ns, Name: name, StatusOnly: statusOnly})
 }
@@ -206,7 +206,19 @@ func (s *Session) checkLoop(ctx context.Context) {
 // the agent reported; it returns whether the committed health changed.
 func (s *Session) check(ctx context.Context, now time.Time) bool {
 	if !s.leases.HasSynced() {
-		return false
+		if now.Sub(s.started) < member.StallAfter {
+			return false
+		}
+		// The cache cannot list the Lease (the controller-manager's role
+		// lacks it, or the hub is overloaded): say so instead of nothing.
+		s.mu.Lock()
+		committed, changed := s.damper.Observe(member.Observation{Health: member.NotReady, Reason: ReasonAgentSilent, At: now,
+			Message: fmt.Sprintf("the control plane cannot read the agent's heartbeat Lease %s/%s (see the controller-manager's log)", s.namespace, v1alpha1.AgentLeaseName)})
+		s.mu.Unlock()
+		if changed {
+			s.logger.Info("Member health changed", "health", committed.Health, "reason", committed.Reason, "message", committed.Message)
+		}
+		return changed
 	}
 	var lease *coordinationv1.Lease
 	if obj, ok, _ := s.leases.GetStore().GetByKey(s.namespace + "/" + v1alpha1.AgentLeaseName); ok {

@@ -1,0 +1,176 @@
+package agent_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2/textlogger"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/agent"
+	"github.com/flotilla-io/flotilla/internal/controller/cluster"
+	"github.com/flotilla-io/flotilla/internal/controller/federate"
+	"github.com/flotilla-io/flotilla/internal/controller/propagate"
+	"github.com/flotilla-io/flotilla/internal/controller/schedule"
+	"github.com/flotilla-io/flotilla/internal/controller/status"
+	"github.com/flotilla-io/flotilla/internal/manager"
+	"github.com/flotilla-io/flotilla/internal/member"
+	hostscheme "github.com/flotilla-io/flotilla/internal/scheme"
+	"github.com/flotilla-io/flotilla/internal/testenv"
+)
+
+var env *testenv.Environment
+
+func TestMain(m *testing.M) {
+	os.Exit(testenv.Main(m, testenv.Options{Members: 1, NodesPerMember: 1}, &env))
+}
+
+// pullName is the pull MemberCluster every test uses; its agent runs
+// against the environment's member-1.
+const pullName = "pull-1"
+
+const waitTimeout = 90 * time.Second
+
+var (
+	startOnce sync.Once
+	started   bool
+	admin     client.Client
+	agentMu   sync.Mutex
+	agentStop func() // stops the running agent and waits for it
+)
+
+// fastSession is the member timing of the tests: a silent agent counts as
+// unreachable 2 s after its heartbeat goes stale.
+var fastSession = member.Options{
+	ProbeInterval: 500 * time.Millisecond, ProbeTimeout: time.Second, DiscoveryInterval: 2 * time.Second,
+	FailureThreshold: 2 * time.Second, SuccessThreshold: time.Second, NotifyInterval: 200 * time.Millisecond,
+}
+
+// startControlPlane runs the controllers in-process as the
+// controller-manager's identity, registers the pull member, starts its
+// agent and waits until the member is Ready, once per package.
+func startControlPlane(t *testing.T) client.Client {
+	t.Helper()
+	testenv.Need(t, env)
+	startOnce.Do(func() {
+		ctx := context.Background()
+		ctrl.SetLogger(textlogger.NewLogger(textlogger.NewConfig()))
+		opts := manager.DefaultOptions()
+		opts.Controllers = []string{cluster.Name, federate.Name, schedule.Name, propagate.Name, status.Name}
+		opts.LeaderElect, opts.MetricsAddr, opts.ProbeAddr = false, "0", "0"
+		opts.Cluster = fastSession
+		cfg := env.ControllerConfig(t)
+		if err := manager.PrepareHost(ctx, cfg, opts); err != nil {
+			t.Fatalf("prepare host: %v", err)
+		}
+		go func() {
+			if err := manager.Run(ctx, cfg, opts); err != nil {
+				fmt.Fprintf(os.Stderr, "controller-manager: %v\n", err)
+			}
+		}()
+		admin = newClient(t)
+		mc := &v1alpha1.MemberCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: pullName, Labels: map[string]string{"mode": "pull"}},
+			Spec:       v1alpha1.MemberClusterSpec{SyncMode: v1alpha1.SyncModePull},
+		}
+		if err := admin.Create(ctx, mc); err != nil {
+			t.Fatalf("create MemberCluster %s: %v", pullName, err)
+		}
+		startAgent(t)
+		waitReady(t, metav1.ConditionTrue)
+		started = true
+	})
+	if !started {
+		t.Fatal("control plane failed to start in an earlier test")
+	}
+	return admin
+}
+
+// startAgent runs the pull member's agent in-process until stopAgent.
+func startAgent(t *testing.T) {
+	t.Helper()
+	agentMu.Lock()
+	defer agentMu.Unlock()
+	o := agent.DefaultOptions()
+	o.Cluster, o.Hub, o.Member = pullName, env.Host.Config, env.Cluster("member-1").Config
+	o.LeaderElect, o.ProbeAddr, o.MetricsAddr = false, "0", "0"
+	o.Identity, o.Session, o.Heartbeat = "test-agent", fastSession, 500*time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := agent.Run(ctx, o); err != nil {
+			fmt.Fprintf(os.Stderr, "agent: %v\n", err)
+		}
+	}()
+	agentStop = func() {
+		cancel()
+		<-done
+	}
+}
+
+// stopAgent stops the agent and waits until it has.
+func stopAgent() {
+	agentMu.Lock()
+	defer agentMu.Unlock()
+	if agentStop != nil {
+		agentStop()
+		agentStop = nil
+	}
+}
+
+// waitReady waits until the pull member's Ready condition has status want.
+func waitReady(t *testing.T, want metav1.ConditionStatus) *metav1.Condition {
+	t.Helper()
+	var got *metav1.Condition
+	testenv.Eventually(t, waitTimeout, fmt.Sprintf("MemberCluster %s Ready=%s", pullName, want), func(ctx context.Context) error {
+		mc := &v1alpha1.MemberCluster{}
+		if err := admin.Get(ctx, types.NamespacedName{Name: pullName}, mc); err != nil {
+			return err
+		}
+		got = meta.FindStatusCondition(mc.Status.Conditions, v1alpha1.ConditionReady)
+		if got == nil || got.Status != want {
+			return fmt.Errorf("Ready: %+v", got)
+		}
+		return nil
+	})
+	return got
+}
+
+func newClient(t *testing.T) client.Client {
+	t.Helper()
+	scheme, err := hostscheme.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(env.Host.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// createClusterPolicy creates a ClusterPropagationPolicy as the admin and
+// deletes it when the test ends.
+func createClusterPolicy(t *testing.T, name string, spec v1alpha1.PropagationSpec) {
+	t.Helper()
+	p := &v1alpha1.ClusterPropagationPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}
+	if err := admin.Create(context.Background(), p); err != nil {
+		t.Fatalf("create ClusterPropagationPolicy %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		if err := admin.Delete(context.Background(), p); err != nil && !apierrors.IsNotFound(err) {
+			t.Logf("delete ClusterPropagationPolicy %s: %v", name, err)
+		}
+	})
+}
