@@ -1,0 +1,126 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/textlogger"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/agent"
+	"github.com/flotilla-io/flotilla/internal/pull"
+)
+
+// AgentOptions are the inputs of `flotilla agent`.
+type AgentOptions struct {
+	// Agent configures the agent (Hub and Member are filled by Run).
+	Agent agent.Options
+	// HubKubeconfig and HubContext locate the agent's hub credential.
+	HubKubeconfig, HubContext string
+	// Kubeconfig and Context locate the member (default: in-cluster).
+	Kubeconfig, Context string
+	// Verbosity is the log verbosity (--v).
+	Verbosity int
+}
+
+// NewAgentCmd returns `flotilla agent`.
+func NewAgentCmd(_ Streams) *cobra.Command {
+	o := &AgentOptions{Agent: agent.DefaultOptions()}
+	cmd := &cobra.Command{
+		Use:   "agent --cluster NAME --hub-kubeconfig FILE",
+		Short: "Run the agent of a pull-mode member cluster, inside (or beside) the member",
+		Long: `Run the agent of a syncMode Pull member cluster.
+
+The agent connects out to the hub: no credential of the member leaves the
+member. On the hub it reads only the ClusterIntents in its cluster's
+namespace (` + v1alpha1.ClusterNamespacePrefix + `NAME), reports on them in
+their status, renews its heartbeat Lease there, and writes the member's
+version, served kinds and capacity into its MemberCluster's status. In the
+member it applies each intent with server-side apply (field manager
+"flotilla"), reverts drift from a watch of the managed copies, deletes the
+copy when the intent is deleted, and never touches an object Flotilla does
+not manage unless the intent says to adopt it.
+
+When the hub cannot be reached the agent keeps what it last applied and
+keeps reverting drift; the hub marks the cluster Unknown once its
+heartbeat is missed for the usual thresholds, and fails its workloads
+over. When the hub returns, unchanged intents write nothing to the member.
+
+With leader election (default, a Lease in the member's
+--leader-election-namespace) several replicas may run; one works at a time.
+/healthz and /readyz are served on --health-probe-bind-address, Prometheus
+metrics on --metrics-bind-address.`,
+		Example: `  # In the member, with a kubeconfig for the hub made by the hub's admin:
+  flotilla agent --cluster edge-1 --hub-kubeconfig /etc/flotilla/hub.kubeconfig
+
+  # Beside the member, for a test:
+  flotilla agent --cluster edge-1 --hub-kubeconfig hub.kubeconfig --kubeconfig member.kubeconfig --leader-elect=false`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd)
+		},
+	}
+	fs := cmd.Flags()
+	a := &o.Agent
+	fs.StringVar(&a.Cluster, "cluster", "", "the MemberCluster's name on the hub (required)")
+	fs.StringVar(&o.HubKubeconfig, "hub-kubeconfig", "", "kubeconfig with the agent's credential for the hub (required)")
+	fs.StringVar(&o.HubContext, "hub-context", "", "context in the hub kubeconfig")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of the member (default: in-cluster, then $KUBECONFIG or ~/.kube/config)")
+	fs.StringVar(&o.Context, "context", "", "context in the member kubeconfig")
+	fs.BoolVar(&a.LeaderElect, "leader-elect", a.LeaderElect, "elect a leader among agent replicas (a Lease in the member)")
+	fs.StringVar(&a.LeaderElectionNamespace, "leader-election-namespace", a.LeaderElectionNamespace, "member namespace of the leader election Lease")
+	fs.StringVar(&a.LeaderElectionID, "leader-election-id", a.LeaderElectionID, "name of the leader election Lease")
+	fs.StringVar(&a.Identity, "identity", a.Identity, "this agent's name in its heartbeat (default: the host name)")
+	fs.StringVar(&a.MetricsAddr, "metrics-bind-address", a.MetricsAddr, "address serving Prometheus /metrics ('0' disables)")
+	fs.StringVar(&a.ProbeAddr, "health-probe-bind-address", a.ProbeAddr, "address serving /healthz and /readyz ('0' disables; ':8091' for all interfaces, e.g. for kubelet probes)")
+	fs.IntVar(&a.Workers, "concurrent-syncs", a.Workers, "intents applied in parallel")
+	fs.DurationVar(&a.Heartbeat, "heartbeat-interval", a.Heartbeat, "time between renewals of the heartbeat Lease (the hub counts the agent silent after 12s without one)")
+	fs.DurationVar(&a.Session.ProbeInterval, "probe-interval", a.Session.ProbeInterval, "time between health probes of the member's apiserver")
+	fs.DurationVar(&a.Session.DiscoveryInterval, "discovery-interval", a.Session.DiscoveryInterval, "time between API discoveries of the member")
+	fs.IntVarP(&o.Verbosity, "v", "v", 0, "log verbosity")
+	return cmd
+}
+
+// Validate refuses bad flag values before anything starts.
+func (o *AgentOptions) Validate() error {
+	a := o.Agent
+	switch {
+	case a.Cluster == "":
+		return errors.New("--cluster is required: the name of this cluster's MemberCluster on the hub")
+	case o.HubKubeconfig == "":
+		return errors.New("--hub-kubeconfig is required: a kubeconfig with the agent's credential for the hub")
+	case a.Heartbeat <= 0 || a.Heartbeat > pull.HeartbeatStale/2:
+		return fmt.Errorf("--heartbeat-interval must be positive and at most %s (half the time after which the hub counts the agent silent), got %s", pull.HeartbeatStale/2, a.Heartbeat)
+	case a.Session.ProbeInterval <= 0 || a.Session.DiscoveryInterval <= 0:
+		return errors.New("--probe-interval and --discovery-interval must be positive")
+	case a.Workers < 1:
+		return errors.New("--concurrent-syncs must be at least 1")
+	}
+	return nil
+}
+
+// Run loads both kubeconfigs and runs the agent until the command's
+// context ends.
+func (o *AgentOptions) Run(cmd *cobra.Command) error {
+	logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(o.Verbosity)))
+	klog.SetLogger(logger)
+	ctrl.SetLogger(logger)
+	hub, err := loadConfig(o.HubKubeconfig, o.HubContext)
+	if err != nil {
+		return fmt.Errorf("load hub kubeconfig: %w", err)
+	}
+	hub.UserAgent = "flotilla-agent"
+	mem, err := loadConfig(o.Kubeconfig, o.Context)
+	if err != nil {
+		return fmt.Errorf("load member kubeconfig: %w", err)
+	}
+	mem.UserAgent = "flotilla-agent"
+	o.Agent.Hub, o.Agent.Member = hub, mem
+	return agent.Run(klog.NewContext(cmd.Context(), logger), o.Agent)
+}

@@ -1,0 +1,45 @@
+package app
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestAgentOptionsValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(o *AgentOptions)
+		want string // "" = valid
+	}{
+		{name: "valid", edit: func(*AgentOptions) {}},
+		{name: "no cluster", edit: func(o *AgentOptions) { o.Agent.Cluster = "" }, want: "--cluster is required"},
+		{name: "no hub kubeconfig", edit: func(o *AgentOptions) { o.HubKubeconfig = "" }, want: "--hub-kubeconfig is required"},
+		{name: "heartbeat too slow", edit: func(o *AgentOptions) { o.Agent.Heartbeat = 10 * time.Second }, want: "--heartbeat-interval must be positive and at most 6s"},
+		{name: "no workers", edit: func(o *AgentOptions) { o.Agent.Workers = 0 }, want: "--concurrent-syncs"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := NewAgentCmd(Streams{})
+			if err := cmd.Flags().Parse([]string{"--cluster", "edge-1", "--hub-kubeconfig", "hub.kubeconfig"}); err != nil {
+				t.Fatal(err)
+			}
+			o := &AgentOptions{}
+			// The command's options are reached through its flags.
+			o.Agent.Cluster, _ = cmd.Flags().GetString("cluster")
+			o.HubKubeconfig, _ = cmd.Flags().GetString("hub-kubeconfig")
+			o.Agent.Heartbeat, _ = cmd.Flags().GetDuration("heartbeat-interval")
+			o.Agent.Session.ProbeInterval, _ = cmd.Flags().GetDuration("probe-interval")
+			o.Agent.Session.DiscoveryInterval, _ = cmd.Flags().GetDuration("discovery-interval")
+			o.Agent.Workers, _ = cmd.Flags().GetInt("concurrent-syncs")
+			tt.edit(o)
+			err := o.Validate()
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("Validate() = %v, want nil", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Errorf("Validate() = %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}
