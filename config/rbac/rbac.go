@@ -1,7 +1,8 @@
 // Package rbac embeds the controller-manager's host permissions: the
 // generated ClusterRole and Role (role.yaml, from the +kubebuilder:rbac
 // markers in internal/), its ServiceAccount and bindings
-// (role_binding.yaml) and the optional grants (optional.yaml), and applies
+// (role_binding.yaml), the optional grants (optional.yaml) and the pull
+// agents' namespace role (agent.yaml), and applies
 // them to a host, for `flotilla up` and the tests.
 package rbac
 
@@ -24,7 +25,7 @@ import (
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 )
 
-//go:embed role.yaml role_binding.yaml optional.yaml
+//go:embed role.yaml role_binding.yaml optional.yaml agent.yaml
 var manifests embed.FS
 
 // The controller-manager's identity on the host.
@@ -58,7 +59,17 @@ const (
 	BindingFile = "role_binding.yaml"
 	// OptionalFile holds the grants that are off by default (Secrets).
 	OptionalFile = "optional.yaml"
+	// AgentFile holds the ClusterRole AgentClusterRole.
+	AgentFile = "agent.yaml"
 )
+
+// AgentClusterRole is what a pull member's agent may do in its cluster's
+// hub namespace (bound there by a RoleBinding, never cluster-wide).
+const AgentClusterRole = "flotilla-agent"
+
+// AgentUser is the user name of a pull member's agent on the hub (the
+// subject of its client certificate).
+func AgentUser(cluster string) string { return "flotilla:agent:" + cluster }
 
 // Objects returns the objects of an embedded manifest file.
 func Objects(file string) ([]*unstructured.Unstructured, error) {

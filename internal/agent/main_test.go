@@ -12,11 +12,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2/textlogger"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/config/rbac"
 	"github.com/flotilla-io/flotilla/internal/agent"
 	"github.com/flotilla-io/flotilla/internal/controller/cluster"
 	"github.com/flotilla-io/flotilla/internal/controller/federate"
@@ -102,7 +104,9 @@ func startAgent(t *testing.T) {
 	agentMu.Lock()
 	defer agentMu.Unlock()
 	o := agent.DefaultOptions()
-	o.Cluster, o.Hub, o.Member = pullName, env.Host.Config, env.Cluster("member-1").Config
+	// The agent acts on the hub as its own user, with only what the
+	// cluster controller grants it.
+	o.Cluster, o.Hub, o.Member = pullName, agentConfig(), env.Cluster("member-1").Config
 	o.LeaderElect, o.ProbeAddr, o.MetricsAddr = false, "0", "0"
 	o.Identity, o.Session, o.Heartbeat = "test-agent", fastSession, 500*time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
@@ -147,13 +151,24 @@ func waitReady(t *testing.T, want metav1.ConditionStatus) *metav1.Condition {
 	return got
 }
 
+// agentConfig reaches the hub as the pull member's agent.
+func agentConfig() *rest.Config {
+	cfg := rest.CopyConfig(env.Host.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: rbac.AgentUser(pullName)}
+	return cfg
+}
+
 func newClient(t *testing.T) client.Client {
+	return newClientFor(t, env.Host.Config)
+}
+
+func newClientFor(t *testing.T, cfg *rest.Config) client.Client {
 	t.Helper()
 	scheme, err := hostscheme.New()
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.New(env.Host.Config, client.Options{Scheme: scheme})
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -106,7 +106,7 @@ func grantControllerManager(ctx context.Context, host *clusterPlan) error {
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("%s: create namespace %s: %w", host.name, rbac.Namespace, err)
 	}
-	if err := rbac.Apply(ctx, cfg, rbac.RoleFile, rbac.BindingFile); err != nil {
+	if err := rbac.Apply(ctx, cfg, rbac.RoleFile, rbac.BindingFile, rbac.AgentFile); err != nil {
 		return fmt.Errorf("%s: grant the controller-manager its role: %w", host.name, err)
 	}
 	return nil

@@ -28,4 +28,9 @@ package cluster
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;create
 // +kubebuilder:rbac:groups=flotilla.io,resources=clusterintents,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=delete
+// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;create;patch
+// +kubebuilder:rbac:groups=flotilla.io,resources=clusterintents,verbs=patch
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings;clusterroles;clusterrolebindings,verbs=get;create;patch;delete
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=flotilla-agent
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch

@@ -2,11 +2,7 @@ package cluster
 
 import (
 	"context"
-	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
@@ -25,7 +21,7 @@ func (r *Reconciler) observePull(ctx context.Context, mc *v1alpha1.MemberCluster
 	if s := r.Pool.Current(mc.Name); s != nil && s.ConfigHash() == pullHash {
 		return s.Snapshot(), nil
 	}
-	if err := r.ensureClusterNamespace(ctx, mc); err != nil {
+	if err := r.ensureAgentAccess(ctx, mc); err != nil {
 		return member.Snapshot{}, err
 	}
 	name := mc.Name
@@ -42,19 +38,6 @@ func (r *Reconciler) observePull(ctx context.Context, mc *v1alpha1.MemberCluster
 	}
 	logger.Info("Started pull session", "namespace", v1alpha1.ClusterNamespace(name))
 	return s.Snapshot(), nil
-}
-
-// ensureClusterNamespace creates the hub namespace of a pull member's
-// intents and heartbeat.
-func (r *Reconciler) ensureClusterNamespace(ctx context.Context, mc *v1alpha1.MemberCluster) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-		Name:   v1alpha1.ClusterNamespace(mc.Name),
-		Labels: map[string]string{v1alpha1.LabelMemberCluster: mc.Name},
-	}}
-	if err := r.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create the hub namespace of pull member %s: %w", mc.Name, err)
-	}
-	return nil
 }
 
 // notifier returns the function a session calls when what it knows of
