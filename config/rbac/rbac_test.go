@@ -97,3 +97,27 @@ func TestTemplateKindsNotUpdated(t *testing.T) {
 		}
 	}
 }
+
+// The agents' ClusterRole names exactly the resources an agent works
+// with: its intents (and their status) and Leases, no wildcard, and no
+// create or delete of intents (only the control plane writes them).
+func TestAgentRole(t *testing.T) {
+	role, ok := clusterRoles(t, AgentFile)[AgentClusterRole]
+	if !ok {
+		t.Fatalf("%s has no ClusterRole %s", AgentFile, AgentClusterRole)
+	}
+	allowed := map[string]bool{"clusterintents": true, "clusterintents/status": true, "leases": true}
+	for _, r := range role.Rules {
+		for _, res := range r.Resources {
+			if !allowed[res] {
+				t.Errorf("rule %+v grants %s", r, res)
+			}
+			if res == "clusterintents" && (slices.Contains(r.Verbs, "create") || slices.Contains(r.Verbs, "delete")) {
+				t.Errorf("rule %+v lets an agent create or delete intents", r)
+			}
+		}
+		if slices.Contains(r.APIGroups, "*") || slices.Contains(r.Verbs, "*") {
+			t.Errorf("rule %+v uses a wildcard", r)
+		}
+	}
+}

@@ -17,6 +17,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/join"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
 
@@ -42,8 +43,8 @@ func TestAgentIdentityIsConfined(t *testing.T) {
 		t.Errorf("read its own MemberCluster: %v", err)
 	}
 
-	other := &v1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: "pull-other"}, Spec: v1alpha1.MemberClusterSpec{SyncMode: v1alpha1.SyncModePull}}
-	if err := admin.Create(ctx, other); err != nil {
+	other := &v1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: "pull-other"}}
+	if _, err := join.JoinPull(ctx, join.PullOptions{Name: other.Name, Host: env.Host.Config}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = admin.Delete(context.Background(), other) })
@@ -76,20 +77,25 @@ func TestAgentIdentityIsConfined(t *testing.T) {
 		}
 	}
 
-	// Removing a pull member revokes its agent at once: its role is
-	// deleted and its hub namespace goes.
-	if err := admin.Delete(ctx, other); err != nil {
+	// An intent with the agent's finalizer, which no agent will remove.
+	held := intent.DeepCopy()
+	held.Namespace, held.Finalizers = v1alpha1.ClusterNamespace(other.Name), []string{v1alpha1.FinalizerAgent}
+	if err := admin.Create(ctx, held); err != nil {
+		t.Fatal(err)
+	}
+	// Unjoining a pull member revokes its agent: its roles go with the
+	// MemberCluster, and so does its hub namespace, whose intents the
+	// cluster controller lets go.
+	if err := join.Unjoin(ctx, join.UnjoinOptions{Name: other.Name, Host: env.Host.Config}); err != nil {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, waitTimeout, "the removed member's agent role and namespace are gone", func(ctx context.Context) error {
-		if err := admin.Get(ctx, types.NamespacedName{Name: "flotilla-agent:" + other.Name}, &rbacv1.ClusterRole{}); !apierrors.IsNotFound(err) {
+		if err := admin.Get(ctx, types.NamespacedName{Name: join.AgentRoleName(other.Name)}, &rbacv1.ClusterRole{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("ClusterRole: %v", err)
 		}
 		ns := &corev1.Namespace{}
-		if err := admin.Get(ctx, types.NamespacedName{Name: v1alpha1.ClusterNamespace(other.Name)}, ns); err == nil && ns.DeletionTimestamp.IsZero() {
-			return fmt.Errorf("namespace %s still active", ns.Name)
-		} else if err != nil && !apierrors.IsNotFound(err) {
-			return err
+		if err := admin.Get(ctx, types.NamespacedName{Name: v1alpha1.ClusterNamespace(other.Name)}, ns); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("namespace %s: %v (phase %s)", v1alpha1.ClusterNamespace(other.Name), err, ns.Status.Phase)
 		}
 		return nil
 	})

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2/textlogger"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,6 +26,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/controller/propagate"
 	"github.com/flotilla-io/flotilla/internal/controller/schedule"
 	"github.com/flotilla-io/flotilla/internal/controller/status"
+	"github.com/flotilla-io/flotilla/internal/join"
 	"github.com/flotilla-io/flotilla/internal/manager"
 	"github.com/flotilla-io/flotilla/internal/member"
 	hostscheme "github.com/flotilla-io/flotilla/internal/scheme"
@@ -47,6 +49,7 @@ var (
 	startOnce sync.Once
 	started   bool
 	admin     client.Client
+	agentHub  *rest.Config // the agent's hub credential, from join
 	agentMu   sync.Mutex
 	agentStop func() // stops the running agent and waits for it
 )
@@ -81,12 +84,14 @@ func startControlPlane(t *testing.T) client.Client {
 			}
 		}()
 		admin = newClient(t)
-		mc := &v1alpha1.MemberCluster{
-			ObjectMeta: metav1.ObjectMeta{Name: pullName, Labels: map[string]string{"mode": "pull"}},
-			Spec:       v1alpha1.MemberClusterSpec{SyncMode: v1alpha1.SyncModePull},
+		// Registered as `flotilla join --mode pull --agent-kubeconfig`
+		// does: the agent runs with the token it writes.
+		kubeconfig, err := join.JoinPull(ctx, join.PullOptions{Name: pullName, Host: env.Host.Config, Labels: map[string]string{"mode": "pull"}, TokenDuration: time.Hour})
+		if err != nil {
+			t.Fatalf("join %s: %v", pullName, err)
 		}
-		if err := admin.Create(ctx, mc); err != nil {
-			t.Fatalf("create MemberCluster %s: %v", pullName, err)
+		if agentHub, err = clientcmd.RESTConfigFromKubeConfig(kubeconfig); err != nil {
+			t.Fatalf("the agent's kubeconfig: %v", err)
 		}
 		startAgent(t)
 		waitReady(t, metav1.ConditionTrue)
@@ -104,9 +109,9 @@ func startAgent(t *testing.T) {
 	agentMu.Lock()
 	defer agentMu.Unlock()
 	o := agent.DefaultOptions()
-	// The agent acts on the hub as its own user, with only what the
-	// cluster controller grants it.
-	o.Cluster, o.Hub, o.Member = pullName, agentConfig(), env.Cluster("member-1").Config
+	// The agent acts on the hub with the token join gave it, with only
+	// the access join granted.
+	o.Cluster, o.Hub, o.Member = pullName, rest.CopyConfig(agentHub), env.Cluster("member-1").Config
 	o.LeaderElect, o.ProbeAddr, o.MetricsAddr = false, "0", "0"
 	o.Identity, o.Session, o.Heartbeat = "test-agent", fastSession, 500*time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
@@ -151,7 +156,8 @@ func waitReady(t *testing.T, want metav1.ConditionStatus) *metav1.Condition {
 	return got
 }
 
-// agentConfig reaches the hub as the pull member's agent.
+// agentConfig reaches the hub as the pull member's agent user (the
+// subject of its future client certificate).
 func agentConfig() *rest.Config {
 	cfg := rest.CopyConfig(env.Host.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: rbac.AgentUser(pullName)}

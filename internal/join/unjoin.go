@@ -69,6 +69,16 @@ func Unjoin(ctx context.Context, o UnjoinOptions) error {
 		}
 		return fmt.Errorf("read MemberCluster %s: %w", o.Name, err)
 	}
+	if mc.Spec.SyncMode == v1alpha1.SyncModePull {
+		// Nothing of ours is in the member but the agent's copies, which
+		// stay; the agent's access and hub namespace are owned by the
+		// MemberCluster and go with it.
+		if err := hostClient.Delete(ctx, mc); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete MemberCluster %s: %w", o.Name, err)
+		}
+		fmt.Fprintf(o.Out, "MemberCluster %s removed from the host; its agent's access and namespace %s go with it. Stop `flotilla agent` in the member.\n", o.Name, v1alpha1.ClusterNamespace(o.Name))
+		return nil
+	}
 	id, err := ControlPlaneID(ctx, hostCS)
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package app
 import (
 	"fmt"
 	"net/url"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,13 +20,19 @@ type JoinOptions struct {
 	memberContext    string
 	wait             time.Duration
 	streams          Streams
+	// mode is --mode: push (default) or pull.
+	mode string
+	// agentKubeconfig and tokenDuration: where a pull join writes the
+	// agent's hub kubeconfig, and how long its token lasts.
+	agentKubeconfig string
+	tokenDuration   time.Duration
 }
 
 // NewJoinCmd returns `flotilla join`.
 func NewJoinCmd(streams Streams) *cobra.Command {
 	o := &JoinOptions{streams: streams}
 	cmd := &cobra.Command{
-		Use:   "join NAME --kubeconfig FILE",
+		Use:   "join NAME (--kubeconfig FILE | --mode pull)",
 		Short: "Join a member cluster to the Flotilla control plane",
 		Long: `Join a Kubernetes cluster to the control plane as MemberCluster NAME.
 
@@ -43,9 +50,21 @@ another name, is refused. A plain http --api-endpoint is refused by the
 controller-manager unless it runs with --allow-insecure-members.
 
 --kubeconfig must grant cluster-admin in the member; the host kubeconfig
-must allow creating MemberClusters and Secrets.`,
+must allow creating MemberClusters and Secrets.
+
+With --mode pull nothing is done in the member and the host holds no
+credential for it: join creates MemberCluster NAME with syncMode Pull and,
+owned by it, the hub namespace flotilla-cluster-NAME, a ServiceAccount
+"agent" there, and the agent's narrow rights (the ClusterRole
+flotilla-agent bound in that namespace only, and get/status patch on this
+one MemberCluster) for that ServiceAccount and the user
+flotilla:agent:NAME. With --agent-kubeconfig it also writes a kubeconfig
+for the agent holding a token of that ServiceAccount that expires after
+--token-duration. Run ` + "`flotilla agent --cluster NAME --hub-kubeconfig FILE`" + ` in the
+member with it. The host kubeconfig must be an admin's (it grants RBAC).`,
 		Example: `  flotilla join prod-east-1 --kubeconfig ~/.kube/prod-east-1 --labels topology.kubernetes.io/region=us-east
-  flotilla join edge-7 --kubeconfig all.kubeconfig --context edge-7 --host-kubeconfig host.kubeconfig --wait 2m`,
+  flotilla join edge-7 --kubeconfig all.kubeconfig --context edge-7 --host-kubeconfig host.kubeconfig --wait 2m
+  flotilla join edge-9 --mode pull --agent-kubeconfig edge-9-hub.kubeconfig --token-duration 24h`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
@@ -64,7 +83,9 @@ must allow creating MemberClusters and Secrets.`,
 	fs.StringVar(&o.CredentialsNamespace, "credentials-namespace", "flotilla-system", "host namespace of the credentials Secret")
 	fs.DurationVar(&o.Timeout, "timeout", time.Minute, "how long to wait for the member's token")
 	fs.DurationVar(&o.wait, "wait", 0, "wait up to this long for the MemberCluster to become Ready (0: do not wait)")
-	_ = cmd.MarkFlagRequired("kubeconfig")
+	fs.StringVar(&o.mode, "mode", "push", "push: the control plane reaches the member with a credential join creates there; pull: an agent in the member connects out (nothing is done in the member)")
+	fs.StringVar(&o.agentKubeconfig, "agent-kubeconfig", "", "with --mode pull: write a kubeconfig for the agent (a token of its ServiceAccount) to this file")
+	fs.DurationVar(&o.tokenDuration, "token-duration", 24*time.Hour, "with --agent-kubeconfig: how long the agent's token is valid")
 	return cmd
 }
 
@@ -72,6 +93,27 @@ must allow creating MemberClusters and Secrets.`,
 func (o *JoinOptions) Validate() error {
 	if errs := validation.IsDNS1123Subdomain(o.Name); len(errs) > 0 {
 		return fmt.Errorf("invalid member name %q: %s", o.Name, errs[0])
+	}
+	switch o.mode {
+	case "push":
+		if o.memberKubeconfig == "" {
+			return fmt.Errorf("--kubeconfig is required: a kubeconfig with cluster-admin in the member (or --mode pull)")
+		}
+		if o.agentKubeconfig != "" {
+			return fmt.Errorf("--agent-kubeconfig needs --mode pull")
+		}
+	case "pull":
+		if errs := validation.IsDNS1123Label(o.Name); len(errs) > 0 || len(o.Name) > 46 {
+			return fmt.Errorf("invalid pull member name %q: a DNS label of at most 46 characters (it names the hub namespace flotilla-cluster-%s)", o.Name, o.Name)
+		}
+		if o.memberKubeconfig != "" || o.APIEndpoint != "" {
+			return fmt.Errorf("--kubeconfig and --api-endpoint are for push members: a pull member's agent connects out with its own credentials")
+		}
+		if o.agentKubeconfig != "" && o.tokenDuration < 10*time.Minute {
+			return fmt.Errorf("--token-duration must be at least 10m, got %s", o.tokenDuration)
+		}
+	default:
+		return fmt.Errorf("--mode must be push or pull, got %q", o.mode)
 	}
 	// The name is also a label value on the credentials Secret.
 	if errs := validation.IsValidLabelValue(o.Name); len(errs) > 0 {
@@ -95,6 +137,9 @@ func (o *JoinOptions) Validate() error {
 
 // Run joins the member.
 func (o *JoinOptions) Run(cmd *cobra.Command) error {
+	if o.mode == "pull" {
+		return o.runPull(cmd)
+	}
 	member, err := loadConfig(o.memberKubeconfig, o.memberContext)
 	if err != nil {
 		return fmt.Errorf("member kubeconfig: %w", err)
@@ -109,6 +154,37 @@ func (o *JoinOptions) Run(cmd *cobra.Command) error {
 	}
 	if o.wait > 0 {
 		fmt.Fprintf(o.streams.Out, "Waiting up to %s for %s to become Ready\n", o.wait, o.Name)
+		if err := join.WaitReady(cmd.Context(), host, o.Name, o.wait); err != nil {
+			return err
+		}
+		fmt.Fprintf(o.streams.Out, "%s is Ready\n", o.Name)
+	}
+	return nil
+}
+
+// runPull registers a pull member and, if asked, writes its agent's
+// kubeconfig.
+func (o *JoinOptions) runPull(cmd *cobra.Command) error {
+	host, err := o.host.config()
+	if err != nil {
+		return err
+	}
+	po := join.PullOptions{Name: o.Name, Host: host, Labels: o.Labels, Out: o.streams.Out}
+	if o.agentKubeconfig != "" {
+		po.TokenDuration = o.tokenDuration
+	}
+	kubeconfig, err := join.JoinPull(cmd.Context(), po)
+	if err != nil {
+		return fmt.Errorf("join %s: %w", o.Name, err)
+	}
+	if kubeconfig != nil {
+		if err := os.WriteFile(o.agentKubeconfig, kubeconfig, 0o600); err != nil {
+			return fmt.Errorf("write the agent's kubeconfig: %w", err)
+		}
+		fmt.Fprintf(o.streams.Out, "Wrote %s (its token expires in %s); in the member run:\n  flotilla agent --cluster %s --hub-kubeconfig %s\n", o.agentKubeconfig, o.tokenDuration, o.Name, o.agentKubeconfig)
+	}
+	if o.wait > 0 {
+		fmt.Fprintf(o.streams.Out, "Waiting up to %s for %s's agent to report\n", o.wait, o.Name)
 		if err := join.WaitReady(cmd.Context(), host, o.Name, o.wait); err != nil {
 			return err
 		}

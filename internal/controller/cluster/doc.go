@@ -11,12 +11,13 @@
 // flotilla-system namespace) is this MemberCluster's: see member.CheckBinding,
 // member.Insecurities and member.Claim.
 //
-// A syncMode Pull member gets a pull session (internal/pull) instead: the
-// controller creates the cluster's hub namespace (flotilla-cluster-<name>)
-// for its ClusterIntents and its agent's heartbeat Lease; the agent writes
-// the version, served kinds and capacity into the status itself, and the
+// A syncMode Pull member gets a pull session (internal/pull) instead,
+// over the cluster's hub namespace (flotilla-cluster-<name>, created with
+// the agent's access by `flotilla join --mode pull`); the agent writes the
+// version, served kinds and capacity into the status itself, and the
 // controller keeps them while it writes conditions and taints from the
-// heartbeat's damped health.
+// heartbeat's damped health. When a pull member is removed, the
+// controller releases its intents' finalizers so that its namespace goes.
 package cluster
 
 // Permissions the controller needs in the host (config/rbac is generated
@@ -25,12 +26,8 @@ package cluster
 // +kubebuilder:rbac:groups=flotilla.io,resources=memberclusters,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=flotilla.io,resources=memberclusters/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",namespace=flotilla-system,resources=secrets,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;create
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 // +kubebuilder:rbac:groups=flotilla.io,resources=clusterintents,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=namespaces,verbs=delete
-// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;create;patch
 // +kubebuilder:rbac:groups=flotilla.io,resources=clusterintents,verbs=patch
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings;clusterroles;clusterrolebindings,verbs=get;create;patch;delete
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=flotilla-agent
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch

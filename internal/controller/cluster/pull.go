@@ -21,9 +21,6 @@ func (r *Reconciler) observePull(ctx context.Context, mc *v1alpha1.MemberCluster
 	if s := r.Pool.Current(mc.Name); s != nil && s.ConfigHash() == pullHash {
 		return s.Snapshot(), nil
 	}
-	if err := r.ensureAgentAccess(ctx, mc); err != nil {
-		return member.Snapshot{}, err
-	}
 	name := mc.Name
 	logger := ctrl.Log.WithName("member").WithValues("cluster", name, "mode", v1alpha1.SyncModePull)
 	cfg := pull.Config{

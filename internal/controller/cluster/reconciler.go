@@ -130,7 +130,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			readyGauge.DeleteLabelValues(req.Name)
 			insecureGauge.DeleteLabelValues(req.Name)
 			r.forgetHeld(req.Name)
-			return reconcile.Result{}, r.revokeAgentAccess(ctx, req.Name)
+			return r.releaseIntents(ctx, req.Name)
 		}
 		return reconcile.Result{}, err
 	}
@@ -138,7 +138,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.Pool.Stop(mc.Name)
 		readyGauge.DeleteLabelValues(mc.Name)
 		insecureGauge.DeleteLabelValues(mc.Name)
-		return reconcile.Result{}, r.revokeAgentAccess(ctx, mc.Name)
+		return r.releaseIntents(ctx, mc.Name)
 	}
 	snap, insecure, err := r.observe(ctx, mc)
 	if err != nil {

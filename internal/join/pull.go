@@ -1,0 +1,144 @@
+package join
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/config/rbac"
+)
+
+// AgentServiceAccount is the ServiceAccount in a pull member's hub
+// namespace that its agent may run as, besides the user rbac.AgentUser.
+const AgentServiceAccount = "agent"
+
+// AgentRoleName names the ClusterRole and ClusterRoleBinding that let one
+// cluster's agent read its MemberCluster and report its status.
+func AgentRoleName(cluster string) string { return rbac.AgentClusterRole + ":" + cluster }
+
+// PullOptions describe the registration of a pull member.
+type PullOptions struct {
+	// Name is the MemberCluster's name.
+	Name string
+	// Host is an admin client configuration for the host control plane.
+	Host *rest.Config
+	// Labels are set on the MemberCluster.
+	Labels map[string]string
+	// TokenDuration, when positive, makes JoinPull return a kubeconfig for
+	// the agent with a token of AgentServiceAccount valid that long.
+	TokenDuration time.Duration
+	// Out receives progress lines (default: discarded).
+	Out io.Writer
+}
+
+// JoinPull registers a pull member: MemberCluster NAME with syncMode Pull
+// and, owned by it (the host's garbage collector removes them with it), the
+// cluster's hub namespace, the ServiceAccount AgentServiceAccount there,
+// a RoleBinding of the ClusterRole rbac.AgentClusterRole in that namespace
+// only, and a ClusterRole and binding AgentRoleName(NAME) for get on the
+// MemberCluster and patch on its status, both for the user
+// rbac.AgentUser(NAME) and the ServiceAccount. It is the admin's act that
+// lets an agent in: the controller-manager grants nothing. Registering
+// again refreshes them. With TokenDuration it returns a kubeconfig for the
+// agent (nil otherwise).
+func JoinPull(ctx context.Context, o PullOptions) ([]byte, error) {
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	hostCS, c, err := clients(o.Host)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := checkHost(ctx, c, Options{Name: o.Name}); err != nil {
+		return nil, err
+	}
+	mc := &v1alpha1.MemberCluster{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "MemberCluster"},
+		ObjectMeta: metav1.ObjectMeta{Name: o.Name, Labels: o.Labels},
+		Spec:       v1alpha1.MemberClusterSpec{SyncMode: v1alpha1.SyncModePull},
+	}
+	if err := c.Patch(ctx, mc, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return nil, fmt.Errorf("apply MemberCluster %s: %w", o.Name, err)
+	}
+	for _, obj := range agentAccess(mc) {
+		if err := c.Patch(ctx, obj, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+			return nil, fmt.Errorf("grant the agent of %s its access (%T %s): %w", o.Name, obj, obj.GetName(), err)
+		}
+	}
+	ns := v1alpha1.ClusterNamespace(o.Name)
+	fmt.Fprintf(o.Out, "MemberCluster %s (syncMode Pull) registered; its agent may use namespace %s as user %s or ServiceAccount %s/%s\n",
+		o.Name, ns, rbac.AgentUser(o.Name), ns, AgentServiceAccount)
+	if o.TokenDuration <= 0 {
+		return nil, nil
+	}
+	tr, err := hostCS.CoreV1().ServiceAccounts(ns).CreateToken(ctx, AgentServiceAccount, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(o.TokenDuration / time.Second))},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("token for the agent of %s: %w", o.Name, err)
+	}
+	ca, err := caData(o.Host)
+	if err != nil {
+		return nil, err
+	}
+	return agentKubeconfig(o.Host.Host, ca, tr.Status.Token, o.Name)
+}
+
+// agentKubeconfig is a kubeconfig for an agent: the hub's endpoint and CA
+// and the agent's token.
+func agentKubeconfig(server string, ca []byte, token, cluster string) ([]byte, error) {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["hub"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
+	cfg.AuthInfos["agent"] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts["agent"] = &clientcmdapi.Context{Cluster: "hub", AuthInfo: "agent", Namespace: v1alpha1.ClusterNamespace(cluster)}
+	cfg.CurrentContext = "agent"
+	return clientcmd.Write(*cfg)
+}
+
+// agentAccess are the objects JoinPull applies for mc's agent.
+func agentAccess(mc *v1alpha1.MemberCluster) []client.Object {
+	ns := v1alpha1.ClusterNamespace(mc.Name)
+	owner := []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "MemberCluster", Name: mc.Name, UID: mc.UID}}
+	subjects := []rbacv1.Subject{
+		{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: rbac.AgentUser(mc.Name)},
+		{Kind: rbacv1.ServiceAccountKind, Name: AgentServiceAccount, Namespace: ns},
+	}
+	meta := func(namespace, name string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Namespace: namespace, Name: name, OwnerReferences: owner, Labels: map[string]string{v1alpha1.LabelMemberCluster: mc.Name}}
+	}
+	one := []string{mc.Name}
+	rbacType := func(kind string) metav1.TypeMeta {
+		return metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: kind}
+	}
+	return []client.Object{
+		&corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: meta("", ns)},
+		&corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"}, ObjectMeta: meta(ns, AgentServiceAccount)},
+		&rbacv1.RoleBinding{
+			TypeMeta: rbacType("RoleBinding"), ObjectMeta: meta(ns, rbac.AgentClusterRole),
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: rbac.AgentClusterRole}, Subjects: subjects,
+		},
+		&rbacv1.ClusterRole{
+			TypeMeta: rbacType("ClusterRole"), ObjectMeta: meta("", AgentRoleName(mc.Name)),
+			Rules: []rbacv1.PolicyRule{
+				{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"memberclusters"}, ResourceNames: one, Verbs: []string{"get"}},
+				{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"memberclusters/status"}, ResourceNames: one, Verbs: []string{"get", "patch"}},
+			},
+		},
+		&rbacv1.ClusterRoleBinding{
+			TypeMeta: rbacType("ClusterRoleBinding"), ObjectMeta: meta("", AgentRoleName(mc.Name)),
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: AgentRoleName(mc.Name)}, Subjects: subjects,
+		},
+	}
+}
