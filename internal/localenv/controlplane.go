@@ -47,8 +47,16 @@ func (s *starter) startControlPlane(ctx context.Context, plans []*clusterPlan) e
 	if err != nil {
 		return err
 	}
+	pull := 0
 	for i, p := range plans[1:] {
 		labels := s.st.Clusters[i+1].Labels
+		if s.opts.IsPull(p.index) {
+			if err := s.joinPull(ctx, hostCfg, p, labels, i+1); err != nil {
+				return err
+			}
+			pull++
+			continue
+		}
 		if err := s.joinMember(ctx, hostCfg, p, labels); err != nil {
 			return err
 		}
@@ -58,7 +66,7 @@ func (s *starter) startControlPlane(ctx context.Context, plans []*clusterPlan) e
 			return fmt.Errorf("%w (controller-manager log: %s)", err, c.Log)
 		}
 	}
-	s.printf("  %-10s ready in %s (%s, %d member(s) joined)\n", "control plane", time.Since(begin).Round(100*time.Millisecond), ControllerManager, len(plans)-1)
+	s.printf("  %-10s ready in %s (%s, %d member(s) joined, %d of them in pull mode)\n", "control plane", time.Since(begin).Round(100*time.Millisecond), ControllerManager, len(plans)-1, pull)
 	return nil
 }
 

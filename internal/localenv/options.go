@@ -57,6 +57,10 @@ type Options struct {
 	// the caller (flotilla up). Otherwise they are killed when the caller
 	// dies (tests).
 	Detach bool
+	// PullMembers is how many of the members (the last ones) are joined in
+	// pull mode, each with a `flotilla agent` process of its own; the rest
+	// are push members. It needs Flotilla.
+	PullMembers int
 	// Flotilla is the path of the flotilla binary. When set, Up also runs
 	// `flotilla controller-manager` against the host and joins every member
 	// to it; when empty (tests that run controllers in-process) it does
@@ -95,6 +99,9 @@ func (o *Options) Validate() error {
 	if o.Members < 0 || o.Members > MaxMembers {
 		errs = append(errs, fmt.Errorf("--members must be between 0 and %d, got %d", MaxMembers, o.Members))
 	}
+	if o.PullMembers < 0 || o.PullMembers > o.Members {
+		errs = append(errs, fmt.Errorf("--pull-members must be between 0 and --members (%d), got %d", o.Members, o.PullMembers))
+	}
 	if o.NodesPerMember < 0 {
 		errs = append(errs, fmt.Errorf("--nodes must not be negative, got %d", o.NodesPerMember))
 	}
@@ -127,6 +134,9 @@ func (o *Options) Validate() error {
 	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
 	return errors.Join(errs...)
 }
+
+// IsPull reports whether the i-th member (1-based) is a pull member.
+func (o *Options) IsPull(i int) bool { return i > o.Members-o.PullMembers }
 
 // MemberName returns the name of the i-th member (1-based).
 func MemberName(i int) string { return fmt.Sprintf("member-%d", i) }

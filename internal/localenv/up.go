@@ -183,6 +183,9 @@ func (e *Environment) start(ctx context.Context, set components.Set, dir string,
 		return err
 	}
 	if opts.Flotilla == "" {
+		if opts.PullMembers > 0 {
+			return fmt.Errorf("pull members need the flotilla binary (its agent)")
+		}
 		return nil
 	}
 	return s.startControlPlane(ctx, plans)

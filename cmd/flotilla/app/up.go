@@ -34,7 +34,10 @@ controllers) and N member clusters (etcd, kube-apiserver,
 kube-controller-manager, kube-scheduler and kwok with fake nodes), then run
 "flotilla controller-manager" against the host (it installs the flotilla.io
 CRDs), join every member to it as "flotilla join" does, and wait until all
-MemberClusters are Ready.
+MemberClusters are Ready. With --pull-members N the last N members join as
+"flotilla join --mode pull" does instead, each with a "flotilla agent"
+process (logs beside the member's) that applies what the host places
+there; the host holds no credential for them.
 
 The Kubernetes components are built from the sources pinned in hack/tools on
 first use (about 6 minutes on 2 cores) and cached. Running up again on a
@@ -43,6 +46,7 @@ apiserver, say), up restarts them with their data.`,
 		Example: `  flotilla up
   flotilla up --members 2 --nodes 5 --node-cpu 4 --node-labels tier=gold
   flotilla up --state-dir /tmp/bench --members 10 --member-mode apiserver-only
+  flotilla up --members 2 --pull-members 1   # member-1 push, member-2 pull
   kubectl --kubeconfig "$(flotilla kubeconfig member-1)" get nodes`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -58,6 +62,7 @@ apiserver, say), up restarts them with their data.`,
 	fs := cmd.Flags()
 	addStateDirFlag(fs, &o.Env.StateDir)
 	fs.IntVar(&o.Env.Members, "members", o.Env.Members, "number of member clusters (member-1..N)")
+	fs.IntVar(&o.Env.PullMembers, "pull-members", o.Env.PullMembers, "how many of the members (the last ones) join in pull mode, each with a `flotilla agent` process that connects out to the host; the others are push members")
 	fs.IntVar(&o.Env.NodesPerMember, "nodes", o.Env.NodesPerMember, "fake nodes per member")
 	fs.StringVar(&o.mode, "member-mode", o.mode, `member flavour: "full" (scheduler, controllers and kwok nodes) or "apiserver-only" (for benchmarks with many clusters)`)
 	fs.StringVar(&o.Env.NodeCPU, "node-cpu", o.Env.NodeCPU, "cpu capacity of each fake node")
