@@ -80,6 +80,9 @@ func setUp(ctx context.Context, opts options) (*bench, error) {
 	envOpts.StateDir = b.dir
 	envOpts.Members = opts.members
 	envOpts.MemberMode = localenv.MemberMode(opts.memberMode)
+	if opts.memberMode == modePull {
+		envOpts.MemberMode, envOpts.PullMembers = localenv.ModeAPIServerOnly, opts.members
+	}
 	envOpts.Flotilla = b.flotilla
 	envOpts.Out = os.Stderr
 	// Divide gives every member one replica of every workload: make room.
@@ -261,6 +264,23 @@ func (b *bench) controllerManager() (localenv.ComponentState, error) {
 	return component(st, localenv.HostName, localenv.ControllerManager)
 }
 
+// agents returns the recorded agent processes of pull members.
+func (b *bench) agents() ([]localenv.ComponentState, error) {
+	st, err := b.state()
+	if err != nil {
+		return nil, err
+	}
+	var out []localenv.ComponentState
+	for _, c := range st.Clusters {
+		for _, comp := range c.Components {
+			if comp.Name == localenv.Agent {
+				out = append(out, comp)
+			}
+		}
+	}
+	return out, nil
+}
+
 // cmMetricsURL is the controller-manager's Prometheus endpoint.
 func cmMetricsURL(cm localenv.ComponentState) (string, error) {
 	if len(cm.Ports) == 0 {
@@ -298,7 +318,7 @@ func gone(pid int) bool {
 
 // statusUnsupported says why the status scenario cannot run, if it cannot.
 func (b *bench) statusUnsupported() string {
-	if localenv.MemberMode(b.opts.memberMode) == localenv.ModeAPIServerOnly {
+	if localenv.MemberMode(b.opts.memberMode) != localenv.ModeFull {
 		return "apiserver-only members run no controllers, so there is no status to aggregate (use --member-mode full)"
 	}
 	return ""

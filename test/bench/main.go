@@ -93,6 +93,10 @@ const (
 	scenarioNames = "create,status,ceiling,update,paced,memory,restart"
 )
 
+// modePull is --member-mode pull: apiserver-only members, every one
+// joined in pull mode with a `flotilla agent` process.
+const modePull = "pull"
+
 // options are the command-line flags.
 type options struct {
 	workloads     int
@@ -119,7 +123,7 @@ func parseFlags(args []string) (options, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.IntVar(&o.workloads, "workloads", 1000, "number of workloads N (a Deployment and its ConfigMap each)")
 	fs.IntVar(&o.members, "members", 3, "number of member clusters M")
-	fs.StringVar(&o.memberMode, "member-mode", string(localenv.ModeAPIServerOnly), `member flavour: "apiserver-only" or "full" (kwok nodes; enables the status scenario)`)
+	fs.StringVar(&o.memberMode, "member-mode", string(localenv.ModeAPIServerOnly), `member flavour: "apiserver-only", "full" (kwok nodes; enables the status scenario) or "pull" (apiserver-only members joined in pull mode, each with a flotilla agent)`)
 	fs.Float64Var(&o.clientQPS, "client-qps", 1000, "QPS of the harness's clients (host writes and the ceiling)")
 	fs.IntVar(&o.clientBurst, "client-burst", 2000, "burst of the harness's clients")
 	fs.IntVar(&o.workers, "workers", 16, "goroutines writing in parallel (per member for the ceiling)")
@@ -153,9 +157,9 @@ func (o options) validate() error {
 		errs = append(errs, fmt.Errorf("--members must be between 1 and %d, got %d", localenv.MaxMembers, o.members))
 	}
 	switch localenv.MemberMode(o.memberMode) {
-	case localenv.ModeAPIServerOnly, localenv.ModeFull:
+	case localenv.ModeAPIServerOnly, localenv.ModeFull, modePull:
 	default:
-		errs = append(errs, fmt.Errorf("--member-mode must be %q or %q, got %q", localenv.ModeAPIServerOnly, localenv.ModeFull, o.memberMode))
+		errs = append(errs, fmt.Errorf("--member-mode must be %q, %q or %q, got %q", localenv.ModeAPIServerOnly, localenv.ModeFull, modePull, o.memberMode))
 	}
 	if o.clientQPS <= 0 || o.clientBurst < 1 {
 		errs = append(errs, errors.New("--client-qps must be positive and --client-burst at least 1"))

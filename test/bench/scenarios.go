@@ -162,14 +162,28 @@ func (b *bench) restart(ctx context.Context, s *scenario) error {
 	if err != nil {
 		return err
 	}
-	logf("restart: SIGKILL controller-manager (pid %d) and `flotilla up`", cm.PID)
+	// Pull members' agents are killed with it: each restarts over every
+	// intent of its member, which must write nothing there either.
+	agents, err := b.agents()
+	if err != nil {
+		return err
+	}
+	logf("restart: SIGKILL controller-manager (pid %d) and %d agent(s), then `flotilla up`", cm.PID, len(agents))
 	killed := time.Now()
-	if err := syscall.Kill(cm.PID, syscall.SIGKILL); err != nil {
-		return fmt.Errorf("kill the controller-manager: %w", err)
+	pids := []int{cm.PID}
+	for _, a := range agents {
+		pids = append(pids, a.PID)
+	}
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			return fmt.Errorf("kill pid %d: %w", pid, err)
+		}
 	}
 	if err := poll.Until(ctx, 10*time.Second, func(context.Context) error {
-		if !gone(cm.PID) {
-			return fmt.Errorf("pid %d still running", cm.PID)
+		for _, pid := range pids {
+			if !gone(pid) {
+				return fmt.Errorf("pid %d still running", pid)
+			}
 		}
 		return nil
 	}); err != nil {
@@ -226,7 +240,10 @@ func (b *bench) restart(ctx context.Context, s *scenario) error {
 	s.addControllers(idle.load.Controllers, fos)
 	s.details["memberWritesBefore"], s.details["memberWritesAfter"] = before, after
 	s.note("restart: the controllers start once the new process holds the leader lease: at once when it resumes its own (flotilla up gives its controller-manager the stable identity flotilla-up), after the killed process's lease expired otherwise (an environment recorded before that identity existed); idle: every FederatedObject reconciled by propagate, then %s with empty queues, no active worker and no reconcile", idleHold)
-	s.note("writes: members' apiserver_request_total, POST/PUT/PATCH/APPLY/DELETE on deployments, configmaps, namespaces; host: the same verbs on deployments, configmaps, namespaces, federatedobjects, memberclusters, status included (leases left out)")
+	s.note("writes: members' apiserver_request_total, POST/PUT/PATCH/APPLY/DELETE on deployments, configmaps, namespaces; host: the same verbs on deployments, configmaps, namespaces, federatedobjects, memberclusters, clusterintents, status included (leases left out)")
+	if len(agents) > 0 {
+		s.note("restart: %d pull agent(s) were killed and restarted with the controller-manager; member writes cover theirs", len(agents))
+	}
 	if cm, err = b.controllerManager(); err == nil {
 		if rss, _, err := procMemory(cm.PID); err == nil {
 			s.add("RSS after restart, idle", kibToMiB(rss), "MiB", "")

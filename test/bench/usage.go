@@ -146,7 +146,7 @@ func (b *bench) memberWrites(ctx context.Context) (map[string]int, error) {
 // (leader election) are left out, events are counted apart.
 var hostWriteResources = map[string]bool{
 	"deployments": true, "configmaps": true, "namespaces": true,
-	"federatedobjects": true, "memberclusters": true,
+	"federatedobjects": true, "memberclusters": true, "clusterintents": true,
 }
 
 // hostWrites reads the host apiserver's apiserver_request_total and returns
