@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -47,7 +48,19 @@ type Options struct {
 	// Heartbeat is the Lease renewal interval (default
 	// pull.AgentHeartbeat).
 	Heartbeat time.Duration
+	// HubQPS and HubBurst limit the agent's requests to the hub (reports
+	// and heartbeats); 0 keeps the defaults.
+	HubQPS   float32
+	HubBurst int
 }
+
+// The default limits of the agent's hub client: a create burst of a
+// thousand objects is reported within seconds, while a thousand agents at
+// rest send only their heartbeats.
+const (
+	defaultHubQPS   = 100
+	defaultHubBurst = 200
+)
 
 // DefaultOptions are the production defaults.
 func DefaultOptions() Options {
@@ -55,6 +68,7 @@ func DefaultOptions() Options {
 		LeaderElect: true, LeaderElectionNamespace: v1alpha1.SystemNamespace, LeaderElectionID: "flotilla-agent",
 		ProbeAddr: "127.0.0.1:8091", MetricsAddr: "127.0.0.1:8090", Workers: 8,
 		Session: member.DefaultOptions(), Heartbeat: pull.AgentHeartbeat,
+		HubQPS: defaultHubQPS, HubBurst: defaultHubBurst,
 	}
 }
 
@@ -102,8 +116,10 @@ func New(o Options) (ctrl.Manager, *member.Pool, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	hub := rest.CopyConfig(o.Hub)
+	hub.QPS, hub.Burst = cmp.Or(o.HubQPS, defaultHubQPS), cmp.Or(o.HubBurst, defaultHubBurst)
 	ns := v1alpha1.ClusterNamespace(o.Cluster)
-	mgr, err := ctrl.NewManager(o.Hub, ctrl.Options{
+	mgr, err := ctrl.NewManager(hub, ctrl.Options{
 		Scheme: scheme,
 		Cache: cache.Options{
 			DefaultNamespaces: map[string]cache.Config{ns: {}},

@@ -34,7 +34,7 @@ func (h *heartbeat) observe(lease *coordinationv1.Lease, now time.Time, stale ti
 	o := member.Observation{At: now}
 	if lease == nil || lease.Spec.RenewTime == nil {
 		o.Health, o.Reason = member.Unreachable, ReasonAgentSilent
-		o.Message = "the cluster's agent has not reported: no heartbeat Lease " + v1alpha1.AgentLeaseName + " yet (is `flotilla agent` running in the cluster, with a credential for this hub?)"
+		o.Message = "the cluster's agent has not reported: no heartbeat Lease " + v1alpha1.AgentLeaseName + " yet (is `flotilla agent` running in the cluster, with a credential from `flotilla join NAME --mode pull`?)"
 		return o
 	}
 	if r := lease.Spec.RenewTime.UTC().Format(time.RFC3339Nano); r != h.renew {

@@ -205,6 +205,7 @@ func (s *Session) checkLoop(ctx context.Context) {
 // check takes one observation of the heartbeat and refreshes the kinds
 // the agent reported; it returns whether the committed health changed.
 func (s *Session) check(ctx context.Context, now time.Time) bool {
+	s.refreshResources(ctx)
 	if !s.leases.HasSynced() {
 		if now.Sub(s.started) < member.StallAfter {
 			return false
@@ -224,10 +225,6 @@ func (s *Session) check(ctx context.Context, now time.Time) bool {
 	if obj, ok, _ := s.leases.GetStore().GetByKey(s.namespace + "/" + v1alpha1.AgentLeaseName); ok {
 		lease = obj.(*coordinationv1.Lease)
 	}
-	mc := &v1alpha1.MemberCluster{}
-	if err := s.cfg.Reader.Get(ctx, types.NamespacedName{Name: s.cfg.Cluster}, mc); err == nil {
-		s.setResources(mc.Status.APIResources)
-	}
 	s.mu.Lock()
 	o := s.beat.observe(lease, now, HeartbeatStale)
 	committed, changed := s.damper.Observe(o)
@@ -238,14 +235,22 @@ func (s *Session) check(ctx context.Context, now time.Time) bool {
 	return changed
 }
 
-// setResources rebuilds the RESTMapper when the served kinds change.
-func (s *Session) setResources(rs []v1alpha1.APIResource) {
+// refreshResources rebuilds the RESTMapper from the kinds the agent
+// reported in the MemberCluster's status when they changed, and returns
+// it (nil while the agent has reported none).
+func (s *Session) refreshResources(ctx context.Context) meta.RESTMapper {
+	mc := &v1alpha1.MemberCluster{}
+	if err := s.cfg.Reader.Get(ctx, types.NamespacedName{Name: s.cfg.Cluster}, mc); err != nil || len(mc.Status.APIResources) == 0 {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.mapper
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.mapper != nil && slices.Equal(rs, s.resources) {
-		return
+	if s.mapper == nil || !slices.Equal(mc.Status.APIResources, s.resources) {
+		s.resources, s.mapper = mc.Status.APIResources, Mapper(mc.Status.APIResources)
 	}
-	s.resources, s.mapper = rs, Mapper(rs)
+	return s.mapper
 }
 
 // Mapper maps kinds to resources as a member reported them.
@@ -293,6 +298,11 @@ func (s *Session) Resource(gvk schema.GroupVersionKind) (schema.GroupVersionReso
 	s.mu.Lock()
 	m := s.mapper
 	s.mu.Unlock()
+	if m == nil {
+		// The first check has not run yet (a start): read the report now
+		// rather than fail every object until it does.
+		m = s.refreshResources(context.Background())
+	}
 	if m == nil {
 		return schema.GroupVersionResource{}, false, fmt.Errorf("the cluster's agent has not reported the kinds the cluster serves yet")
 	}

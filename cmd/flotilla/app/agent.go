@@ -80,6 +80,10 @@ metrics on --metrics-bind-address.`,
 	fs.StringVar(&a.MetricsAddr, "metrics-bind-address", a.MetricsAddr, "address serving Prometheus /metrics ('0' disables)")
 	fs.StringVar(&a.ProbeAddr, "health-probe-bind-address", a.ProbeAddr, "address serving /healthz and /readyz ('0' disables; ':8091' for all interfaces, e.g. for kubelet probes)")
 	fs.IntVar(&a.Workers, "concurrent-syncs", a.Workers, "intents applied in parallel")
+	fs.Float32Var(&a.HubQPS, "hub-api-qps", a.HubQPS, "requests per second to the hub (reports and heartbeats)")
+	fs.IntVar(&a.HubBurst, "hub-api-burst", a.HubBurst, "request burst to the hub")
+	fs.Float32Var(&a.Session.ClientQPS, "kube-api-qps", a.Session.ClientQPS, "requests per second to the member's apiserver")
+	fs.IntVar(&a.Session.ClientBurst, "kube-api-burst", a.Session.ClientBurst, "request burst to the member's apiserver")
 	fs.DurationVar(&a.Heartbeat, "heartbeat-interval", a.Heartbeat, "time between renewals of the heartbeat Lease (the hub counts the agent silent after 12s without one)")
 	fs.DurationVar(&a.Session.ProbeInterval, "probe-interval", a.Session.ProbeInterval, "time between health probes of the member's apiserver")
 	fs.DurationVar(&a.Session.DiscoveryInterval, "discovery-interval", a.Session.DiscoveryInterval, "time between API discoveries of the member")
@@ -101,6 +105,8 @@ func (o *AgentOptions) Validate() error {
 		return errors.New("--probe-interval and --discovery-interval must be positive")
 	case a.Workers < 1:
 		return errors.New("--concurrent-syncs must be at least 1")
+	case a.HubQPS <= 0 || a.HubBurst < 1:
+		return errors.New("--hub-api-qps must be positive and --hub-api-burst at least 1")
 	}
 	return nil
 }

@@ -32,6 +32,8 @@ func TestAgentOptionsValidate(t *testing.T) {
 			o.Agent.Session.ProbeInterval, _ = cmd.Flags().GetDuration("probe-interval")
 			o.Agent.Session.DiscoveryInterval, _ = cmd.Flags().GetDuration("discovery-interval")
 			o.Agent.Workers, _ = cmd.Flags().GetInt("concurrent-syncs")
+			o.Agent.HubQPS, _ = cmd.Flags().GetFloat32("hub-api-qps")
+			o.Agent.HubBurst, _ = cmd.Flags().GetInt("hub-api-burst")
 			tt.edit(o)
 			err := o.Validate()
 			switch {

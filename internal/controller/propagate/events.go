@@ -14,7 +14,7 @@ import (
 
 // recordEvents emits one event on the template per kind of write to the
 // members in this pass ("Updated Deployment in clusters a, b, c"), and one
-// per cluster whose state turned bad (not again while it stays so, to keep
+// per cluster whose state turned bad (not Pending; not again while it stays so, to keep
 // retries from flooding events). One event per pass rather than per
 // cluster keeps a burst of new objects from costing the host an event
 // write per member copy. Creating copies records none at all: the
@@ -38,7 +38,9 @@ func (r *Reconciler) recordEvents(tmpl *unstructured.Unstructured, before []v1al
 				outcomes = append(outcomes, res.outcome)
 			}
 			written[res.outcome] = append(written[res.outcome], st.Cluster)
-		case st.Reason != v1alpha1.PropagationOK && (prev[st.Cluster].Reason != st.Reason || prev[st.Cluster].Message != st.Message):
+		case st.Reason != v1alpha1.PropagationOK && st.Reason != v1alpha1.PropagationPending && (prev[st.Cluster].Reason != st.Reason || prev[st.Cluster].Message != st.Message):
+			// Pending (a member cache listing, a pull member's agent not
+			// yet reporting) is on its way, not bad: no event.
 			kind := corev1.EventTypeWarning
 			if st.Reason == v1alpha1.PropagationDeleting {
 				kind = corev1.EventTypeNormal
