@@ -30,7 +30,8 @@ them in sync and brings their status back.
 The local environment (a host control plane and member clusters built from
 pinned Kubernetes sources) is managed with up, down, status and kubeconfig.
 controller-manager runs the controllers against a host control plane; join
-and unjoin add and remove member clusters. cordon stops placing objects on a
+and unjoin add and remove member clusters (join --mode pull registers one
+whose agent, flotilla agent, runs in the member and connects out). cordon stops placing objects on a
 member, drain also moves its objects away before maintenance, and uncordon
 opens it again.`,
 		SilenceUsage:  true,
