@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -113,9 +114,17 @@ func TestPullPropagation(t *testing.T) {
 		t.Errorf("MemberCluster status: version %q, %d kinds, %d nodes; want the agent's report (1 node)", mc.Status.KubernetesVersion, len(mc.Status.APIResources), mc.Status.NodeCount)
 	}
 
-	// Drift in the member is reverted by the agent.
-	copy.Spec.Replicas = ptr.To(int32(5))
-	if _, err := env.Cluster("member-1").Client.AppsV1().Deployments(ns).Update(ctx, copy, metav1.UpdateOptions{}); err != nil {
+	// Drift in the member is reverted by the agent. The member's own
+	// controllers write the copy too: retry on conflict.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		d, err := memberDeployment(ctx, ns, "web")
+		if err != nil {
+			return err
+		}
+		d.Spec.Replicas = ptr.To(int32(5))
+		_, err = env.Cluster("member-1").Client.AppsV1().Deployments(ns).Update(ctx, d, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, waitTimeout, "the agent reverts the member copy to 2 replicas", func(ctx context.Context) error {
@@ -129,12 +138,15 @@ func TestPullPropagation(t *testing.T) {
 		return nil
 	})
 
-	// A template change arrives.
-	if err := admin.Get(ctx, client.ObjectKeyFromObject(dep), dep); err != nil {
-		t.Fatal(err)
-	}
-	dep.Spec.Template.Spec.Containers[0].Image = "example.com/web:2"
-	if err := admin.Update(ctx, dep); err != nil {
+	// A template change arrives (the status controller writes the host
+	// object too: retry on conflict).
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(dep), dep); err != nil {
+			return err
+		}
+		dep.Spec.Template.Spec.Containers[0].Image = "example.com/web:2"
+		return admin.Update(ctx, dep)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, waitTimeout, "the member copy runs example.com/web:2", func(ctx context.Context) error {

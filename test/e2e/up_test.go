@@ -232,7 +232,7 @@ func TestClusterVerbsRefuseBadInput(t *testing.T) {
 		args    []string
 		wantErr string
 	}{
-		{"join without kubeconfig", []string{"join", "edge-1"}, `required flag(s) "kubeconfig" not set`},
+		{"join without kubeconfig", []string{"join", "edge-1"}, "--kubeconfig is required"},
 		{"join bad name", []string{"join", "Edge_1", "--kubeconfig", nowhere}, `invalid member name "Edge_1"`},
 		{"join bad label", []string{"join", "edge-1", "--kubeconfig", nowhere, "--labels", "bad key=x"}, `invalid label key "bad key"`},
 		{"join missing kubeconfig file", []string{"join", "edge-1", "--kubeconfig", nowhere}, "member kubeconfig"},

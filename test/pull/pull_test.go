@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -197,12 +198,16 @@ func TestPushAndPullSideBySide(t *testing.T) {
 	}
 
 	// Scale.
-	scale := &appsv1.Deployment{}
-	if err := host.Get(ctx, types.NamespacedName{Namespace: "demo", Name: "web"}, scale); err != nil {
-		t.Fatal(err)
-	}
-	scale.Spec.Replicas = ptr.To(int32(8))
-	if err := host.Update(ctx, scale); err != nil {
+	// Status writers (the status controller, the members' controllers)
+	// race with these updates: retry on conflict, as kubectl does.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		scale := &appsv1.Deployment{}
+		if err := host.Get(ctx, types.NamespacedName{Namespace: "demo", Name: "web"}, scale); err != nil {
+			return err
+		}
+		scale.Spec.Replicas = ptr.To(int32(8))
+		return host.Update(ctx, scale)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	replicasIn(t, members, 4)
@@ -211,12 +216,15 @@ func TestPushAndPullSideBySide(t *testing.T) {
 	// apiserver is stopped.
 	drift := func(what string) {
 		t.Helper()
-		d, err := members[pull].AppsV1().Deployments("demo").Get(ctx, "web", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		d.Spec.Replicas = ptr.To(int32(1))
-		if _, err := members[pull].AppsV1().Deployments("demo").Update(ctx, d, metav1.UpdateOptions{}); err != nil {
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			d, err := members[pull].AppsV1().Deployments("demo").Get(ctx, "web", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			d.Spec.Replicas = ptr.To(int32(1))
+			_, err = members[pull].AppsV1().Deployments("demo").Update(ctx, d, metav1.UpdateOptions{})
+			return err
+		}); err != nil {
 			t.Fatal(err)
 		}
 		eventually(t, "the agent reverts the pull member's copy to 4 replicas "+what, func(ctx context.Context) error {
