@@ -132,13 +132,12 @@ type Session struct {
 	discovery discovery.DiscoveryInterface
 	// conns tracks every connection the session opened, so that Stop
 	// closes them all, busy or idle.
-	conns  *connrotation.Dialer
-	notify func(context.Context)
-	logger klog.Logger
+	conns    *connrotation.Dialer
+	notifier *Notifier
+	logger   klog.Logger
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	kick   chan struct{}
 	// claim is verified before the session is used (nil: nothing to verify).
 	claim *Claim
 	// usable is set once the claim is verified.
@@ -206,14 +205,14 @@ func Start(ctx context.Context, name, hash string, cfg *rest.Config, opts Option
 	}
 	s := &Session{
 		Name: name, Hash: hash, opts: opts, client: client, discovery: disco, conns: conns,
-		notify: notify, logger: klog.FromContext(ctx),
-		ctx: ctx, cancel: cancel, kick: make(chan struct{}, 1),
+		notifier: NewNotifier(opts.NotifyInterval, notify), logger: klog.FromContext(ctx),
+		ctx: ctx, cancel: cancel,
 		objects: objects, mapper: &throttledMapper{ResettableRESTMapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))},
 		damper: NewDamper(opts.FailureThreshold, opts.SuccessThreshold, initial),
 		claim:  claim,
 	}
 	s.usable.Store(claim == nil)
-	s.wg.Go(func() { s.notifyLoop(ctx) })
+	s.wg.Go(func() { s.notifier.Run(ctx) })
 	s.wg.Go(func() { s.probeLoop(ctx) })
 	return s, nil
 }
@@ -360,25 +359,4 @@ func keepFailedGroups(fresh, previous []v1alpha1.APIResource, err error) []v1alp
 }
 
 // changed asks for a notification; several within NotifyInterval coalesce.
-func (s *Session) changed() {
-	select {
-	case s.kick <- struct{}{}:
-	default:
-	}
-}
-
-func (s *Session) notifyLoop(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.kick:
-		}
-		s.notify(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(s.opts.NotifyInterval):
-		}
-	}
-}
+func (s *Session) changed() { s.notifier.Kick() }

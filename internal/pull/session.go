@@ -70,13 +70,13 @@ type Session struct {
 	logger    klog.Logger
 	handlers  member.Handlers
 
-	ctx     context.Context
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	kick    chan struct{}
-	intents cache.SharedIndexInformer
-	leases  cache.SharedIndexInformer
-	started time.Time
+	ctx      context.Context
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	notifier *member.Notifier
+	intents  cache.SharedIndexInformer
+	leases   cache.SharedIndexInformer
+	started  time.Time
 
 	mu        sync.Mutex
 	damper    *member.Damper
@@ -103,7 +103,7 @@ func Start(ctx context.Context, cfg Config, h member.Handlers) (*Session, error)
 	ctx, cancel := context.WithCancel(ctx)
 	s := &Session{
 		cfg: cfg, namespace: v1alpha1.ClusterNamespace(cfg.Cluster), opts: opts, logger: klog.FromContext(ctx), handlers: h,
-		ctx: ctx, cancel: cancel, kick: make(chan struct{}, 1), started: time.Now(),
+		ctx: ctx, cancel: cancel, notifier: member.NewNotifier(opts.NotifyInterval, cfg.Notify), started: time.Now(),
 		damper: member.NewDamper(opts.FailureThreshold, opts.SuccessThreshold, cfg.Initial),
 	}
 	intents := dyn.Resource(v1alpha1.GroupVersion.WithResource("clusterintents")).Namespace(s.namespace)
@@ -135,7 +135,7 @@ func Start(ctx context.Context, cfg Config, h member.Handlers) (*Session, error)
 	}, &coordinationv1.Lease{}, cache.SharedIndexInformerOptions{})
 	s.wg.Go(func() { s.intents.RunWithContext(ctx) })
 	s.wg.Go(func() { s.leases.RunWithContext(ctx) })
-	s.wg.Go(func() { s.notifyLoop(ctx) })
+	s.wg.Go(func() { s.notifier.Run(ctx) })
 	s.wg.Go(func() { s.checkLoop(ctx) })
 	return s, nil
 }
@@ -192,7 +192,7 @@ func (s *Session) checkLoop(ctx context.Context) {
 	for {
 		changed := s.check(ctx, time.Now())
 		if changed {
-			s.changed()
+			s.notifier.Kick()
 		}
 		select {
 		case <-ctx.Done():
@@ -212,22 +212,23 @@ func (s *Session) check(ctx context.Context, now time.Time) bool {
 		}
 		// The cache cannot list the Lease (the controller-manager's role
 		// lacks it, or the hub is overloaded): say so instead of nothing.
-		s.mu.Lock()
-		committed, changed := s.damper.Observe(member.Observation{Health: member.NotReady, Reason: ReasonAgentSilent, At: now,
-			Message: fmt.Sprintf("the control plane cannot read the agent's heartbeat Lease %s/%s (see the controller-manager's log)", s.namespace, v1alpha1.AgentLeaseName)})
-		s.mu.Unlock()
-		if changed {
-			s.logger.Info("Member health changed", "health", committed.Health, "reason", committed.Reason, "message", committed.Message)
-		}
-		return changed
+		return s.commit(func(*heartbeat) member.Observation {
+			return member.Observation{Health: member.NotReady, Reason: ReasonAgentSilent, At: now,
+				Message: fmt.Sprintf("the control plane cannot read the agent's heartbeat Lease %s/%s (see the controller-manager's log)", s.namespace, v1alpha1.AgentLeaseName)}
+		})
 	}
 	var lease *coordinationv1.Lease
 	if obj, ok, _ := s.leases.GetStore().GetByKey(s.namespace + "/" + v1alpha1.AgentLeaseName); ok {
 		lease = obj.(*coordinationv1.Lease)
 	}
+	return s.commit(func(h *heartbeat) member.Observation { return h.observe(lease, now, HeartbeatStale) })
+}
+
+// commit feeds the observation observe takes (under the session's lock)
+// to the damper, logs a change of the committed health and reports it.
+func (s *Session) commit(observe func(*heartbeat) member.Observation) bool {
 	s.mu.Lock()
-	o := s.beat.observe(lease, now, HeartbeatStale)
-	committed, changed := s.damper.Observe(o)
+	committed, changed := s.damper.Observe(observe(&s.beat))
 	s.mu.Unlock()
 	if changed {
 		s.logger.Info("Member health changed", "health", committed.Health, "reason", committed.Reason, "message", committed.Message)
@@ -265,31 +266,6 @@ func Mapper(rs []v1alpha1.APIResource) meta.RESTMapper {
 		m.AddSpecific(gv.WithKind(r.Kind), gv.WithResource(r.Resource), gv.WithResource(strings.ToLower(r.Kind)), scope)
 	}
 	return m
-}
-
-func (s *Session) changed() {
-	select {
-	case s.kick <- struct{}{}:
-	default:
-	}
-}
-
-func (s *Session) notifyLoop(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.kick:
-		}
-		if s.cfg.Notify != nil {
-			s.cfg.Notify(ctx)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(s.opts.NotifyInterval):
-		}
-	}
 }
 
 // Resource maps a kind to the member's resource from the kinds the agent
