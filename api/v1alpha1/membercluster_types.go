@@ -59,10 +59,20 @@ type MemberClusterSpec struct {
 
 	// SyncMode is how Flotilla reaches the member: Push (the control plane
 	// talks to the member's apiserver) or Pull (an agent in the member
-	// connects out; not available in this version).
+	// connects out with `flotilla agent`; see spec.accepted).
 	// +kubebuilder:default=Push
 	// +optional
 	SyncMode SyncMode `json:"syncMode,omitempty"`
+
+	// Accepted lets a syncMode Pull member's agent in: only then does the
+	// controller-manager sign the agent's certificate requests (signer
+	// flotilla.io/agent) and schedule workloads to the member. Setting
+	// false again stops renewals and takes the member out of scheduling;
+	// unjoin removes the agent's access at once. Only users allowed to
+	// update memberclusters/accept (an RBAC-only subresource; hub admins)
+	// may change it: `flotilla accept NAME`. Push members ignore it.
+	// +optional
+	Accepted bool `json:"accepted,omitempty"`
 }
 
 // SecretReference names a Secret in the control plane's credentials

@@ -19,7 +19,48 @@ const (
 	// small federation's longer grace period, the clusters-per-minute
 	// limit); its reason says which. It is absent otherwise.
 	ConditionEvictionHeld = "EvictionHeld"
+	// ConditionAccepted, on a syncMode Pull member only, says whether a hub
+	// admin accepted the member (spec.accepted) and, while not, whether
+	// its agent has asked to join: reasons ReasonAccepted,
+	// ReasonAwaitingAgent, ReasonPendingAcceptance and ReasonCSRDenied.
+	ConditionAccepted = "Accepted"
 )
+
+// Reasons of the Accepted condition.
+const (
+	// ReasonAccepted: spec.accepted is true; the agent's certificate
+	// requests are signed.
+	ReasonAccepted = "Accepted"
+	// ReasonAwaitingAgent: not accepted, and no agent has asked for a
+	// certificate yet.
+	ReasonAwaitingAgent = "AwaitingAgent"
+	// ReasonPendingAcceptance: an agent asked for a certificate (the
+	// message names the CertificateSigningRequest and who sent it); it is
+	// signed once an admin accepts the member.
+	ReasonPendingAcceptance = "PendingAcceptance"
+	// ReasonCSRDenied: the agent's newest certificate request was denied
+	// (by an admin, or by the controller-manager because it was malformed
+	// or sent by another identity).
+	ReasonCSRDenied = "CSRDenied"
+)
+
+// SignerAgent is the signer name of pull agents' client certificates: the
+// controller-manager approves and signs CertificateSigningRequests for it
+// only for accepted members, with the subject AgentUserPrefix + the
+// member's name in the organization AgentGroup.
+const SignerAgent = "flotilla.io/agent"
+
+// AgentUserPrefix starts the user name of a pull member's agent on the hub
+// (the common name of its client certificate): AgentUserPrefix + NAME.
+const AgentUserPrefix = "flotilla:agent:"
+
+// AgentGroup is the one organization (group) of agents' certificates.
+const AgentGroup = "flotilla:agents"
+
+// AgentBootstrapServiceAccount is the ServiceAccount, in a pull member's
+// hub namespace, of its bootstrap credential: it may only create
+// CertificateSigningRequests and read them back.
+const AgentBootstrapServiceAccount = "bootstrap"
 
 // Taints Flotilla puts on MemberClusters. The cluster controller manages
 // TaintUnreachable and TaintNotReady (NoSchedule at once, NoExecute after

@@ -1,15 +1,16 @@
 // Package admission embeds the admission policies Flotilla installs into
-// the host control plane (today: deletion protection, a
-// ValidatingAdmissionPolicy and its binding) and installs them. Like the
-// CRDs, they are written only when missing or different from this
-// binary's, so that a restart writes nothing.
+// the host control plane (ValidatingAdmissionPolicies and their bindings:
+// deletion protection, and the guard that lets only hub admins accept a
+// pull member) and installs them. Like the CRDs, they are written only
+// when missing or different from this binary's, so that a restart writes
+// nothing.
 package admission
 
 import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	_ "embed"
+	"embed"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -23,8 +24,28 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-//go:embed deletion-protection.yaml
-var deletionProtection []byte
+//go:embed deletion-protection.yaml accept-guard.yaml
+var manifests embed.FS
+
+// Set is one embedded manifest: a policy and its binding.
+type Set string
+
+// The embedded sets.
+const (
+	// DeletionProtection refuses to delete objects annotated
+	// flotilla.io/deletion-protection: "true".
+	DeletionProtection Set = "deletion-protection.yaml"
+	// AcceptGuard lets only users allowed to update memberclusters/accept
+	// change a MemberCluster's spec.accepted.
+	AcceptGuard Set = "accept-guard.yaml"
+)
+
+// AllSets are all embedded sets.
+var AllSets = []Set{AcceptGuard, DeletionProtection}
+
+// AcceptGuardName names the ValidatingAdmissionPolicy (and its binding) of
+// AcceptGuard.
+const AcceptGuardName = "flotilla.io-accept-guard"
 
 // DeletionProtectionName names the ValidatingAdmissionPolicy (and its
 // binding) that refuses to delete objects annotated
@@ -47,20 +68,37 @@ type Policies struct {
 	Bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
 }
 
-// Load parses the embedded manifests and stamps each object with the hash
-// of its manifest.
-func Load() (Policies, error) {
+// Load parses the embedded manifests of sets (all when none is named) and
+// stamps each object with the hash of its manifest.
+func Load(sets ...Set) (Policies, error) {
+	if len(sets) == 0 {
+		sets = AllSets
+	}
 	var out Policies
-	dec := utilyaml.NewDocumentDecoder(io.NopCloser(bytes.NewReader(deletionProtection)))
+	for _, set := range sets {
+		data, err := manifests.ReadFile(string(set))
+		if err != nil {
+			return out, fmt.Errorf("read embedded admission manifest %s: %w", set, err)
+		}
+		if err := load(&out, data); err != nil {
+			return out, fmt.Errorf("%s: %w", set, err)
+		}
+	}
+	return out, nil
+}
+
+// load appends the objects of one manifest file to out.
+func load(out *Policies, data []byte) error {
+	dec := utilyaml.NewDocumentDecoder(io.NopCloser(bytes.NewReader(data)))
 	defer dec.Close()
-	buf := make([]byte, len(deletionProtection))
+	buf := make([]byte, len(data))
 	for {
 		n, err := dec.Read(buf)
 		if err == io.EOF {
-			break
+			return nil
 		}
 		if err != nil {
-			return out, fmt.Errorf("read embedded admission manifests: %w", err)
+			return fmt.Errorf("read embedded admission manifests: %w", err)
 		}
 		doc := bytes.TrimSpace(buf[:n])
 		if len(doc) == 0 {
@@ -68,7 +106,7 @@ func Load() (Policies, error) {
 		}
 		var tm metav1.TypeMeta
 		if err := yaml.Unmarshal(doc, &tm); err != nil {
-			return out, fmt.Errorf("parse embedded admission manifest: %w", err)
+			return fmt.Errorf("parse embedded admission manifest: %w", err)
 		}
 		sum := sha256.Sum256(doc)
 		hash := hex.EncodeToString(sum[:8])
@@ -76,22 +114,21 @@ func Load() (Policies, error) {
 		case "ValidatingAdmissionPolicy":
 			p := &admissionregistrationv1.ValidatingAdmissionPolicy{}
 			if err := yaml.UnmarshalStrict(doc, p); err != nil {
-				return out, fmt.Errorf("parse ValidatingAdmissionPolicy: %w", err)
+				return fmt.Errorf("parse ValidatingAdmissionPolicy: %w", err)
 			}
 			metav1.SetMetaDataAnnotation(&p.ObjectMeta, AnnotationManifestHash, hash)
 			out.Policies = append(out.Policies, p)
 		case "ValidatingAdmissionPolicyBinding":
 			b := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
 			if err := yaml.UnmarshalStrict(doc, b); err != nil {
-				return out, fmt.Errorf("parse ValidatingAdmissionPolicyBinding: %w", err)
+				return fmt.Errorf("parse ValidatingAdmissionPolicyBinding: %w", err)
 			}
 			metav1.SetMetaDataAnnotation(&b.ObjectMeta, AnnotationManifestHash, hash)
 			out.Bindings = append(out.Bindings, b)
 		default:
-			return out, fmt.Errorf("embedded admission manifest of unexpected kind %q", tm.Kind)
+			return fmt.Errorf("embedded admission manifest of unexpected kind %q", tm.Kind)
 		}
 	}
-	return out, nil
 }
 
 // Result names the objects Ensure wrote.
@@ -100,12 +137,13 @@ type Result struct {
 	Created, Updated []string
 }
 
-// Ensure creates the missing admission policies and bindings and rewrites
+// Ensure creates the missing admission policies of sets (all when none is
+// named) and their bindings, and rewrites
 // those whose manifest hash differs from this binary's; objects already up
 // to date are not written. Policies are written before their bindings.
-func Ensure(ctx context.Context, cfg *rest.Config) (Result, error) {
+func Ensure(ctx context.Context, cfg *rest.Config, sets ...Set) (Result, error) {
 	var res Result
-	want, err := Load()
+	want, err := Load(sets...)
 	if err != nil {
 		return res, err
 	}

@@ -67,9 +67,15 @@ const (
 // hub namespace (bound there by a RoleBinding, never cluster-wide).
 const AgentClusterRole = "flotilla-agent"
 
+// AgentCertificatesClusterRole lets a pull member's bootstrap identity and
+// its agent ask for the agent's certificate (create a
+// CertificateSigningRequest, and get it back by name) and nothing else;
+// join binds it per cluster.
+const AgentCertificatesClusterRole = "flotilla-agent-certificates"
+
 // AgentUser is the user name of a pull member's agent on the hub (the
 // subject of its client certificate).
-func AgentUser(cluster string) string { return "flotilla:agent:" + cluster }
+func AgentUser(cluster string) string { return v1alpha1.AgentUserPrefix + cluster }
 
 // Objects returns the objects of an embedded manifest file.
 func Objects(file string) ([]*unstructured.Unstructured, error) {

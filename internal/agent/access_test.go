@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1 "k8s.io/api/apps/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
@@ -70,6 +71,7 @@ func TestAgentIdentityIsConfined(t *testing.T) {
 		"create an intent":                agentClient.Create(ctx, intent),
 		"delete its namespace":            agentClient.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: own}}),
 		"list FederatedObjects":           agentClient.List(ctx, &v1alpha1.FederatedObjectList{}),
+		"list certificate requests":       agentClient.List(ctx, &certificatesv1.CertificateSigningRequestList{}),
 	}
 	for what, err := range refused {
 		if !apierrors.IsForbidden(err) {

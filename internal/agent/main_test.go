@@ -21,12 +21,14 @@ import (
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	"github.com/flotilla-io/flotilla/config/rbac"
 	"github.com/flotilla-io/flotilla/internal/agent"
+	"github.com/flotilla-io/flotilla/internal/controller/agentsigner"
 	"github.com/flotilla-io/flotilla/internal/controller/cluster"
 	"github.com/flotilla-io/flotilla/internal/controller/federate"
 	"github.com/flotilla-io/flotilla/internal/controller/propagate"
 	"github.com/flotilla-io/flotilla/internal/controller/schedule"
 	"github.com/flotilla-io/flotilla/internal/controller/status"
 	"github.com/flotilla-io/flotilla/internal/join"
+	"github.com/flotilla-io/flotilla/internal/localenv"
 	"github.com/flotilla-io/flotilla/internal/manager"
 	"github.com/flotilla-io/flotilla/internal/member"
 	hostscheme "github.com/flotilla-io/flotilla/internal/scheme"
@@ -44,6 +46,10 @@ func TestMain(m *testing.M) {
 const pullName = "pull-1"
 
 const waitTimeout = 90 * time.Second
+
+// certLifetime is the lifetime of the agent certificates the test
+// controller-manager signs: agents renew them after 80%, 32 s.
+const certLifetime = 40 * time.Second
 
 var (
 	startOnce sync.Once
@@ -71,9 +77,13 @@ func startControlPlane(t *testing.T) client.Client {
 		ctx := context.Background()
 		ctrl.SetLogger(textlogger.NewLogger(textlogger.NewConfig()))
 		opts := manager.DefaultOptions()
-		opts.Controllers = []string{cluster.Name, federate.Name, schedule.Name, propagate.Name, status.Name}
+		opts.Controllers = []string{agentsigner.Name, cluster.Name, federate.Name, schedule.Name, propagate.Name, status.Name}
 		opts.LeaderElect, opts.MetricsAddr, opts.ProbeAddr = false, "0", "0"
 		opts.Cluster = fastSession
+		// The agent signer with the environment's agent CA, and
+		// certificates short enough for a test to see one renewed.
+		opts.AgentSigningCertFile, opts.AgentSigningKeyFile = localenv.AgentSignerFiles(env.StateDir)
+		opts.AgentCertificateLifetime = certLifetime
 		cfg := env.ControllerConfig(t)
 		if err := manager.PrepareHost(ctx, cfg, opts); err != nil {
 			t.Fatalf("prepare host: %v", err)
@@ -86,11 +96,11 @@ func startControlPlane(t *testing.T) client.Client {
 		admin = newClient(t)
 		// Registered as `flotilla join --mode pull --agent-kubeconfig`
 		// does: the agent runs with the token it writes.
-		kubeconfig, err := join.JoinPull(ctx, join.PullOptions{Name: pullName, Host: env.Host.Config, Labels: map[string]string{"mode": "pull"}, TokenDuration: time.Hour})
+		creds, err := join.JoinPull(ctx, join.PullOptions{Name: pullName, Host: env.Host.Config, Labels: map[string]string{"mode": "pull"}, TokenDuration: time.Hour})
 		if err != nil {
 			t.Fatalf("join %s: %v", pullName, err)
 		}
-		if agentHub, err = clientcmd.RESTConfigFromKubeConfig(kubeconfig); err != nil {
+		if agentHub, err = clientcmd.RESTConfigFromKubeConfig(creds.Agent); err != nil {
 			t.Fatalf("the agent's kubeconfig: %v", err)
 		}
 		startAgent(t)

@@ -16,6 +16,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/agentcert"
 	"github.com/flotilla-io/flotilla/internal/member"
 	"github.com/flotilla-io/flotilla/internal/pull"
 	hostscheme "github.com/flotilla-io/flotilla/internal/scheme"
@@ -25,8 +26,19 @@ import (
 type Options struct {
 	// Cluster is the MemberCluster's name on the hub.
 	Cluster string
-	// Hub reaches the hub with the agent's credential.
+	// Hub reaches the hub with a fixed credential of the agent (a token
+	// from `flotilla join --agent-kubeconfig`). Either Hub or Bootstrap.
 	Hub *rest.Config
+	// Bootstrap reaches the hub with the bootstrap credential, which can
+	// only ask for the agent's certificate; the agent then works with that
+	// certificate and renews it. Either Hub or Bootstrap.
+	Bootstrap *rest.Config
+	// CertDir keeps the agent's certificate and key across restarts (""
+	// keeps them in memory: every start asks anew).
+	CertDir string
+	// CertificateLifetime is the lifetime the agent asks for (the hub may
+	// give less).
+	CertificateLifetime time.Duration
 	// Member reaches the member with the agent's own credential.
 	Member *rest.Config
 	// LeaderElect runs one working agent among replicas, elected by a
@@ -67,7 +79,7 @@ func DefaultOptions() Options {
 	return Options{
 		LeaderElect: true, LeaderElectionNamespace: v1alpha1.SystemNamespace, LeaderElectionID: "flotilla-agent",
 		ProbeAddr: "127.0.0.1:8091", MetricsAddr: "127.0.0.1:8090", Workers: 8,
-		Session: member.DefaultOptions(), Heartbeat: pull.AgentHeartbeat,
+		Session: member.DefaultOptions(), Heartbeat: pull.AgentHeartbeat, CertificateLifetime: agentcert.DefaultLifetime,
 		HubQPS: defaultHubQPS, HubBurst: defaultHubBurst,
 	}
 }
@@ -77,8 +89,8 @@ func (o Options) Validate() error {
 	switch {
 	case o.Cluster == "":
 		return errors.New("the cluster's name is required (--cluster)")
-	case o.Hub == nil:
-		return errors.New("a credential for the hub is required (--hub-kubeconfig)")
+	case (o.Hub == nil) == (o.Bootstrap == nil):
+		return errors.New("exactly one credential for the hub is required: --bootstrap-kubeconfig (the agent gets its certificate) or --hub-kubeconfig (a token)")
 	case o.Member == nil:
 		return errors.New("a credential for the member is required (--kubeconfig, or run in the member)")
 	}
@@ -89,6 +101,13 @@ func (o Options) Validate() error {
 func Run(ctx context.Context, o Options) error {
 	if err := o.Validate(); err != nil {
 		return err
+	}
+	if o.Bootstrap != nil {
+		hub, err := certificateHub(ctx, o)
+		if err != nil {
+			return err
+		}
+		o.Hub = hub
 	}
 	mgr, pool, err := New(o)
 	if err != nil {

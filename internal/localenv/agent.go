@@ -15,28 +15,30 @@ import (
 // Agent is the component name of a pull member's `flotilla agent`.
 const Agent = "flotilla-agent"
 
-// agentTokenDuration is how long the agents' hub tokens last: a local
+// bootstrapDuration is how long the agents' bootstrap tokens last: a local
 // environment lives for days at most.
-const agentTokenDuration = 30 * 24 * time.Hour
+const bootstrapDuration = 30 * 24 * time.Hour
 
-// joinPull registers member p in pull mode (`flotilla join --mode pull`'s
-// code, with the agent's token kubeconfig in the member's directory) and
-// starts its agent, recorded under the member (index idx) so that down
-// stops it and up restarts it.
+// joinPull registers member p in pull mode as `flotilla join --mode pull
+// --bootstrap-kubeconfig --accept` does (the admin of a local environment
+// accepts its own members), and starts its agent, which asks for its
+// certificate with that kubeconfig and keeps it in the member's directory;
+// the agent is recorded under the member (index idx) so that down stops it
+// and up restarts it.
 func (s *starter) joinPull(ctx context.Context, hostCfg *rest.Config, p *clusterPlan, labels map[string]string, idx int) error {
-	kubeconfig, err := join.JoinPull(ctx, join.PullOptions{Name: p.name, Host: hostCfg, Labels: labels, TokenDuration: agentTokenDuration})
+	creds, err := join.JoinPull(ctx, join.PullOptions{Name: p.name, Host: hostCfg, Labels: labels, BootstrapDuration: bootstrapDuration, Accept: true})
 	if err != nil {
 		return fmt.Errorf("join %s in pull mode: %w", p.name, err)
 	}
-	hub := filepath.Join(p.dir(), "agent-hub.kubeconfig")
-	if err := os.WriteFile(hub, kubeconfig, 0o600); err != nil {
-		return fmt.Errorf("%s: write the agent's hub kubeconfig: %w", p.name, err)
+	bootstrap := filepath.Join(p.dir(), "agent-bootstrap.kubeconfig")
+	if err := os.WriteFile(bootstrap, creds.Bootstrap, 0o600); err != nil {
+		return fmt.Errorf("%s: write the agent's bootstrap kubeconfig: %w", p.name, err)
 	}
 	ports, err := freePorts(2)
 	if err != nil {
 		return err
 	}
-	c := p.agent(s.opts.Flotilla, hub, ports)
+	c := p.agent(s.opts.Flotilla, bootstrap, ports)
 	pr, err := startProcess(c, c.Args, s.opts.Detach)
 	if err != nil {
 		return fmt.Errorf("%s: %w", p.name, err)
@@ -47,11 +49,12 @@ func (s *starter) joinPull(ctx context.Context, hostCfg *rest.Config, p *cluster
 	})
 }
 
-// agent renders a pull member's agent component: it reaches the hub with
-// join's token and the member as its admin, elects itself through a Lease
+// agent renders a pull member's agent component: it asks the hub for its
+// certificate with join's bootstrap kubeconfig, keeps it in the member's
+// agent-pki directory, reaches the member as its admin, elects itself through a Lease
 // in the member's kube-system namespace, and serves metrics and probes on
 // the given ports.
-func (p *clusterPlan) agent(binary, hubKubeconfig string, ports []int) ComponentState {
+func (p *clusterPlan) agent(binary, bootstrapKubeconfig string, ports []int) ComponentState {
 	return ComponentState{
 		Name: Agent, Binary: binary, Port: ports[1], Ports: ports,
 		HealthURL: fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[1]),
@@ -59,7 +62,8 @@ func (p *clusterPlan) agent(binary, hubKubeconfig string, ports []int) Component
 		Args: []string{
 			"agent",
 			"--cluster=" + p.name,
-			"--hub-kubeconfig=" + hubKubeconfig,
+			"--bootstrap-kubeconfig=" + bootstrapKubeconfig,
+			"--cert-dir=" + filepath.Join(p.dir(), "agent-pki"),
 			"--kubeconfig=" + p.kubeconfig(),
 			"--leader-election-namespace=kube-system",
 			"--identity=flotilla-up-" + p.name,

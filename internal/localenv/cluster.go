@@ -37,6 +37,23 @@ func (p paths) certDir(c string) string { return filepath.Join(p.dir(), "certs",
 func (p paths) etcdData() string        { return filepath.Join(p.dir(), "etcd") }
 func (p paths) caCert() string          { return filepath.Join(p.stateDir, "pki", "ca.crt") }
 
+// clientCA is the CA bundle an apiserver trusts for client certificates:
+// the environment's CA and, on the host, the agent signer's too.
+func (p paths) clientCA(role string) string {
+	if role == RoleHost {
+		return filepath.Join(p.stateDir, "pki", "host-client-ca.crt")
+	}
+	return p.caCert()
+}
+
+// AgentSignerFiles are the certificate and key of the CA that signs pull
+// agents' client certificates in the environment in stateDir: the host
+// apiserver trusts it for client certificates, and the controller-manager
+// signs with it.
+func AgentSignerFiles(stateDir string) (certFile, keyFile string) {
+	return filepath.Join(stateDir, "pki", "agent-ca.crt"), filepath.Join(stateDir, "pki", "agent-ca.key")
+}
+
 // clusterPlan is everything needed to render a cluster's command lines.
 type clusterPlan struct {
 	paths
@@ -110,7 +127,7 @@ func (p clusterPlan) component(set components.Set, name string) (ComponentState,
 			"--tls-cert-file=" + p.pki("apiserver.crt"),
 			"--tls-private-key-file=" + p.pki("apiserver.key"),
 			"--cert-dir=" + p.certDir(name),
-			"--client-ca-file=" + p.caCert(),
+			"--client-ca-file=" + p.clientCA(p.role),
 			"--token-auth-file=" + p.pki("tokens.csv"),
 			"--service-account-issuer=https://" + p.name + ".flotilla.local",
 			"--service-account-key-file=" + p.pki("sa.pub"),

@@ -77,8 +77,10 @@ const leaderIdentity = "flotilla-up"
 
 // controllerManager renders the controller-manager's component on the host
 // (binary, ports: metrics, probes, pprof): it runs as its own identity,
-// never the admin.
+// never the admin, and signs pull agents' certificates with the
+// environment's agent CA.
 func (p *clusterPlan) controllerManager(binary string, ports []int) ComponentState {
+	agentCert, agentKey := AgentSignerFiles(p.stateDir)
 	return ComponentState{
 		Name: ControllerManager, Binary: binary, Port: ports[1], Ports: ports,
 		HealthURL: fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[1]),
@@ -92,6 +94,8 @@ func (p *clusterPlan) controllerManager(binary string, ports []int) ComponentSta
 			// One controller-manager per environment, restarted only when
 			// dead (see restart): a restarted one resumes its own lease.
 			"--leader-elect-identity=" + leaderIdentity,
+			"--agent-signing-cert-file=" + agentCert,
+			"--agent-signing-key-file=" + agentKey,
 		},
 	}
 }

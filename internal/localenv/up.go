@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -121,9 +122,17 @@ func (e *Environment) start(ctx context.Context, set components.Set, dir string,
 	if err != nil {
 		return err
 	}
+	agentCA, err := newAuthority("flotilla-agent-signer")
+	if err != nil {
+		return err
+	}
+	agentCert, agentKey := AgentSignerFiles(dir)
 	if err := writeFiles(map[string][]byte{
 		filepath.Join(dir, "pki", "ca.crt"): ca.certPEM,
 		filepath.Join(dir, "pki", "ca.key"): ca.keyPEM,
+		agentCert:                           agentCA.certPEM,
+		agentKey:                            agentCA.keyPEM,
+		filepath.Join(dir, "pki", "host-client-ca.crt"): append(slices.Clone(ca.certPEM), agentCA.certPEM...),
 	}); err != nil {
 		return err
 	}

@@ -13,11 +13,12 @@ import (
 
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings,verbs=get;create;update
 
-// admissionInstaller installs Flotilla's admission policies (deletion
-// protection) once this replica leads; objects already up to date are not
+// admissionInstaller installs Flotilla's admission policies (the guard of
+// spec.accepted and, unless turned off, deletion protection) once this replica leads; objects already up to date are not
 // written.
 type admissionInstaller struct {
 	cfg    *rest.Config
+	sets   []admission.Set
 	logger logr.Logger
 }
 
@@ -31,7 +32,7 @@ func (a admissionInstaller) Start(ctx context.Context) error {
 	var res admission.Result
 	err := poll.Until(ctx, upgradeTimeout, func(ctx context.Context) error {
 		var err error
-		if res, err = admission.Ensure(ctx, a.cfg); err != nil {
+		if res, err = admission.Ensure(ctx, a.cfg, a.sets...); err != nil {
 			a.logger.Error(err, "Installing the flotilla.io admission policies; retrying")
 		}
 		return err

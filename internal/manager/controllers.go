@@ -7,8 +7,11 @@ import (
 	"strings"
 
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/flotilla-io/flotilla/internal/agentcert"
+	"github.com/flotilla-io/flotilla/internal/controller/agentsigner"
 	"github.com/flotilla-io/flotilla/internal/controller/cluster"
 	"github.com/flotilla-io/flotilla/internal/controller/federate"
 	"github.com/flotilla-io/flotilla/internal/controller/migrate"
@@ -40,6 +43,7 @@ type Controller struct {
 
 // Controllers are all controllers, in registration order.
 var Controllers = []Controller{
+	{Name: agentsigner.Name, Setup: setupAgentSigner},
 	{Name: cluster.Name, Setup: func(mgr ctrl.Manager, opts Options, shared *Shared) error {
 		r := &cluster.Reconciler{
 			Client:                  mgr.GetClient(),
@@ -50,6 +54,7 @@ var Controllers = []Controller{
 			Pool:                    shared.Pool,
 			Failover:                opts.Failover,
 			AllowInsecure:           opts.AllowInsecureMembers,
+			SignerConfigured:        opts.AgentSigningCertFile != "",
 		}
 		return r.SetupWithManager(mgr)
 	}},
@@ -148,4 +153,29 @@ func Enabled(list []string, known []string) (map[string]bool, error) {
 		}
 	}
 	return enabled, nil
+}
+
+// setupAgentSigner registers the agent-signer controller when the
+// controller-manager has a signing CA; without one it logs that pull
+// agents will stay pending.
+func setupAgentSigner(mgr ctrl.Manager, opts Options, _ *Shared) error {
+	logger := mgr.GetLogger().WithName(agentsigner.Name)
+	if opts.AgentSigningCertFile == "" {
+		logger.Info("No agent signing CA (--agent-signing-cert-file): pull agents' certificate requests stay pending")
+		return nil
+	}
+	signer, err := agentcert.LoadSigner(opts.AgentSigningCertFile, opts.AgentSigningKeyFile)
+	if err != nil {
+		return err
+	}
+	signer.MaxLifetime = opts.AgentCertificateLifetime
+	cs, err := kubernetes.NewForConfig(mgr.GetConfig())
+	if err != nil {
+		return fmt.Errorf("certificates client: %w", err)
+	}
+	r := &agentsigner.Reconciler{
+		Client: mgr.GetClient(), Certificates: cs, Signer: signer,
+		Recorder: mgr.GetEventRecorder("flotilla-" + agentsigner.Name),
+	}
+	return r.SetupWithManager(mgr)
 }

@@ -27,7 +27,9 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/config/admission"
 	"github.com/flotilla-io/flotilla/config/crd"
+	"github.com/flotilla-io/flotilla/internal/agentcert"
 	"github.com/flotilla-io/flotilla/internal/controller/cluster"
 	"github.com/flotilla-io/flotilla/internal/controller/fedobj"
 	"github.com/flotilla-io/flotilla/internal/member"
@@ -96,6 +98,14 @@ type Options struct {
 	// plain http or without verifying their serving certificate (reported
 	// loudly); by default such members are refused.
 	AllowInsecureMembers bool
+	// AgentSigningCertFile and AgentSigningKeyFile are the CA that signs
+	// pull agents' client certificates (signer flotilla.io/agent); the
+	// host apiserver must trust it for client certificates. Without them
+	// the agent-signer controller does not run and agents stay pending.
+	AgentSigningCertFile, AgentSigningKeyFile string
+	// AgentCertificateLifetime caps the lifetime of the agents'
+	// certificates (agents renew at 80% of it).
+	AgentCertificateLifetime time.Duration
 	// ConcurrentClusterSyncs bounds parallel MemberCluster reconciles.
 	ConcurrentClusterSyncs int
 	// ConcurrentSyncs bounds parallel reconciles of the federate, schedule
@@ -141,6 +151,7 @@ func DefaultOptions() Options {
 		Cluster:                    member.DefaultOptions(),
 		Failover:                   cluster.DefaultFailover(),
 		ConcurrentClusterSyncs:     4,
+		AgentCertificateLifetime:   agentcert.DefaultLifetime,
 		ConcurrentPropagationSyncs: 16,
 		ConcurrentSyncs:            8,
 		HostQPS:                    1000,
@@ -239,10 +250,12 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 			return nil, fmt.Errorf("add the CRD upgrade: %w", err)
 		}
 	}
+	sets := []admission.Set{admission.AcceptGuard}
 	if opts.DeletionProtection {
-		if err := mgr.Add(admissionInstaller{cfg: cfg, logger: mgr.GetLogger().WithName("admission")}); err != nil {
-			return nil, fmt.Errorf("add the admission policy install: %w", err)
-		}
+		sets = append(sets, admission.DeletionProtection)
+	}
+	if err := mgr.Add(admissionInstaller{cfg: cfg, sets: sets, logger: mgr.GetLogger().WithName("admission")}); err != nil {
+		return nil, fmt.Errorf("add the admission policy install: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("add health check: %w", err)

@@ -16,6 +16,9 @@ const (
 	ReasonAgentSilent = "AgentSilent"
 	// ReasonAgentReady: the agent reports its apiserver ready.
 	ReasonAgentReady = "ClusterReady"
+	// ReasonNotAccepted: the member's spec.accepted is false, so its
+	// agent gets no certificate and the member gets no workloads.
+	ReasonNotAccepted = "NotAccepted"
 )
 
 // heartbeat tracks an agent's Lease by the hub's own clock: what counts is

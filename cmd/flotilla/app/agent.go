@@ -3,6 +3,7 @@ package app
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
@@ -18,8 +19,12 @@ import (
 type AgentOptions struct {
 	// Agent configures the agent (Hub and Member are filled by Run).
 	Agent agent.Options
-	// HubKubeconfig and HubContext locate the agent's hub credential.
+	// HubKubeconfig and HubContext locate the agent's fixed hub
+	// credential (a token).
 	HubKubeconfig, HubContext string
+	// BootstrapKubeconfig locates the bootstrap credential, with which the
+	// agent asks for its certificate.
+	BootstrapKubeconfig string
 	// Kubeconfig and Context locate the member (default: in-cluster).
 	Kubeconfig, Context string
 	// Verbosity is the log verbosity (--v).
@@ -30,7 +35,7 @@ type AgentOptions struct {
 func NewAgentCmd(_ Streams) *cobra.Command {
 	o := &AgentOptions{Agent: agent.DefaultOptions()}
 	cmd := &cobra.Command{
-		Use:   "agent --cluster NAME --hub-kubeconfig FILE",
+		Use:   "agent --cluster NAME (--bootstrap-kubeconfig FILE | --hub-kubeconfig FILE)",
 		Short: "Run the agent of a pull-mode member cluster, inside (or beside) the member",
 		Long: `Run the agent of a syncMode Pull member cluster.
 
@@ -44,6 +49,19 @@ member it applies each intent with server-side apply (field manager
 copy when the intent is deleted, and never touches an object Flotilla does
 not manage unless the intent says to adopt it.
 
+With --bootstrap-kubeconfig (written by ` + "`flotilla join --mode pull`" + `) the agent
+first asks the hub for a client certificate (a CertificateSigningRequest
+for signer ` + v1alpha1.SignerAgent + `, subject ` + v1alpha1.AgentUserPrefix + `NAME) and waits,
+alive but not ready, until a hub admin accepts the cluster
+(` + "`flotilla accept NAME`" + `) and the controller-manager signs it. It then works with
+that certificate, keeps it in --cert-dir, and renews it at 80% of its
+lifetime with the certificate itself, reconnecting with the new one; the
+bootstrap credential is needed again only if the certificate expired.
+A refused or expired credential, a denied request or a hub that does not
+answer is logged with what to check and retried with back-off; nothing in
+the member changes meanwhile. With --hub-kubeconfig it uses a fixed
+credential instead (a token from join --agent-kubeconfig).
+
 When the hub cannot be reached the agent keeps what it last applied and
 keeps reverting drift; the hub marks the cluster Unknown once its
 heartbeat is missed for the usual thresholds, and fails its workloads
@@ -53,7 +71,10 @@ With leader election (default, a Lease in the member's
 --leader-election-namespace) several replicas may run; one works at a time.
 /healthz and /readyz are served on --health-probe-bind-address, Prometheus
 metrics on --metrics-bind-address.`,
-		Example: `  # In the member, with a kubeconfig for the hub made by the hub's admin:
+		Example: `  # In the member, with the bootstrap kubeconfig from flotilla join --mode pull:
+  flotilla agent --cluster edge-1 --bootstrap-kubeconfig /etc/flotilla/bootstrap.kubeconfig --cert-dir /var/lib/flotilla-agent
+
+  # With a token kubeconfig from flotilla join --mode pull --agent-kubeconfig:
   flotilla agent --cluster edge-1 --hub-kubeconfig /etc/flotilla/hub.kubeconfig
 
   # Beside the member, for a test:
@@ -69,8 +90,11 @@ metrics on --metrics-bind-address.`,
 	fs := cmd.Flags()
 	a := &o.Agent
 	fs.StringVar(&a.Cluster, "cluster", "", "the MemberCluster's name on the hub (required)")
-	fs.StringVar(&o.HubKubeconfig, "hub-kubeconfig", "", "kubeconfig with the agent's credential for the hub (required)")
-	fs.StringVar(&o.HubContext, "hub-context", "", "context in the hub kubeconfig")
+	fs.StringVar(&o.HubKubeconfig, "hub-kubeconfig", "", "kubeconfig with a fixed credential of the agent for the hub (instead of --bootstrap-kubeconfig)")
+	fs.StringVar(&o.HubContext, "hub-context", "", "context in the hub (or bootstrap) kubeconfig")
+	fs.StringVar(&o.BootstrapKubeconfig, "bootstrap-kubeconfig", "", "kubeconfig with the bootstrap credential for the hub: the agent asks for its own certificate with it")
+	fs.StringVar(&a.CertDir, "cert-dir", "", "with --bootstrap-kubeconfig: directory keeping the agent's certificate and key across restarts (default: memory only, so each start asks anew)")
+	fs.DurationVar(&a.CertificateLifetime, "certificate-lifetime", a.CertificateLifetime, "with --bootstrap-kubeconfig: the certificate lifetime to ask for (at least 10m; the hub may give less)")
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of the member (default: in-cluster, then $KUBECONFIG or ~/.kube/config)")
 	fs.StringVar(&o.Context, "context", "", "context in the member kubeconfig")
 	fs.BoolVar(&a.LeaderElect, "leader-elect", a.LeaderElect, "elect a leader among agent replicas (a Lease in the member)")
@@ -97,8 +121,12 @@ func (o *AgentOptions) Validate() error {
 	switch {
 	case a.Cluster == "":
 		return errors.New("--cluster is required: the name of this cluster's MemberCluster on the hub")
-	case o.HubKubeconfig == "":
-		return errors.New("--hub-kubeconfig is required: a kubeconfig with the agent's credential for the hub")
+	case (o.HubKubeconfig == "") == (o.BootstrapKubeconfig == ""):
+		return errors.New("give one of --bootstrap-kubeconfig (the agent asks for its certificate; from flotilla join --mode pull --bootstrap-kubeconfig) and --hub-kubeconfig (a fixed credential)")
+	case a.CertDir != "" && o.BootstrapKubeconfig == "":
+		return errors.New("--cert-dir needs --bootstrap-kubeconfig")
+	case o.BootstrapKubeconfig != "" && a.CertificateLifetime < 10*time.Minute:
+		return fmt.Errorf("--certificate-lifetime must be at least 10m (the hub refuses shorter requests), got %s", a.CertificateLifetime)
 	case a.Heartbeat <= 0 || a.Heartbeat > pull.HeartbeatStale/2:
 		return fmt.Errorf("--heartbeat-interval must be positive and at most %s (half the time after which the hub counts the agent silent), got %s", pull.HeartbeatStale/2, a.Heartbeat)
 	case a.Session.ProbeInterval <= 0 || a.Session.DiscoveryInterval <= 0:
@@ -117,9 +145,13 @@ func (o *AgentOptions) Run(cmd *cobra.Command) error {
 	logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(o.Verbosity)))
 	klog.SetLogger(logger)
 	ctrl.SetLogger(logger)
-	hub, err := loadConfig(o.HubKubeconfig, o.HubContext)
+	file, which := o.HubKubeconfig, "hub"
+	if o.BootstrapKubeconfig != "" {
+		file, which = o.BootstrapKubeconfig, "bootstrap"
+	}
+	hub, err := loadConfig(file, o.HubContext)
 	if err != nil {
-		return fmt.Errorf("load hub kubeconfig: %w", err)
+		return fmt.Errorf("load %s kubeconfig: %w", which, err)
 	}
 	hub.UserAgent = "flotilla-agent"
 	mem, err := loadConfig(o.Kubeconfig, o.Context)
@@ -127,6 +159,11 @@ func (o *AgentOptions) Run(cmd *cobra.Command) error {
 		return fmt.Errorf("load member kubeconfig: %w", err)
 	}
 	mem.UserAgent = "flotilla-agent"
-	o.Agent.Hub, o.Agent.Member = hub, mem
+	o.Agent.Member = mem
+	if o.BootstrapKubeconfig != "" {
+		o.Agent.Bootstrap = hub
+	} else {
+		o.Agent.Hub = hub
+	}
 	return agent.Run(klog.NewContext(cmd.Context(), logger), o.Agent)
 }

@@ -14,7 +14,15 @@ func TestAgentOptionsValidate(t *testing.T) {
 	}{
 		{name: "valid", edit: func(*AgentOptions) {}},
 		{name: "no cluster", edit: func(o *AgentOptions) { o.Agent.Cluster = "" }, want: "--cluster is required"},
-		{name: "no hub kubeconfig", edit: func(o *AgentOptions) { o.HubKubeconfig = "" }, want: "--hub-kubeconfig is required"},
+		{name: "no hub credential", edit: func(o *AgentOptions) { o.HubKubeconfig = "" }, want: "give one of --bootstrap-kubeconfig"},
+		{name: "both hub credentials", edit: func(o *AgentOptions) { o.BootstrapKubeconfig = "bootstrap.kubeconfig" }, want: "give one of --bootstrap-kubeconfig"},
+		{name: "bootstrap", edit: func(o *AgentOptions) {
+			o.HubKubeconfig, o.BootstrapKubeconfig, o.Agent.CertDir, o.Agent.CertificateLifetime = "", "bootstrap.kubeconfig", "/var/lib/agent", time.Hour
+		}},
+		{name: "cert dir without bootstrap", edit: func(o *AgentOptions) { o.Agent.CertDir = "/var/lib/agent" }, want: "--cert-dir needs --bootstrap-kubeconfig"},
+		{name: "certificate lifetime too short", edit: func(o *AgentOptions) {
+			o.HubKubeconfig, o.BootstrapKubeconfig, o.Agent.CertificateLifetime = "", "bootstrap.kubeconfig", time.Minute
+		}, want: "--certificate-lifetime must be at least 10m"},
 		{name: "heartbeat too slow", edit: func(o *AgentOptions) { o.Agent.Heartbeat = 10 * time.Second }, want: "--heartbeat-interval must be positive and at most 6s"},
 		{name: "no workers", edit: func(o *AgentOptions) { o.Agent.Workers = 0 }, want: "--concurrent-syncs"},
 	}

@@ -61,6 +61,15 @@ reference or label flotilla.io/member-cluster), only over verified TLS unless
 namespace records this control plane and MemberCluster as its owner (the
 controller records it in an unclaimed member, and refuses a member claimed
 by another control plane or MemberCluster).
+
+Pull members' agents get client certificates from the agent-signer
+controller (signer ` + v1alpha1.SignerAgent + `) once a hub admin accepts their
+MemberCluster; it runs when --agent-signing-cert-file and
+--agent-signing-key-file name a CA the host apiserver trusts for client
+certificates. The leader installs the admission policy ` + admission.AcceptGuardName + `,
+which lets only users allowed to update memberclusters/accept change
+spec.accepted.
+
 SIGINT or SIGTERM stops it gracefully and releases the leader lease. A
 leader that loses its lease (the host apiserver did not answer its renewals
 within --leader-elect-renew-deadline) stops its controllers and starts
@@ -121,6 +130,9 @@ Controllers: ` + strings.Join(manager.ControllerNames(), ", ") + `.`,
 	fs.Float64Var(&m.Failover.ClustersPerMinute, "eviction-clusters-per-minute", m.Failover.ClustersPerMinute, "member clusters tainted NoExecute a minute at most, federation-wide (0: no limit)")
 	fs.Float64Var(&m.Failover.ObjectsPerMinutePerCluster, "eviction-objects-per-minute-per-cluster", m.Failover.ObjectsPerMinutePerCluster, "objects moved a minute at most off one member cluster tainted NoExecute for not being Ready, with a burst of ten seconds' worth (0: no limit)")
 	fs.BoolVar(&m.AllowInsecureMembers, "allow-insecure-members", m.AllowInsecureMembers, "for tests only: connect to members with an http:// apiEndpoint or tls.insecureSkipVerify, reported loudly (InsecureTransport condition, Warning event, log line, flotilla_member_cluster_insecure metric); by default they are refused (Ready=False, reason InsecureEndpoint)")
+	fs.StringVar(&m.AgentSigningCertFile, "agent-signing-cert-file", m.AgentSigningCertFile, "PEM CA certificate that signs pull agents' client certificates (signer "+v1alpha1.SignerAgent+"); the host apiserver must trust it for client certificates (its --client-ca-file bundle). Without it pull agents stay pending")
+	fs.StringVar(&m.AgentSigningKeyFile, "agent-signing-key-file", m.AgentSigningKeyFile, "PEM private key of --agent-signing-cert-file")
+	fs.DurationVar(&m.AgentCertificateLifetime, "agent-certificate-lifetime", m.AgentCertificateLifetime, "longest lifetime of a pull agent's certificate (agents renew at 80% of it; shorter if the agent asks)")
 	fs.DurationVar(&m.GracefulShutdown, "graceful-shutdown-timeout", m.GracefulShutdown, "how long to wait for controllers to stop")
 	fs.BoolVar(&o.RestartOnLostLease, "restart-on-lost-lease", o.RestartOnLostLease, "when this replica loses its leader lease, start afresh in the same process (same pid and log), wait for the host apiserver and stand for election again; false: exit with an error")
 	fs.StringVar(&o.MemoryLimit, "memory-limit", o.MemoryLimit, "soft memory limit of the Go runtime (a quantity such as 2Gi; the garbage collector works harder as the heap nears it). Default: GOMEMLIMIT if set, else 90% of the container's (cgroup) memory limit, else none")
@@ -147,6 +159,12 @@ func (o *ControllerManagerOptions) Validate() error {
 		if f.d <= 0 {
 			return fmt.Errorf("%s must be positive, got %s", f.name, f.d)
 		}
+	}
+	if (o.Manager.AgentSigningCertFile == "") != (o.Manager.AgentSigningKeyFile == "") {
+		return fmt.Errorf("--agent-signing-cert-file and --agent-signing-key-file go together")
+	}
+	if o.Manager.AgentCertificateLifetime < 10*time.Second {
+		return fmt.Errorf("--agent-certificate-lifetime must be at least 10s, got %s", o.Manager.AgentCertificateLifetime)
 	}
 	if o.Manager.ConcurrentClusterSyncs < 1 {
 		return fmt.Errorf("--concurrent-cluster-syncs must be at least 1")

@@ -26,6 +26,12 @@ type JoinOptions struct {
 	// agent's hub kubeconfig, and how long its token lasts.
 	agentKubeconfig string
 	tokenDuration   time.Duration
+	// bootstrapKubeconfig and bootstrapDuration: where a pull join writes
+	// the agent's bootstrap kubeconfig, and how long its token lasts;
+	// accept accepts the member at once.
+	bootstrapKubeconfig string
+	bootstrapDuration   time.Duration
+	accept              bool
 }
 
 // NewJoinCmd returns `flotilla join`.
@@ -54,17 +60,28 @@ must allow creating MemberClusters and Secrets.
 
 With --mode pull nothing is done in the member and the host holds no
 credential for it: join creates MemberCluster NAME with syncMode Pull and,
-owned by it, the hub namespace flotilla-cluster-NAME, a ServiceAccount
-"agent" there, and the agent's narrow rights (the ClusterRole
-flotilla-agent bound in that namespace only, and get/status patch on this
-one MemberCluster) for that ServiceAccount and the user
-flotilla:agent:NAME. With --agent-kubeconfig it also writes a kubeconfig
-for the agent holding a token of that ServiceAccount that expires after
---token-duration. Run ` + "`flotilla agent --cluster NAME --hub-kubeconfig FILE`" + ` in the
-member with it. The host kubeconfig must be an admin's (it grants RBAC).`,
+owned by it, the hub namespace flotilla-cluster-NAME, the ServiceAccounts
+"bootstrap" and "agent" there, and the agent's narrow rights (the
+ClusterRole flotilla-agent bound in that namespace only, get/status patch
+on this one MemberCluster, and asking for its own certificate) for the
+user flotilla:agent:NAME and the ServiceAccount "agent". With
+--bootstrap-kubeconfig it writes a kubeconfig whose token (of
+"bootstrap", expiring after --bootstrap-token-duration) can do nothing
+but ask for the agent's certificate. Run
+` + "`flotilla agent --cluster NAME --bootstrap-kubeconfig FILE`" + ` in the member: the
+MemberCluster shows the request (condition Accepted, reason
+PendingAcceptance), and once a hub admin runs ` + "`flotilla accept NAME`" + ` (or
+join ran with --accept) the controller-manager signs it and the agent
+switches to its own certificate, renewed before it expires.
+--agent-kubeconfig instead writes a token of "agent" with the agent's
+full access (expiring after --token-duration, not renewed) and accepts the
+member at once: the admin vouches for whoever holds the file. The host
+kubeconfig must be an admin's (it grants RBAC).`,
 		Example: `  flotilla join prod-east-1 --kubeconfig ~/.kube/prod-east-1 --labels topology.kubernetes.io/region=us-east
   flotilla join edge-7 --kubeconfig all.kubeconfig --context edge-7 --host-kubeconfig host.kubeconfig --wait 2m
-  flotilla join edge-9 --mode pull --agent-kubeconfig edge-9-hub.kubeconfig --token-duration 24h`,
+  flotilla join edge-9 --mode pull --bootstrap-kubeconfig edge-9-bootstrap.kubeconfig
+  flotilla accept edge-9   # after checking the request the MemberCluster shows
+  flotilla join edge-10 --mode pull --agent-kubeconfig edge-10-hub.kubeconfig --token-duration 24h`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
@@ -86,6 +103,9 @@ member with it. The host kubeconfig must be an admin's (it grants RBAC).`,
 	fs.StringVar(&o.mode, "mode", "push", "push: the control plane reaches the member with a credential join creates there; pull: an agent in the member connects out (nothing is done in the member)")
 	fs.StringVar(&o.agentKubeconfig, "agent-kubeconfig", "", "with --mode pull: write a kubeconfig for the agent (a token of its ServiceAccount) to this file")
 	fs.DurationVar(&o.tokenDuration, "token-duration", 24*time.Hour, "with --agent-kubeconfig: how long the agent's token is valid")
+	fs.StringVar(&o.bootstrapKubeconfig, "bootstrap-kubeconfig", "", "with --mode pull: write a bootstrap kubeconfig for the agent (a token that can only ask for the agent's certificate) to this file")
+	fs.DurationVar(&o.bootstrapDuration, "bootstrap-token-duration", 7*24*time.Hour, "with --bootstrap-kubeconfig: how long the bootstrap token is valid (the agent needs it again only if its certificate expires)")
+	fs.BoolVar(&o.accept, "accept", false, "with --mode pull: accept the member now (as `flotilla accept NAME`), so its agent's first certificate request is signed without waiting for an admin")
 	return cmd
 }
 
@@ -99,8 +119,8 @@ func (o *JoinOptions) Validate() error {
 		if o.memberKubeconfig == "" {
 			return fmt.Errorf("--kubeconfig is required: a kubeconfig with cluster-admin in the member (or --mode pull)")
 		}
-		if o.agentKubeconfig != "" {
-			return fmt.Errorf("--agent-kubeconfig needs --mode pull")
+		if o.agentKubeconfig != "" || o.bootstrapKubeconfig != "" || o.accept {
+			return fmt.Errorf("--agent-kubeconfig, --bootstrap-kubeconfig and --accept need --mode pull")
 		}
 	case "pull":
 		if errs := validation.IsDNS1123Label(o.Name); len(errs) > 0 || len(o.Name) > 46 {
@@ -111,6 +131,12 @@ func (o *JoinOptions) Validate() error {
 		}
 		if o.agentKubeconfig != "" && o.tokenDuration < 10*time.Minute {
 			return fmt.Errorf("--token-duration must be at least 10m, got %s", o.tokenDuration)
+		}
+		if o.bootstrapKubeconfig != "" && o.bootstrapDuration < 10*time.Minute {
+			return fmt.Errorf("--bootstrap-token-duration must be at least 10m, got %s", o.bootstrapDuration)
+		}
+		if o.agentKubeconfig != "" && o.agentKubeconfig == o.bootstrapKubeconfig {
+			return fmt.Errorf("--agent-kubeconfig and --bootstrap-kubeconfig must name different files")
 		}
 	default:
 		return fmt.Errorf("--mode must be push or pull, got %q", o.mode)
@@ -169,16 +195,29 @@ func (o *JoinOptions) runPull(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	po := join.PullOptions{Name: o.Name, Host: host, Labels: o.Labels, Out: o.streams.Out}
+	po := join.PullOptions{Name: o.Name, Host: host, Labels: o.Labels, Accept: o.accept, Out: o.streams.Out}
 	if o.agentKubeconfig != "" {
 		po.TokenDuration = o.tokenDuration
 	}
-	kubeconfig, err := join.JoinPull(cmd.Context(), po)
+	if o.bootstrapKubeconfig != "" {
+		po.BootstrapDuration = o.bootstrapDuration
+	}
+	creds, err := join.JoinPull(cmd.Context(), po)
 	if err != nil {
 		return fmt.Errorf("join %s: %w", o.Name, err)
 	}
-	if kubeconfig != nil {
-		if err := os.WriteFile(o.agentKubeconfig, kubeconfig, 0o600); err != nil {
+	if creds.Bootstrap != nil {
+		if err := os.WriteFile(o.bootstrapKubeconfig, creds.Bootstrap, 0o600); err != nil {
+			return fmt.Errorf("write the agent's bootstrap kubeconfig: %w", err)
+		}
+		fmt.Fprintf(o.streams.Out, "Wrote %s (its token expires in %s); in the member run:\n  flotilla agent --cluster %s --bootstrap-kubeconfig %s --cert-dir DIR\n",
+			o.bootstrapKubeconfig, o.bootstrapDuration, o.Name, o.bootstrapKubeconfig)
+		if !o.accept {
+			fmt.Fprintf(o.streams.Out, "then check the request in `kubectl get membercluster %s -o yaml` (condition Accepted) and accept it: flotilla accept %s\n", o.Name, o.Name)
+		}
+	}
+	if creds.Agent != nil {
+		if err := os.WriteFile(o.agentKubeconfig, creds.Agent, 0o600); err != nil {
 			return fmt.Errorf("write the agent's kubeconfig: %w", err)
 		}
 		fmt.Fprintf(o.streams.Out, "Wrote %s (its token expires in %s); in the member run:\n  flotilla agent --cluster %s --hub-kubeconfig %s\n", o.agentKubeconfig, o.tokenDuration, o.Name, o.agentKubeconfig)

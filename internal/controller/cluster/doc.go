@@ -16,7 +16,10 @@
 // the agent's access by `flotilla join --mode pull`); the agent writes the
 // version, served kinds and capacity into the status itself, and the
 // controller keeps them while it writes conditions and taints from the
-// heartbeat's damped health. When a pull member is removed, the
+// heartbeat's damped health. A pull member that is not accepted
+// (spec.accepted) gets no session and is not Ready; its Accepted condition
+// says whether its agent has asked for a certificate (accept.go). When a
+// pull member is removed, the
 // controller releases its intents' finalizers so that its namespace goes.
 package cluster
 
@@ -31,3 +34,4 @@ package cluster
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch
 // +kubebuilder:rbac:groups=flotilla.io,resources=clusterintents,verbs=patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=certificates.k8s.io,resources=certificatesigningrequests,verbs=get;list;watch

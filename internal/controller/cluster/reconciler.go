@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,6 +32,7 @@ import (
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/member"
+	"github.com/flotilla-io/flotilla/internal/pull"
 	"github.com/flotilla-io/flotilla/internal/ratelimit"
 )
 
@@ -60,6 +62,10 @@ type Reconciler struct {
 	// members are reported by a condition, an event, a log line and a
 	// metric. When false they are refused.
 	AllowInsecure bool
+	// SignerConfigured says whether the controller-manager signs agent
+	// certificates (the agent-signer controller runs); the Accepted
+	// condition of an accepted pull member says so when it does not.
+	SignerConfigured bool
 	// APIReader reads the host without a cache (the control plane's id);
 	// nil takes the manager's.
 	APIReader client.Reader
@@ -113,6 +119,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named(Name).
 		For(&v1alpha1.MemberCluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clustersForSecret)).
+		Watches(&certificatesv1.CertificateSigningRequest{}, handler.EnqueueRequestsFromMapFunc(clusterOfRequest)).
 		WatchesRawSource(source.Channel(r.events, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(r.MaxConcurrentReconciles, 4)}).
 		Complete(r)
@@ -186,6 +193,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// generation that update produced and one write covers both.
 	status := renderStatus(mc, snap, now)
 	renderInsecure(&status, insecure, mc.Generation, now)
+	if err := r.renderAccepted(ctx, &status, mc, now); err != nil {
+		return reconcile.Result{}, err
+	}
 	renderHeld(&status, held, mc.Generation, now)
 	observeReady(mc.Name, status)
 	if equality.Semantic.DeepEqual(status, mc.Status) {
@@ -219,6 +229,9 @@ func (r *Reconciler) observe(ctx context.Context, mc *v1alpha1.MemberCluster) (m
 	}
 	if mc.Spec.SyncMode == v1alpha1.SyncModePull {
 		insecureGauge.WithLabelValues(mc.Name).Set(0)
+		if !mc.Spec.Accepted {
+			return unusable(pull.ReasonNotAccepted, "the pull member is not accepted: its agent gets no certificate and it gets no workloads until a hub admin runs `flotilla accept "+mc.Name+"` (see the Accepted condition)")
+		}
 		snap, err := r.observePull(ctx, mc)
 		return snap, nil, err
 	}
