@@ -107,7 +107,9 @@ func newCertSource(cluster string, bootstrap *rest.Config, store certStore, life
 		dialer: connrotation.NewDialer((&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext),
 		ready:  make(chan struct{}),
 	}
-	if c, err := store.Current(); err == nil && c.Leaf != nil {
+	// A stored certificate counts while it is valid by this machine's
+	// clock; an expired one is replaced with the bootstrap credential.
+	if c, err := store.Current(); err == nil && c.Leaf != nil && s.now().Before(c.Leaf.NotAfter) {
 		s.set(c, s.now(), false)
 	}
 	return s
