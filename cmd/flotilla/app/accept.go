@@ -29,9 +29,9 @@ before it expires.
 Only users allowed to update memberclusters/accept (hub admins) may do
 this: the host's admission policy refuses anyone else.
 
---revoke sets spec.accepted to false: the member stops being Ready (its
-workloads fail over as from any member that is not Ready) and its agent's
-certificate is not renewed. To cut the agent off at once, unjoin the
+--revoke sets spec.accepted to false: the member stops being Ready, its
+workloads move away at once (no grace period or failover brake, as for a
+drain) and its agent's certificate is not renewed. To cut the agent off at once, unjoin the
 member: that removes its access on the hub.
 
 To refuse a request instead, deny it:

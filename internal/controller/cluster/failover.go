@@ -213,6 +213,11 @@ func (r *Reconciler) evictionPlan(ctx context.Context, mc *v1alpha1.MemberCluste
 	if r.Failover.Disabled || view.taintKey == "" || hasNoExecute(mc.Spec.Taints, view.taintKey) {
 		return plan, nil, 0, nil
 	}
+	if pending(mc) {
+		// Not accepted (yet, or any more): an admin's decision, not a
+		// failure, so no brake, grace period or rate token applies.
+		return evictionPlan{allowed: true}, nil, 0, nil
+	}
 	since := unhealthySince(mc.Spec.Taints, now)
 	d := decideBrakes(r.Failover, members, mc.Name, since, now)
 	plan.grace = d.grace

@@ -174,7 +174,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, fmt.Errorf("update taints of %s: %w", mc.Name, err)
 		}
 		ctrl.LoggerFrom(ctx).Info("Updated managed taints", "taints", taints)
-		if t := addedNoExecute(before, taints); t != nil {
+		// A pull member not accepted is tainted NoExecute at once: an
+		// admin's decision, not a failover, so no eviction is counted.
+		if t := addedNoExecute(before, taints); t != nil && !pending(mc) {
 			evictionsTotal.WithLabelValues(mc.Name).Inc()
 			msg := evictionMessage(t, unhealthySince(before, now), now)
 			ctrl.LoggerFrom(ctx).Info("Evicting", "taint", t.Key, "message", msg)

@@ -62,7 +62,7 @@ func membersOf(all []v1alpha1.MemberCluster, self string, selfReady bool) []memb
 	out := make([]memberHealth, 0, len(all))
 	for i := range all {
 		c := &all[i]
-		if !c.DeletionTimestamp.IsZero() {
+		if !c.DeletionTimestamp.IsZero() || pending(c) {
 			continue
 		}
 		ready := meta.IsStatusConditionTrue(c.Status.Conditions, v1alpha1.ConditionReady)
@@ -206,4 +206,10 @@ func quoteDomain(d string) string {
 		return "(members without zone or region labels)"
 	}
 	return fmt.Sprintf("%q", d)
+}
+
+// pending reports whether c is a pull member not accepted: not part of
+// the fleet yet (or any more), so it counts in no failure domain.
+func pending(c *v1alpha1.MemberCluster) bool {
+	return c.Spec.SyncMode == v1alpha1.SyncModePull && !c.Spec.Accepted
 }

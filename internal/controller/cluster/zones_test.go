@@ -210,9 +210,14 @@ func TestMembersOf(t *testing.T) {
 		mc("b", false, true, nil),
 		mc("c", false, false, region),
 		mc("d", true, false, nil),
+		mc("pending", false, false, zone),
+		mc("accepted", true, false, zone),
 	}
+	// A pull member counts only once accepted.
+	all[4].Spec.SyncMode = v1alpha1.SyncModePull
+	all[5].Spec.SyncMode, all[5].Spec.Accepted = v1alpha1.SyncModePull, true
 	got := membersOf(all, "a", false)
-	want := []memberHealth{down("a", "us-a"), down("c", "eu"), up("d", "")}
+	want := []memberHealth{down("a", "us-a"), down("c", "eu"), up("d", ""), up("accepted", "us-a")}
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(memberHealth{})); diff != "" {
 		t.Errorf("membersOf() (-want +got):\n%s", diff)
 	}
