@@ -123,6 +123,13 @@ type APIResource struct {
 	Resource string `json:"resource"`
 	// Scope says whether objects are namespaced.
 	Scope ResourceScope `json:"scope"`
+	// ReadOnly says the control plane's credentials in the member may not
+	// write this resource (the member's RBAC does not grant get, list,
+	// watch, create, patch and delete on it, as a restricted join does):
+	// objects of this kind are not placed in the member, and the condition
+	// KindsRestricted says so.
+	// +optional
+	ReadOnly bool `json:"readOnly,omitempty"`
 }
 
 // ResourceSummary sums resources over a member's schedulable nodes.

@@ -24,6 +24,14 @@ const (
 	// its agent has asked to join: reasons ReasonAccepted,
 	// ReasonAwaitingAgent, ReasonPendingAcceptance and ReasonCSRDenied.
 	ConditionAccepted = "Accepted"
+	// ConditionKindsRestricted is True while the member's RBAC lets the
+	// control plane write only some of the resources the member serves (a
+	// restricted join): the message names them, status.apiResources marks
+	// the others readOnly, and objects of those kinds are not placed in the
+	// member. It is absent when every served kind is writable.
+	ConditionKindsRestricted = "KindsRestricted"
+	// ReasonMemberRBAC is the reason of ConditionKindsRestricted.
+	ReasonMemberRBAC = "MemberRBAC"
 )
 
 // Reasons of the Accepted condition.

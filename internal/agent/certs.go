@@ -337,8 +337,19 @@ func explainRefusal(err error, how string) error {
 		return fmt.Errorf("the hub refused the %s credential as unauthenticated (expired, revoked or not the hub's; with the bootstrap credential, get a new file from `flotilla join --mode pull --bootstrap-kubeconfig`): %w", how, err)
 	case apierrors.IsForbidden(err):
 		return fmt.Errorf("the hub forbade the %s credential to ask for a certificate (was the member unjoined?): %w", how, err)
+	case utilnet.IsConnectionRefused(err) || isNetError(err):
+		return fmt.Errorf("the hub does not answer (check the server in the kubeconfig and the network path from this member to the hub): %w", err)
 	}
 	return fmt.Errorf("ask the hub for the agent's certificate with the %s credential: %w", how, err)
+}
+
+// isNetError reports whether err is a failure to reach the hub at all (DNS,
+// dial, timeout) rather than an answer from it.
+func isNetError(err error) bool {
+	var netErr net.Error
+	var dnsErr *net.DNSError
+	var opErr *net.OpError
+	return errors.As(err, &dnsErr) || errors.As(err, &opErr) || (errors.As(err, &netErr) && netErr.Timeout())
 }
 
 // sleep waits d or until ctx ends; it reports whether ctx is still live.

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -313,5 +314,18 @@ func TestCertificateDeniedAndBadBootstrap(t *testing.T) {
 	err = agent.AskOnce(ctx, name, bad)
 	if err == nil || !strings.Contains(err.Error(), "refused the bootstrap credential as unauthenticated") {
 		t.Errorf("asking with a bad bootstrap credential: %v, want the refusal explained", err)
+	}
+
+	// A hub URL that does not answer: a port nothing listens on.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	silent := rest.CopyConfig(bootstrap)
+	silent.Host = "https://" + l.Addr().String()
+	_ = l.Close()
+	err = agent.AskOnce(ctx, name, silent)
+	if err == nil || !strings.Contains(err.Error(), "the hub does not answer") {
+		t.Errorf("asking a hub that does not answer: %v, want that said", err)
 	}
 }

@@ -11,10 +11,12 @@ import (
 	"strings"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
@@ -22,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
@@ -33,7 +36,9 @@ import (
 const (
 	// ServiceAccountName is the control plane's identity in the member.
 	ServiceAccountName = "flotilla-controller"
-	// TokenSecretName holds the ServiceAccount's long-lived token.
+	// TokenSecretName held the ServiceAccount's long-lived token in earlier
+	// versions; join deletes it (the control plane's token now expires and
+	// is renewed).
 	TokenSecretName = "flotilla-controller-token"
 	// ClusterRoleName grants the control plane what it needs in the member:
 	// reading nodes, pods and discovery, and creating and updating any kind
@@ -59,6 +64,15 @@ type Options struct {
 	// CredentialsNamespace is the host namespace of the credentials Secret
 	// (default flotilla-system).
 	CredentialsNamespace string
+	// TokenDuration is how long the control plane's token for the member
+	// is valid (default DefaultTokenDuration); the controller-manager
+	// renews it at 80% of its lifetime.
+	TokenDuration time.Duration
+	// RestrictKinds, when not empty, makes a restricted join: the member
+	// ClusterRole lets the control plane write only these resources (plus
+	// the reads health, discovery and capacity need) instead of every
+	// resource. Join resolves them against the member (ResolveKinds).
+	RestrictKinds []schema.GroupResource
 	// Timeout bounds each wait (the member's token, a terminating
 	// namespace; default 1 minute).
 	Timeout time.Duration
@@ -94,11 +108,16 @@ func Join(ctx context.Context, o Options) error {
 	if u, err := url.Parse(o.APIEndpoint); err == nil && strings.EqualFold(u.Scheme, "http") {
 		fmt.Fprintf(o.Out, "warning: %s is plain http: the controller-manager refuses this member (reason InsecureEndpoint) unless it runs with --allow-insecure-members\n", o.APIEndpoint)
 	}
-	owner, err := claimMember(ctx, memberCS, id, o)
+	if len(o.RestrictKinds) > 0 {
+		if o.RestrictKinds, err = resolveInMember(memberCS, o); err != nil {
+			return err
+		}
+	}
+	_, err = claimMember(ctx, memberCS, id, o)
 	if err != nil {
 		return err
 	}
-	token, err := memberToken(ctx, memberCS, owner, o)
+	token, err := memberToken(ctx, memberCS, o)
 	if err != nil {
 		return err
 	}
@@ -138,8 +157,16 @@ func (o Options) withDefaults() Options {
 	if o.Out == nil {
 		o.Out = io.Discard
 	}
+	if o.TokenDuration <= 0 {
+		o.TokenDuration = DefaultTokenDuration
+	}
 	return o
 }
+
+// DefaultTokenDuration is the lifetime of the control plane's token for a
+// push member: renewed after 80% of it, so the controller-manager may be
+// down for a day and a half without losing the member.
+const DefaultTokenDuration = 7 * 24 * time.Hour
 
 // ControlPlaneID identifies a control plane: the UID of the host's
 // kube-system namespace, which lives as long as the host's data.
@@ -229,10 +256,11 @@ func claimMember(ctx context.Context, cs kubernetes.Interface, id string, o Opti
 		return nil, fmt.Errorf("claim the member (namespace %s): %w", v1alpha1.SystemNamespace, err)
 	}
 	opts := metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
-	role := rbacv1ac.ClusterRole(ClusterRoleName).WithLabels(managed()).WithRules(
-		rbacv1ac.PolicyRule().WithAPIGroups("*").WithResources("*").WithVerbs("*"),
-		rbacv1ac.PolicyRule().WithNonResourceURLs("/readyz", "/livez", "/healthz", "/version", "/api", "/api/*", "/apis", "/apis/*").WithVerbs("get"),
-	)
+	rules := fullRules()
+	if len(o.RestrictKinds) > 0 {
+		rules = restrictedRules(o.RestrictKinds)
+	}
+	role := rbacv1ac.ClusterRole(ClusterRoleName).WithLabels(managed()).WithRules(rules...)
 	if applied.Annotations[v1alpha1.AnnotationCreated] == "true" {
 		// The namespace is Flotilla's: deleting it (unjoin) lets the
 		// member's garbage collector remove the ClusterRole and, through
@@ -253,6 +281,9 @@ func claimMember(ctx context.Context, cs kubernetes.Interface, id string, o Opti
 		WithSubjects(rbacv1ac.Subject().WithKind("ServiceAccount").WithName(ServiceAccountName).WithNamespace(v1alpha1.SystemNamespace)), opts); err != nil {
 		return nil, fmt.Errorf("create ClusterRoleBinding %s in the member: %w", ClusterRoleName, err)
 	}
+	if err := applyTokenRole(ctx, cs, owner, len(o.RestrictKinds) > 0); err != nil {
+		return nil, err
+	}
 	return owner, nil
 }
 
@@ -261,32 +292,23 @@ func roleOwner(name string, uid types.UID) *metav1ac.OwnerReferenceApplyConfigur
 	return metav1ac.OwnerReference().WithAPIVersion("rbac.authorization.k8s.io/v1").WithKind("ClusterRole").WithName(name).WithUID(uid)
 }
 
-// memberToken creates the ServiceAccount's token Secret and waits for the
-// member's token controller to fill it.
-func memberToken(ctx context.Context, cs kubernetes.Interface, owner *metav1ac.OwnerReferenceApplyConfiguration, o Options) ([]byte, error) {
-	secrets := cs.CoreV1().Secrets(v1alpha1.SystemNamespace)
-	_, err := secrets.Apply(ctx, corev1ac.Secret(TokenSecretName, v1alpha1.SystemNamespace).WithLabels(managed()).WithOwnerReferences(owner).
-		WithType(corev1.SecretTypeServiceAccountToken).
-		WithAnnotations(map[string]string{corev1.ServiceAccountNameKey: ServiceAccountName}),
-		metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+// memberToken asks the member for a token of the ServiceAccount
+// (TokenRequest) valid for o.TokenDuration (the member may cap it), and
+// deletes the long-lived token Secret an earlier version of join made, so
+// that no credential that never expires is left. The controller-manager
+// renews the token before it expires.
+func memberToken(ctx context.Context, cs kubernetes.Interface, o Options) ([]byte, error) {
+	tr, err := cs.CoreV1().ServiceAccounts(v1alpha1.SystemNamespace).CreateToken(ctx, ServiceAccountName, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(o.TokenDuration / time.Second))},
+	}, metav1.CreateOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("create the token Secret in the member: %w", err)
+		return nil, fmt.Errorf("ask the member for a token of ServiceAccount %s/%s: %w", v1alpha1.SystemNamespace, ServiceAccountName, err)
 	}
-	var token []byte
-	err = poll.Until(ctx, o.Timeout, func(ctx context.Context) error {
-		s, err := secrets.Get(ctx, TokenSecretName, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if token = s.Data[corev1.ServiceAccountTokenKey]; len(token) == 0 {
-			return fmt.Errorf("Secret %s/%s in the member has no token yet: is the member's kube-controller-manager running with --service-account-private-key-file?", v1alpha1.SystemNamespace, TokenSecretName)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("wait for the member's ServiceAccount token: %w", err)
+	err = cs.CoreV1().Secrets(v1alpha1.SystemNamespace).Delete(ctx, TokenSecretName, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("delete the legacy token Secret %s/%s in the member: %w", v1alpha1.SystemNamespace, TokenSecretName, err)
 	}
-	return token, nil
+	return []byte(tr.Status.Token), nil
 }
 
 // caData returns the CA bundle of a client configuration.

@@ -38,9 +38,17 @@ const dialTimeout = 5 * time.Second
 // RESTConfig builds the client configuration for a member from its spec and
 // credentials Secret.
 func RESTConfig(mc *v1alpha1.MemberCluster, secret *corev1.Secret) (*rest.Config, error) {
+	cfg, _, err := RESTConfigWithToken(mc, secret)
+	return cfg, err
+}
+
+// RESTConfigWithToken is RESTConfig that also returns the Token its
+// clients send (nil for a client certificate), so that a renewed token can
+// be swapped in without a new client.
+func RESTConfigWithToken(mc *v1alpha1.MemberCluster, secret *corev1.Secret) (*rest.Config, *Token, error) {
 	u, err := url.Parse(mc.Spec.APIEndpoint)
 	if err != nil || u.Host == "" {
-		return nil, fmt.Errorf("apiEndpoint %q is not a URL", mc.Spec.APIEndpoint)
+		return nil, nil, fmt.Errorf("apiEndpoint %q is not a URL", mc.Spec.APIEndpoint)
 	}
 	cfg := &rest.Config{
 		Host:      mc.Spec.APIEndpoint,
@@ -57,23 +65,27 @@ func RESTConfig(mc *v1alpha1.MemberCluster, secret *corev1.Secret) (*rest.Config
 			cfg.TLSClientConfig.CAData = nil
 		}
 	}
+	var tok *Token
 	token, cert, key := secret.Data[KeyToken], secret.Data[KeyClientCert], secret.Data[KeyClientKey]
 	switch {
 	case len(token) > 0:
-		cfg.BearerToken = string(token)
+		tok = NewToken(string(token))
+		cfg.WrapTransport = tok.WrapTransport
 	case len(cert) > 0 && len(key) > 0:
 		cfg.TLSClientConfig.CertData, cfg.TLSClientConfig.KeyData = cert, key
 	default:
-		return nil, fmt.Errorf("%w: Secret %s/%s has neither %q nor %q and %q", ErrInvalidCredentials, secret.Namespace, secret.Name, KeyToken, KeyClientCert, KeyClientKey)
+		return nil, nil, fmt.Errorf("%w: Secret %s/%s has neither %q nor %q and %q", ErrInvalidCredentials, secret.Namespace, secret.Name, KeyToken, KeyClientCert, KeyClientKey)
 	}
 	if _, err := rest.TransportFor(cfg); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidCredentials, err)
+		return nil, nil, fmt.Errorf("%w: %v", ErrInvalidCredentials, err)
 	}
-	return cfg, nil
+	return cfg, tok, nil
 }
 
 // ConfigHash identifies what a session was built from, so that a change of
-// endpoint, TLS options or credentials replaces the session.
+// endpoint, TLS options or credentials replaces the session. The bearer
+// token is left out: a session takes a new token in place (Token.Set), so
+// that renewing it restarts nothing.
 func ConfigHash(mc *v1alpha1.MemberCluster, secret *corev1.Secret) string {
 	h := sha256.New()
 	tls := v1alpha1.TLSOptions{}
@@ -84,7 +96,9 @@ func ConfigHash(mc *v1alpha1.MemberCluster, secret *corev1.Secret) string {
 	if secret != nil {
 		keys := make([]string, 0, len(secret.Data))
 		for k := range secret.Data {
-			keys = append(keys, k)
+			if k != KeyToken {
+				keys = append(keys, k)
+			}
 		}
 		sort.Strings(keys)
 		for _, k := range keys {

@@ -192,7 +192,7 @@ func TestRESTConfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := RESTConfig(tt.mc, tt.secret)
+			cfg, tok, err := RESTConfigWithToken(tt.mc, tt.secret)
 			switch {
 			case tt.wantErr == nil && err != nil:
 				t.Fatalf("RESTConfig() error = %v, want none", err)
@@ -224,8 +224,18 @@ func TestRESTConfig(t *testing.T) {
 			if !strings.HasSuffix(cfg.UserAgent, "/east") {
 				t.Errorf("UserAgent = %q, want it to name the member", cfg.UserAgent)
 			}
+			if cfg.BearerToken != "" {
+				t.Errorf("BearerToken is set: the token must come from the Token, so that it can be renewed in place")
+			}
+			var bearer string
+			if tok != nil {
+				bearer = tok.Get()
+				if cfg.WrapTransport == nil {
+					t.Errorf("a token without the WrapTransport that sends it")
+				}
+			}
 			tt.check(t, &configView{
-				BearerToken: cfg.BearerToken, CAData: cfg.CAData, CertData: cfg.CertData, KeyData: cfg.KeyData,
+				BearerToken: bearer, CAData: cfg.CAData, CertData: cfg.CertData, KeyData: cfg.KeyData,
 				Insecure: cfg.Insecure, ServerName: cfg.ServerName,
 			})
 		})
@@ -313,9 +323,10 @@ func TestConfigHash(t *testing.T) {
 			wantChange: true,
 		},
 		{
+			// A renewed token is taken in place (Token.Set).
 			name:       "token",
 			mutate:     func(_ *v1alpha1.MemberCluster, s **corev1.Secret) { (*s).Data[KeyToken] = []byte("t2") },
-			wantChange: true,
+			wantChange: false,
 		},
 		{
 			name:       "CA",

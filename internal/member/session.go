@@ -146,6 +146,8 @@ type Session struct {
 	started          bool // inventory started
 	lastDiscoveryErr string
 	lastClaimErr     string
+	lastAccessErr    string
+	access           Access // the last answer of the member's rules review
 
 	ctx      context.Context // ends when the session stops
 	objects  *objectCaches
@@ -269,7 +271,7 @@ func (s *Session) probeLoop(ctx context.Context) {
 			}
 			if time.Since(lastDiscovery) >= s.opts.DiscoveryInterval {
 				// A failed discovery is retried at the next probe.
-				ok, discovered := s.discover()
+				ok, discovered := s.discover(ctx)
 				if ok {
 					lastDiscovery = time.Now()
 				}
@@ -317,12 +319,13 @@ func (s *Session) unschedulable(p *pendingPod) {
 // (an aggregated apiserver is down), their previous entries are kept, so a
 // flapping group does not rewrite the status at every probe. A failure is
 // logged once per distinct error.
-func (s *Session) discover() (ok, changed bool) {
+func (s *Session) discover(ctx context.Context) (ok, changed bool) {
 	v, err := s.discovery.ServerVersion()
 	var resources []v1alpha1.APIResource
 	if err == nil {
 		resources, err = Discover(s.discovery)
 	}
+	access := s.reviewAccess(ctx)
 	if err != nil {
 		if msg := err.Error(); msg != s.lastDiscoveryErr {
 			s.lastDiscoveryErr = msg
@@ -337,9 +340,30 @@ func (s *Session) discover() (ok, changed bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	resources = keepFailedGroups(resources, s.resources, err)
+	access.MarkReadOnly(resources)
 	changed = s.version != v.GitVersion || !slices.Equal(s.resources, resources)
 	s.version, s.resources = v.GitVersion, resources
 	return true, changed
+}
+
+// reviewAccess asks the member what the session's identity may write, so
+// that discovery can mark the kinds it may not (a restricted join). When
+// the member does not answer, the last answer stands (none: every kind is
+// taken as writable); a failure is logged once per distinct error.
+func (s *Session) reviewAccess(ctx context.Context) Access {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.ProbeTimeout)
+	defer cancel()
+	access, err := ReviewAccess(ctx, s.client)
+	if err != nil {
+		if msg := err.Error(); msg != s.lastAccessErr {
+			s.lastAccessErr = msg
+			s.logger.Error(err, "Reviewing the control plane's access failed; keeping the last answer")
+		}
+		return s.access
+	}
+	s.lastAccessErr = ""
+	s.access = access
+	return access
 }
 
 // keepFailedGroups adds to fresh the previous entries of the group versions

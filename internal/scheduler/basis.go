@@ -71,15 +71,20 @@ func NextExpiry(u *framework.Unit, clusters []*v1alpha1.MemberCluster, now time.
 	return next
 }
 
-// serves says whether a cluster serves the unit's kind: "yes", "no", or
-// "unknown" before its first discovery (which the APIEnablement filter lets
-// pass), so that the discovery's answer is a change of the basis.
+// serves says whether a cluster serves the unit's kind: "yes", "read-only"
+// (served, but the member's RBAC does not let the control plane write it),
+// "no", or "unknown" before its first discovery (which the APIEnablement
+// filter lets pass), so that the discovery's answer, and a change of the
+// member's grant, is a change of the basis.
 func serves(c *v1alpha1.MemberCluster, u *framework.Unit) string {
 	if len(c.Status.APIResources) == 0 {
 		return "unknown"
 	}
 	for _, r := range c.Status.APIResources {
 		if r.Group == u.GVK.Group && r.Version == u.GVK.Version && r.Kind == u.GVK.Kind {
+			if r.ReadOnly {
+				return "read-only"
+			}
 			return "yes"
 		}
 	}

@@ -66,6 +66,28 @@ func TestBasis(t *testing.T) {
 		})
 	}
 
+	// What the cluster serves: discovery, and the member's grant on the
+	// unit's kind (a restricted join), change the basis; a grant on another
+	// kind does not.
+	served := func(deploymentReadOnly, configMapReadOnly bool) []*v1alpha1.MemberCluster {
+		return cluster(func(c *v1alpha1.MemberCluster) {
+			c.Status.APIResources = []v1alpha1.APIResource{
+				{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", ReadOnly: configMapReadOnly},
+				{Group: "apps", Version: "v1", Kind: "Deployment", Resource: "deployments", ReadOnly: deploymentReadOnly},
+			}
+		})
+	}
+	writable := Basis(unit(nil), served(false, false), "default", now)
+	if writable == base {
+		t.Error("basis unchanged by the first discovery")
+	}
+	if Basis(unit(nil), served(true, false), "default", now) == writable {
+		t.Error("basis unchanged when the unit's kind became read-only in the member")
+	}
+	if Basis(unit(nil), served(false, true), "default", now) != writable {
+		t.Error("basis changed when another kind became read-only")
+	}
+
 	// A tolerated NoExecute taint: the basis changes when its period ends,
 	// and NextExpiry says when that is.
 	added := metav1.NewTime(now.Add(-30 * time.Second))

@@ -243,6 +243,10 @@ func TestClusterVerbsRefuseBadInput(t *testing.T) {
 		{"agent with two credentials", []string{"agent", "--cluster", "edge-1", "--hub-kubeconfig", nowhere, "--bootstrap-kubeconfig", nowhere}, "give one of --bootstrap-kubeconfig"},
 		{"pull join, one file for both", []string{"join", "edge-1", "--mode", "pull", "--agent-kubeconfig", nowhere, "--bootstrap-kubeconfig", nowhere}, "must name different files"},
 		{"accept without a name", []string{"accept"}, "accepts 1 arg(s), received 0"},
+		{"restricted join, wildcard", []string{"join", "edge-1", "--kubeconfig", nowhere, "--restrict-kinds", "*"}, `--restrict-kinds: invalid kind "*"`},
+		{"restricted join, empty list", []string{"join", "edge-1", "--kubeconfig", nowhere, "--restrict-kinds", ","}, "--restrict-kinds names no resource"},
+		{"restricted pull join", []string{"join", "edge-1", "--mode", "pull", "--restrict-kinds", "configmaps"}, "--restrict-kinds are for push members"},
+		{"push token too short", []string{"join", "edge-1", "--kubeconfig", nowhere, "--token-duration", "1m"}, "--token-duration must be at least 10m"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -32,6 +32,8 @@ type JoinOptions struct {
 	bootstrapKubeconfig string
 	bootstrapDuration   time.Duration
 	accept              bool
+	// restrictKinds is --restrict-kinds, parsed into RestrictKinds.
+	restrictKinds []string
 }
 
 // NewJoinCmd returns `flotilla join`.
@@ -47,13 +49,25 @@ is there), annotates it with the control plane's id and NAME (the claim, so
 that no other control plane or MemberCluster can take the member; the
 controller-manager enforces it too) and creates ServiceAccount
 flotilla-controller, ClusterRole and ClusterRoleBinding flotilla:controller,
-and a token for the ServiceAccount. In the host it stores the token and the
+and asks for a token of the ServiceAccount (TokenRequest) that expires after
+--token-duration (default 168h); the controller-manager renews it at 80% of
+its lifetime, in place. In the host it stores the token and the
 member's CA in Secret flotilla-system/NAME, bound to the MemberCluster (owner
 reference and label flotilla.io/member-cluster=NAME), and creates
 MemberCluster NAME. Joining again with the same name refreshes the
 credentials. A member joined to another control plane, or to this one under
 another name, is refused. A plain http --api-endpoint is refused by the
 controller-manager unless it runs with --allow-insecure-members.
+
+By default the ClusterRole grants every verb on every resource, so that
+any kind can be propagated without setup. --restrict-kinds makes it grant
+writes (get, list, watch, create, update, patch, delete) only on the listed
+resources, plus reading nodes and pods (capacity), namespaces (creating the
+ones copies need, claiming flotilla-system), health and discovery URLs, and
+asking for its own token. The MemberCluster then marks every other served
+kind readOnly and shows condition KindsRestricted; objects of those kinds
+are not placed in the member (the scheduler says why) rather than retried.
+Join again with other --restrict-kinds, or without it, to change the grant.
 
 --kubeconfig must grant cluster-admin in the member; the host kubeconfig
 must allow creating MemberClusters and Secrets.
@@ -79,6 +93,7 @@ member at once: the admin vouches for whoever holds the file. The host
 kubeconfig must be an admin's (it grants RBAC).`,
 		Example: `  flotilla join prod-east-1 --kubeconfig ~/.kube/prod-east-1 --labels topology.kubernetes.io/region=us-east
   flotilla join edge-7 --kubeconfig all.kubeconfig --context edge-7 --host-kubeconfig host.kubeconfig --wait 2m
+  flotilla join tenant-3 --kubeconfig t3.kubeconfig --restrict-kinds deployments.apps,services,configmaps
   flotilla join edge-9 --mode pull --bootstrap-kubeconfig edge-9-bootstrap.kubeconfig
   flotilla accept edge-9   # after checking the request the MemberCluster shows
   flotilla join edge-10 --mode pull --agent-kubeconfig edge-10-hub.kubeconfig --token-duration 24h`,
@@ -102,9 +117,10 @@ kubeconfig must be an admin's (it grants RBAC).`,
 	fs.DurationVar(&o.wait, "wait", 0, "wait up to this long for the MemberCluster to become Ready (0: do not wait)")
 	fs.StringVar(&o.mode, "mode", "push", "push: the control plane reaches the member with a credential join creates there; pull: an agent in the member connects out (nothing is done in the member)")
 	fs.StringVar(&o.agentKubeconfig, "agent-kubeconfig", "", "with --mode pull: write a kubeconfig for the agent (a token of its ServiceAccount) to this file")
-	fs.DurationVar(&o.tokenDuration, "token-duration", 24*time.Hour, "with --agent-kubeconfig: how long the agent's token is valid")
+	fs.DurationVar(&o.tokenDuration, "token-duration", 0, "push: how long the control plane's token for the member is valid (0: 168h; the controller-manager renews it at 80% of its lifetime); pull with --agent-kubeconfig: how long the agent's token is valid (0: 24h; not renewed). At least 10m")
 	fs.StringVar(&o.bootstrapKubeconfig, "bootstrap-kubeconfig", "", "with --mode pull: write a bootstrap kubeconfig for the agent (a token that can only ask for the agent's certificate) to this file")
 	fs.DurationVar(&o.bootstrapDuration, "bootstrap-token-duration", 7*24*time.Hour, "with --bootstrap-kubeconfig: how long the bootstrap token is valid (the agent needs it again only if its certificate expires)")
+	fs.StringSliceVar(&o.restrictKinds, "restrict-kinds", nil, "push: let the control plane write only these resources in the member (resource[.group], comma-separated, e.g. deployments.apps,configmaps); default: every resource")
 	fs.BoolVar(&o.accept, "accept", false, "with --mode pull: accept the member now (as `flotilla accept NAME`), so its agent's first certificate request is signed without waiting for an admin")
 	return cmd
 }
@@ -122,12 +138,29 @@ func (o *JoinOptions) Validate() error {
 		if o.agentKubeconfig != "" || o.bootstrapKubeconfig != "" || o.accept {
 			return fmt.Errorf("--agent-kubeconfig, --bootstrap-kubeconfig and --accept need --mode pull")
 		}
+		if o.tokenDuration == 0 {
+			o.tokenDuration = join.DefaultTokenDuration
+		}
+		kinds, err := join.ParseKinds(o.restrictKinds)
+		if err != nil {
+			return fmt.Errorf("--restrict-kinds: %w", err)
+		}
+		if len(o.restrictKinds) > 0 && len(kinds) == 0 {
+			return fmt.Errorf("--restrict-kinds names no resource: list the resources the control plane may write, or leave the flag out for every resource")
+		}
+		o.RestrictKinds = kinds
+		if o.tokenDuration < 10*time.Minute {
+			return fmt.Errorf("--token-duration must be at least 10m, got %s", o.tokenDuration)
+		}
 	case "pull":
 		if errs := validation.IsDNS1123Label(o.Name); len(errs) > 0 || len(o.Name) > 46 {
 			return fmt.Errorf("invalid pull member name %q: a DNS label of at most 46 characters (it names the hub namespace flotilla-cluster-%s)", o.Name, o.Name)
 		}
-		if o.memberKubeconfig != "" || o.APIEndpoint != "" {
-			return fmt.Errorf("--kubeconfig and --api-endpoint are for push members: a pull member's agent connects out with its own credentials")
+		if o.memberKubeconfig != "" || o.APIEndpoint != "" || len(o.restrictKinds) > 0 {
+			return fmt.Errorf("--kubeconfig, --api-endpoint and --restrict-kinds are for push members: a pull member's agent connects out with its own credentials")
+		}
+		if o.tokenDuration == 0 {
+			o.tokenDuration = 24 * time.Hour
 		}
 		if o.agentKubeconfig != "" && o.tokenDuration < 10*time.Minute {
 			return fmt.Errorf("--token-duration must be at least 10m, got %s", o.tokenDuration)
@@ -175,6 +208,7 @@ func (o *JoinOptions) Run(cmd *cobra.Command) error {
 		return err
 	}
 	o.Host, o.Member, o.Out = host, member, o.streams.Out
+	o.TokenDuration = o.tokenDuration
 	if err := join.Join(cmd.Context(), o.Options); err != nil {
 		return fmt.Errorf("join %s: %w", o.Name, err)
 	}

@@ -69,7 +69,9 @@ func startController(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		reconciler = &cluster.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("test"), Session: testSession}
+		// Tokens are renewed as soon as 0.01% of their lifetime has
+		// passed, so that a test sees it (then at most once a minute).
+		reconciler = &cluster.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("test"), Session: testSession, TokenRenewal: 0.0001}
 		if err := reconciler.SetupWithManager(mgr); err != nil {
 			t.Fatal(err)
 		}

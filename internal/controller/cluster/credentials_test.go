@@ -61,17 +61,28 @@ func noSession(t *testing.T, name string) {
 // waitEvent waits for a Warning event with reason about the MemberCluster.
 func waitEvent(t *testing.T, name, reason string) {
 	t.Helper()
-	testenv.Eventually(t, 30*time.Second, fmt.Sprintf("Warning event %s on %s", reason, name), func(ctx context.Context) error {
+	waitEventOf(t, name, reason, corev1.EventTypeWarning)
+}
+
+// waitEventOf waits for an event of type kind with reason about the
+// MemberCluster.
+func waitEventOf(t *testing.T, name, reason, kind string) {
+	t.Helper()
+	testenv.Eventually(t, 30*time.Second, fmt.Sprintf("%s event %s on %s", kind, reason, name), func(ctx context.Context) error {
 		list, err := env.Host.Client.CoreV1().Events(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return err
 		}
+		var seen []string
 		for _, e := range list.Items {
-			if e.InvolvedObject.Name == name && e.Reason == reason && e.Type == corev1.EventTypeWarning {
+			if e.InvolvedObject.Name == name && e.Reason == reason && e.Type == kind {
 				return nil
 			}
+			if e.InvolvedObject.Name == name {
+				seen = append(seen, e.Type+" "+e.Reason)
+			}
 		}
-		return fmt.Errorf("none among %d events", len(list.Items))
+		return fmt.Errorf("none among %d events; of %s: %v", len(list.Items), name, seen)
 	})
 }
 

@@ -5,6 +5,11 @@
 // flotilla.io/unreachable and flotilla.io/not-ready. It writes only when
 // something changed.
 //
+// A push member's expiring ServiceAccount token (from `flotilla join`) is
+// renewed at 80% of its lifetime with a TokenRequest to the member and
+// written back to its Secret; the session takes it in place
+// (credentials.go).
+//
 // It uses a member's credentials only from a Secret bound to the
 // MemberCluster, refuses insecure endpoints unless allowed, and lets a
 // session be used only once the member's claim (the annotations on its
@@ -28,7 +33,7 @@ package cluster
 //
 // +kubebuilder:rbac:groups=flotilla.io,resources=memberclusters,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=flotilla.io,resources=memberclusters/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups="",namespace=flotilla-system,resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",namespace=flotilla-system,resources=secrets,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 // +kubebuilder:rbac:groups=flotilla.io,resources=clusterintents,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch

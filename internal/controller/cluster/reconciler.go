@@ -62,6 +62,9 @@ type Reconciler struct {
 	// members are reported by a condition, an event, a log line and a
 	// metric. When false they are refused.
 	AllowInsecure bool
+	// TokenRenewal is the fraction of a push member token's lifetime after
+	// which it is renewed (default DefaultTokenRenewal).
+	TokenRenewal float64
 	// SignerConfigured says whether the controller-manager signs agent
 	// certificates (the agent-signer controller runs); the Accepted
 	// condition of an accepted pull member says so when it does not.
@@ -74,6 +77,8 @@ type Reconciler struct {
 	HostConfig *rest.Config
 
 	events        chan event.GenericEvent
+	tokens        sync.Map // cluster name → *member.Token of its session
+	renewed       sync.Map // cluster name → when its token renewal was last tried
 	held          sync.Map // cluster name → the reason its eviction is held back
 	brakeMu       sync.Mutex
 	clusterBucket *ratelimit.Bucket // NoExecute taints per minute
@@ -134,6 +139,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, mc); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Pool.Stop(req.Name)
+			r.tokens.Delete(req.Name)
+			r.renewed.Delete(req.Name)
 			readyGauge.DeleteLabelValues(req.Name)
 			insecureGauge.DeleteLabelValues(req.Name)
 			r.forgetHeld(req.Name)
@@ -143,6 +150,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if !mc.DeletionTimestamp.IsZero() {
 		r.Pool.Stop(mc.Name)
+		r.tokens.Delete(mc.Name)
+		r.renewed.Delete(mc.Name)
 		readyGauge.DeleteLabelValues(mc.Name)
 		insecureGauge.DeleteLabelValues(mc.Name)
 		return r.releaseIntents(ctx, mc.Name)
@@ -191,6 +200,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// Eviction held back by a brake: look again when it may end.
 		result.RequeueAfter = recheck
 	}
+	if renew := r.renewToken(ctx, mc, now); renew > 0 && (result.RequeueAfter == 0 || renew < result.RequeueAfter) {
+		result.RequeueAfter = renew
+	}
 	// Rendered after the taint update, so that the status records the
 	// generation that update produced and one write covers both.
 	status := renderStatus(mc, snap, now)
@@ -226,6 +238,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 func (r *Reconciler) observe(ctx context.Context, mc *v1alpha1.MemberCluster) (member.Snapshot, []string, error) {
 	unusable := func(reason, msg string) (member.Snapshot, []string, error) {
 		r.Pool.Stop(mc.Name)
+		r.tokens.Delete(mc.Name)
 		insecureGauge.WithLabelValues(mc.Name).Set(0)
 		return member.Snapshot{HealthKnown: true, Health: member.Observation{Health: member.NotReady, Reason: reason, Message: msg, At: time.Now()}}, nil, nil
 	}
@@ -259,9 +272,13 @@ func (r *Reconciler) observe(ctx context.Context, mc *v1alpha1.MemberCluster) (m
 	}
 	hash := member.ConfigHash(mc, secret)
 	if s := r.Pool.Current(mc.Name); s != nil && s.ConfigHash() == hash {
+		// A renewed or replaced token is taken in place.
+		if tok := r.tokenOf(mc.Name); tok != nil && len(secret.Data[member.KeyToken]) > 0 {
+			tok.Set(string(secret.Data[member.KeyToken]))
+		}
 		return s.Snapshot(), insecure, nil
 	}
-	cfg, err := member.RESTConfig(mc, secret)
+	cfg, tok, err := member.RESTConfigWithToken(mc, secret)
 	if err != nil {
 		if errors.Is(err, member.ErrInvalidCredentials) {
 			return unusable(member.ReasonInvalidCredentials, err.Error())
@@ -279,6 +296,11 @@ func (r *Reconciler) observe(ctx context.Context, mc *v1alpha1.MemberCluster) (m
 	s, err := r.Pool.Start(ctrl.LoggerInto(context.Background(), logger), name, hash, cfg, r.Session, initialHealth(mc), claim, notify)
 	if err != nil {
 		return member.Snapshot{}, nil, err
+	}
+	if tok != nil {
+		r.tokens.Store(name, tok)
+	} else {
+		r.tokens.Delete(name)
 	}
 	logger.Info("Started member session", "endpoint", mc.Spec.APIEndpoint)
 	r.reportInsecure(mc, insecure, logger)

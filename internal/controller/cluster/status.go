@@ -49,6 +49,7 @@ func renderStatus(mc *v1alpha1.MemberCluster, snap member.Snapshot, now time.Tim
 	if snap.APIResources != nil {
 		st.APIResources = snap.APIResources
 	}
+	renderKindsRestricted(&st, mc, now)
 	if snap.SummaryKnown {
 		st.NodeCount = snap.Summary.Nodes
 		st.SchedulableNodeCount = snap.Summary.SchedulableNodes
@@ -68,6 +69,32 @@ func renderInsecure(st *v1alpha1.MemberClusterStatus, insecure []string, generat
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
 		Type: v1alpha1.ConditionInsecureTransport, Status: metav1.ConditionTrue, Reason: reasonInsecureAllowed,
 		Message: insecureMessage(insecure), ObservedGeneration: generation, LastTransitionTime: metav1.NewTime(now),
+	})
+}
+
+// renderKindsRestricted sets the KindsRestricted condition while some
+// served resources are read-only for the control plane (a push member's
+// restricted join) or for the agent (a pull member whose agent's own RBAC
+// in the member is narrow), and removes it otherwise.
+func renderKindsRestricted(st *v1alpha1.MemberClusterStatus, mc *v1alpha1.MemberCluster, now time.Time) {
+	readOnly := member.ResourceSummary(st.APIResources, true, 8)
+	if readOnly == "" {
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionKindsRestricted)
+		return
+	}
+	writable := member.ResourceSummary(st.APIResources, false, 20)
+	if writable == "" {
+		writable = "none of the resources it serves"
+	}
+	who, fix := "the control plane", "Join again with other --restrict-kinds, or without it for every kind: flotilla join "+mc.Name
+	if mc.Spec.SyncMode == v1alpha1.SyncModePull {
+		who, fix = "the agent", "Grant the agent's identity in the member the verbs "+strings.Join(member.WriteVerbs, ", ")+" on the kinds it should place"
+	}
+	msg := "the member's RBAC lets " + who + " write only " + writable +
+		"; objects of other kinds are not placed here (read-only: " + readOnly + "). " + fix
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		Type: v1alpha1.ConditionKindsRestricted, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonMemberRBAC,
+		Message: msg, ObservedGeneration: mc.Generation, LastTransitionTime: metav1.NewTime(now),
 	})
 }
 

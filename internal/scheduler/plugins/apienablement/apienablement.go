@@ -1,5 +1,6 @@
 // Package apienablement is the APIEnablement filter plugin: it keeps an
-// object off the member clusters that do not serve its kind.
+// object off the member clusters that do not serve its kind, or do not let
+// the control plane write it.
 package apienablement
 
 import (
@@ -15,16 +16,23 @@ import (
 // Name is the plugin's name in scheduling profiles.
 const Name = "APIEnablement"
 
-// stateKey is where Prepare leaves the decision's exclusion reason.
+// stateKey is where Prepare leaves the decision's exclusion reasons.
 const stateKey = Name
+
+// reasons are a decision's exclusion reasons, formatted once.
+type reasons struct{ unserved, readOnly string }
 
 // APIEnablement is a filter: a cluster passes when its status.apiResources
 // lists the unit's group, version and kind. A cluster whose resources have
 // not been discovered yet (an empty list) passes, so a newly joined member
 // is not held back; propagation reports the kind as unserved if it is.
 //
+// A cluster whose entry for the kind is ReadOnly (the member's RBAC does
+// not let the control plane write it: a restricted join) is excluded too.
+//
 // Excluded clusters get the reason "do not serve <group>/<version> <Kind>"
-// ("do not serve v1 ConfigMap" for the core group).
+// ("do not serve v1 ConfigMap" for the core group), or "do not let the
+// control plane write <group>/<version> <Kind> (member RBAC)".
 type APIEnablement struct{}
 
 var (
@@ -45,7 +53,7 @@ func (*APIEnablement) Name() string { return Name }
 
 // Prepare formats the exclusion reason once for the decision.
 func (*APIEnablement) Prepare(_ context.Context, state framework.CycleState, u *framework.Unit, _ []*v1alpha1.MemberCluster) *framework.Status {
-	state[stateKey] = reason(u.GVK)
+	state[stateKey] = reasonsFor(u.GVK)
 	return nil
 }
 
@@ -53,38 +61,47 @@ func (*APIEnablement) Prepare(_ context.Context, state framework.CycleState, u *
 // serve the unit's kind.
 func (*APIEnablement) Filter(_ context.Context, state framework.CycleState, u *framework.Unit, c *v1alpha1.MemberCluster) *framework.Status {
 	rs := c.Status.APIResources
-	if len(rs) == 0 || serves(rs, u.GVK) {
+	if len(rs) == 0 {
 		return nil
 	}
-	r, ok := state[stateKey].(string)
-	if !ok {
-		r = reason(u.GVK)
+	served, writable := serves(rs, u.GVK)
+	if served && writable {
+		return nil
 	}
-	return &framework.Status{Code: framework.Unschedulable, Reason: r}
+	r, ok := state[stateKey].(reasons)
+	if !ok {
+		r = reasonsFor(u.GVK)
+	}
+	if served {
+		return &framework.Status{Code: framework.Unschedulable, Reason: r.readOnly}
+	}
+	return &framework.Status{Code: framework.Unschedulable, Reason: r.unserved}
 }
 
-func reason(gvk schema.GroupVersionKind) string {
-	return "do not serve " + gvk.GroupVersion().String() + " " + gvk.Kind
+func reasonsFor(gvk schema.GroupVersionKind) reasons {
+	gv := gvk.GroupVersion().String() + " " + gvk.Kind
+	return reasons{unserved: "do not serve " + gv, readOnly: "do not let the control plane write " + gv + " (member RBAC)"}
 }
 
-// serves reports whether rs lists gvk. The list is kept sorted by group,
+// serves reports whether rs lists gvk, and if so whether the control
+// plane may write it there (not ReadOnly). The list is kept sorted by group,
 // version and resource, so two binary searches bound the group/version run
 // and only its kinds are compared; a linear scan backs them up in case a
 // list is not sorted.
-func serves(rs []v1alpha1.APIResource, gvk schema.GroupVersionKind) bool {
+func serves(rs []v1alpha1.APIResource, gvk schema.GroupVersionKind) (served, writable bool) {
 	lo := search(rs, gvk, 0)
 	hi := search(rs[lo:], gvk, 1) + lo
 	for i := lo; i < hi; i++ {
 		if rs[i].Kind == gvk.Kind {
-			return true
+			return true, !rs[i].ReadOnly
 		}
 	}
 	for i := range rs {
 		if r := &rs[i]; r.Kind == gvk.Kind && r.Version == gvk.Version && r.Group == gvk.Group {
-			return true
+			return true, !r.ReadOnly
 		}
 	}
-	return false
+	return false, false
 }
 
 // search returns the first index whose group/version compares with gvk's

@@ -35,6 +35,13 @@ var sorted = []v1alpha1.APIResource{
 
 func TestFilter(t *testing.T) {
 	unsorted := []v1alpha1.APIResource{sorted[8], sorted[6], sorted[0], sorted[4]}
+	// restricted is sorted as a restricted join leaves it: only
+	// ConfigMaps and Deployments writable.
+	restricted := append([]v1alpha1.APIResource(nil), sorted...)
+	for i := range restricted {
+		restricted[i].ReadOnly = restricted[i].Kind != "ConfigMap" && restricted[i].Kind != "Deployment"
+	}
+	unsortedRestricted := []v1alpha1.APIResource{restricted[8], restricted[6], restricted[4]}
 	tests := []struct {
 		name      string
 		gvk       schema.GroupVersionKind
@@ -53,6 +60,16 @@ func TestFilter(t *testing.T) {
 			resources: sorted, want: "do not serve apps/v1 Job"},
 		{name: "unsorted list, served", gvk: deployment, resources: unsorted},
 		{name: "unsorted list, missing", gvk: configMap, resources: []v1alpha1.APIResource{sorted[8], sorted[6], sorted[4]}, want: "do not serve v1 ConfigMap"},
+		{name: "restricted, writable", gvk: deployment, resources: restricted},
+		{name: "restricted, core kind writable", gvk: configMap, resources: restricted},
+		{name: "restricted, read-only", gvk: cloneSet, resources: restricted, want: "do not let the control plane write apps.kruise.io/v1alpha1 CloneSet (member RBAC)"},
+		{name: "restricted, read-only in the core group", gvk: schema.GroupVersionKind{Version: "v1", Kind: "Secret"}, resources: restricted,
+			want: "do not let the control plane write v1 Secret (member RBAC)"},
+		{name: "restricted, other version not served", gvk: schema.GroupVersionKind{Group: "apps", Version: "v2", Kind: "Deployment"}, resources: restricted,
+			want: "do not serve apps/v2 Deployment"},
+		{name: "restricted unsorted, writable", gvk: deployment, resources: unsortedRestricted},
+		{name: "restricted unsorted, read-only", gvk: schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}, resources: unsortedRestricted,
+			want: "do not let the control plane write batch/v1 Job (member RBAC)"},
 	}
 	p, err := New(nil)
 	if err != nil {
