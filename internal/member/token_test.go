@@ -88,4 +88,3 @@ func FuzzParseTokenClaims(f *testing.F) {
 		c.ServiceAccount()
 	})
 }
-
