@@ -36,7 +36,7 @@ func certificateHub(ctx context.Context, o Options) (*rest.Config, error) {
 		logger.Info("Using the stored agent certificate", "dir", o.CertDir, "notAfter", c.Leaf.NotAfter.UTC())
 		return hub, nil
 	}
-	stop, err := serveWaitingProbes(o.ProbeAddr)
+	stop, err := serveWaitingProbes(o.ProbeAddr, src.waitingFor)
 	if err != nil {
 		return nil, err
 	}
@@ -47,18 +47,18 @@ func certificateHub(ctx context.Context, o Options) (*rest.Config, error) {
 	return hub, nil
 }
 
-// serveWaitingProbes answers /healthz (ok) and /readyz (not yet) while the
-// agent waits for its certificate, so that a kubelet neither restarts it
-// nor sends it traffic; the returned function frees the address for the
-// manager's probes.
-func serveWaitingProbes(addr string) (func(), error) {
+// serveWaitingProbes answers /healthz (ok) and /readyz (not yet, with
+// what waiting says) while the agent waits for its certificate, so that a
+// kubelet neither restarts it nor sends it traffic and an operator sees
+// why; the returned function frees the address for the manager's probes.
+func serveWaitingProbes(addr string, waiting func() string) (func(), error) {
 	if addr == "" || addr == "0" {
 		return func() {}, nil
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		http.Error(w, "waiting for the hub to sign the agent's certificate", http.StatusServiceUnavailable)
+		http.Error(w, waiting(), http.StatusServiceUnavailable)
 	})
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

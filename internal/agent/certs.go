@@ -96,6 +96,7 @@ type certSource struct {
 	mu       sync.RWMutex
 	cur      *tls.Certificate
 	renewAt  time.Time
+	lastErr  error // of the last failed attempt, nil after a success
 	ready    chan struct{} // closed once cur is set
 	readyOne sync.Once
 }
@@ -127,6 +128,18 @@ func (s *certSource) set(c *tls.Certificate, received time.Time, fresh bool) {
 	}
 	s.mu.Unlock()
 	s.readyOne.Do(func() { close(s.ready) })
+}
+
+// waitingFor says what the agent waits for while it has no certificate:
+// the hub's signature, and why the last attempt failed if it did.
+func (s *certSource) waitingFor() string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	msg := "waiting for the hub to sign the agent's certificate"
+	if s.lastErr != nil {
+		msg += "; the last attempt failed (retried with back-off): " + s.lastErr.Error()
+	}
+	return msg
 }
 
 // current returns the certificate and when to renew it.
@@ -194,6 +207,9 @@ func (s *certSource) run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
+		s.mu.Lock()
+		s.lastErr = err
+		s.mu.Unlock()
 		if err == nil {
 			backoff = retryFirst
 			continue

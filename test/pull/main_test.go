@@ -57,7 +57,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	componentsEnv = components.EnvComponentsDir + "=" + set.Dir
-	up := command(bin, "up", "--state-dir", stateDir, "--members", "2", "--pull-members", "1", "--nodes", "1")
+	up := command(bin, "up", "--state-dir", stateDir, "--members", "3", "--pull-members", "1", "--nodes", "1")
 	if out, err := up.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "flotilla up: %v\n%s", err, out)
 		_ = command(bin, "down", "--state-dir", stateDir).Run()

@@ -31,8 +31,11 @@ import (
 )
 
 const (
-	push, pull = "member-1", "member-2"
-	timeout    = 2 * time.Minute
+	// Two push members and one pull member: three, so that a failed
+	// member is evicted after the usual grace period (a federation of
+	// two holds evictions for longer, see docs/failover.md).
+	push, push2, pull = "member-1", "member-2", "member-3"
+	timeout           = 2 * time.Minute
 )
 
 // clients returns a host client and typed clients of the members.
@@ -55,7 +58,7 @@ func clients(t *testing.T) (client.Client, map[string]kubernetes.Interface) {
 		t.Fatal(err)
 	}
 	members := map[string]kubernetes.Interface{}
-	for _, name := range []string{push, pull} {
+	for _, name := range []string{push, push2, pull} {
 		cs, _ := env.Cluster(name)
 		mcfg, err := localenv.RESTConfig(cs.Kubeconfig)
 		if err != nil {
@@ -154,12 +157,13 @@ func readyReason(t *testing.T, host client.Client, want metav1.ConditionStatus) 
 	return reason
 }
 
-// TestPushAndPullSideBySide drives the README sample over one push and one
-// pull member: the Divide split, scaling, drift revert on the pull member,
-// a host apiserver outage (the agent keeps reverting drift), a killed
-// agent (the cluster turns Unknown, its workloads stay; `flotilla up`
-// restarts it) and deletion. The host holds no credential for the pull
-// member.
+// TestPushAndPullSideBySide drives the README sample over two push members
+// and one pull member: the Divide split, scaling, an override of the pull
+// member's copy, drift revert on the pull member, a host apiserver outage
+// (the agent keeps reverting drift), a killed agent (the cluster turns
+// Unknown, its workloads keep running and fail over to the push members
+// after the usual thresholds; `flotilla up` restarts it) and deletion. The
+// host holds no credential for the pull member.
 func TestPushAndPullSideBySide(t *testing.T) {
 	host, members := clients(t)
 	ctx := context.Background()
@@ -182,7 +186,7 @@ func TestPushAndPullSideBySide(t *testing.T) {
 	}
 
 	applySample(t, host)
-	replicasIn(t, members, 3) // 6 divided over two members
+	replicasIn(t, members, 2) // 6 divided over three members
 	eventually(t, "the host's demo/web shows 6 ready replicas", func(ctx context.Context) error {
 		d := &appsv1.Deployment{}
 		if err := host.Get(ctx, types.NamespacedName{Namespace: "demo", Name: "web"}, d); err != nil {
@@ -205,12 +209,44 @@ func TestPushAndPullSideBySide(t *testing.T) {
 		if err := host.Get(ctx, types.NamespacedName{Namespace: "demo", Name: "web"}, scale); err != nil {
 			return err
 		}
-		scale.Spec.Replicas = ptr.To(int32(8))
+		scale.Spec.Replicas = ptr.To(int32(9))
 		return host.Update(ctx, scale)
 	}); err != nil {
 		t.Fatal(err)
 	}
-	replicasIn(t, members, 4)
+	replicasIn(t, members, 3)
+
+	// Override: the pull member's copy gets its own registry and label,
+	// the push members' copies do not.
+	override := &v1alpha1.OverridePolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "web-pull"}, Spec: v1alpha1.OverrideSpec{
+		ResourceSelectors: []v1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}},
+		Rules: []v1alpha1.OverrideRule{{
+			TargetClusters: v1alpha1.ClusterTarget{ClusterNames: []string{pull}},
+			Overriders: v1alpha1.Overriders{
+				Image:  []v1alpha1.ImageOverrider{{Registry: "registry.edge.example.com"}},
+				Labels: &v1alpha1.MapOverrider{Set: map[string]string{"example.com/site": "edge"}},
+			},
+		}},
+	}}
+	if err := host.Create(ctx, override); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the override reaches the pull member's copy", func(ctx context.Context) error {
+		d, err := members[pull].AppsV1().Deployments("demo").Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if img := d.Spec.Template.Spec.Containers[0].Image; img != "registry.edge.example.com/web:1.0" || d.Labels["example.com/site"] != "edge" {
+			return fmt.Errorf("image %s, labels %v", img, d.Labels)
+		}
+		return nil
+	})
+	for _, m := range []string{push, push2} {
+		d, err := members[m].AppsV1().Deployments("demo").Get(ctx, "web", metav1.GetOptions{})
+		if err != nil || d.Spec.Template.Spec.Containers[0].Image != "registry.example.com/web:1.0" || d.Labels["example.com/site"] != "" {
+			t.Errorf("%s's copy after an override for %s only: %v", m, pull, err)
+		}
+	}
 
 	// Drift on the pull member is reverted, also while the host's
 	// apiserver is stopped.
@@ -222,18 +258,19 @@ func TestPushAndPullSideBySide(t *testing.T) {
 				return err
 			}
 			d.Spec.Replicas = ptr.To(int32(1))
+			d.Spec.Template.Spec.Containers[0].Image = "registry.example.com/web:drifted"
 			_, err = members[pull].AppsV1().Deployments("demo").Update(ctx, d, metav1.UpdateOptions{})
 			return err
 		}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "the agent reverts the pull member's copy to 4 replicas "+what, func(ctx context.Context) error {
+		eventually(t, "the agent reverts the pull member's copy to 3 replicas and the overridden image "+what, func(ctx context.Context) error {
 			d, err := members[pull].AppsV1().Deployments("demo").Get(ctx, "web", metav1.GetOptions{})
 			if err != nil {
 				return err
 			}
-			if *d.Spec.Replicas != 4 {
-				return fmt.Errorf("replicas %d", *d.Spec.Replicas)
+			if img := d.Spec.Template.Spec.Containers[0].Image; *d.Spec.Replicas != 3 || img != "registry.edge.example.com/web:1.0" {
+				return fmt.Errorf("replicas %d, image %s", *d.Spec.Replicas, img)
 			}
 			return nil
 		})
@@ -255,23 +292,54 @@ func TestPushAndPullSideBySide(t *testing.T) {
 	resume()
 
 	// A killed agent: the cluster turns Unknown (AgentSilent), its
-	// workloads keep running; `flotilla up` restarts the agent.
+	// workloads keep running, and after the usual thresholds its replicas
+	// fail over to the push members; `flotilla up` restarts the agent.
 	agent := component(t, pull, localenv.Agent)
 	if err := syscall.Kill(agent.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
+	restarted := false
+	t.Cleanup(func() {
+		if !restarted { // the next tests need the agent
+			_ = command(bin, "up", "--state-dir", stateDir).Run()
+		}
+	})
 	if reason := readyReason(t, host, metav1.ConditionUnknown); reason != "AgentSilent" {
 		t.Errorf("Ready=Unknown reason %s, want AgentSilent", reason)
 	}
-	if d, err := members[pull].AppsV1().Deployments("demo").Get(ctx, "web", metav1.GetOptions{}); err != nil || d.Status.ReadyReplicas != 4 {
+	if d, err := members[pull].AppsV1().Deployments("demo").Get(ctx, "web", metav1.GetOptions{}); err != nil || d.Status.ReadyReplicas != 3 {
 		t.Errorf("the pull member's workload while its agent is dead: %v, ready %d", err, d.Status.ReadyReplicas)
 	}
+	eventually(t, "the 9 replicas fail over to the push members", func(ctx context.Context) error {
+		fo := &v1alpha1.FederatedObject{}
+		if err := host.Get(ctx, types.NamespacedName{Namespace: "demo", Name: "web.deployment.apps"}, fo); err != nil {
+			return err
+		}
+		for _, p := range fo.Placement() {
+			if p.Cluster == pull {
+				return fmt.Errorf("still placed on %s: %v", pull, fo.Placement())
+			}
+		}
+		var ready int32
+		for _, m := range []string{push, push2} {
+			d, err := members[m].AppsV1().Deployments("demo").Get(ctx, "web", metav1.GetOptions{})
+			if err != nil {
+				return fmt.Errorf("%s: %w", m, err)
+			}
+			ready += d.Status.ReadyReplicas
+		}
+		if ready != 9 {
+			return fmt.Errorf("%d ready on the push members", ready)
+		}
+		return nil
+	})
 	if out, err := command(bin, "up", "--state-dir", stateDir).CombinedOutput(); err != nil {
 		t.Fatalf("flotilla up (restart the agent): %v\n%s", err, out)
 	}
+	restarted = true
 	readyReason(t, host, metav1.ConditionTrue)
 
-	// Deletion reaches both members.
+	// Deletion reaches every member.
 	if err := host.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "web"}}); err != nil {
 		t.Fatal(err)
 	}
