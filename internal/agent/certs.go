@@ -96,7 +96,7 @@ type certSource struct {
 	mu       sync.RWMutex
 	cur      *tls.Certificate
 	renewAt  time.Time
-	lastErr  error // of the last failed attempt, nil after a success
+	lastErr  error         // of the last failed attempt, nil after a success
 	ready    chan struct{} // closed once cur is set
 	readyOne sync.Once
 }
