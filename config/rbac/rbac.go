@@ -1,8 +1,9 @@
 // Package rbac embeds the controller-manager's host permissions: the
 // generated ClusterRole and Role (role.yaml, from the +kubebuilder:rbac
 // markers in internal/), its ServiceAccount and bindings
-// (role_binding.yaml), the optional grants (optional.yaml) and the pull
-// agents' namespace role (agent.yaml), and applies
+// (role_binding.yaml), the optional grants (optional.yaml), the pull
+// agents' namespace role (agent.yaml) and the gateway's identity
+// (gateway.yaml), and applies
 // them to a host, for `flotilla up` and the tests.
 package rbac
 
@@ -25,7 +26,7 @@ import (
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 )
 
-//go:embed role.yaml role_binding.yaml optional.yaml agent.yaml
+//go:embed role.yaml role_binding.yaml optional.yaml agent.yaml gateway.yaml
 var manifests embed.FS
 
 // The controller-manager's identity on the host.
@@ -61,7 +62,14 @@ const (
 	OptionalFile = "optional.yaml"
 	// AgentFile holds the ClusterRole AgentClusterRole.
 	AgentFile = "agent.yaml"
+	// GatewayFile holds the gateway's ServiceAccount GatewayServiceAccount,
+	// its ClusterRole (impersonation, TokenReviews and
+	// SubjectAccessReviews) and binding.
+	GatewayFile = "gateway.yaml"
 )
+
+// GatewayServiceAccount is the gateway's ServiceAccount in Namespace.
+const GatewayServiceAccount = "flotilla-gateway"
 
 // AgentClusterRole is what a pull member's agent may do in its cluster's
 // hub namespace (bound there by a RoleBinding, never cluster-wide).

@@ -46,6 +46,12 @@ func (p paths) clientCA(role string) string {
 	return p.caCert()
 }
 
+// HostClientCAFile is the CA bundle the host apiserver of the environment
+// in stateDir trusts for client certificates; the gateway trusts the same.
+func HostClientCAFile(stateDir string) string {
+	return paths{stateDir: stateDir}.clientCA(RoleHost)
+}
+
 // AgentSignerFiles are the certificate and key of the CA that signs pull
 // agents' client certificates in the environment in stateDir: the host
 // apiserver trusts it for client certificates, and the controller-manager

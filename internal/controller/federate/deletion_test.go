@@ -408,6 +408,14 @@ func TestTemplateCacheRemembersFinalState(t *testing.T) {
 				t.Fatal(err)
 			}
 			key := templates.Key{Kind: "ConfigMap", Namespace: ns, Name: obj.Name}
+			// Seen first, so that "gone" below means its deletion arrived,
+			// not that its creation had not yet.
+			testenv.Eventually(t, waitTimeout, "ConfigMap in the cache", func(context.Context) error {
+				if got, err := cache.Get(key); err != nil || got == nil {
+					return fmt.Errorf("not cached yet (%v)", err)
+				}
+				return nil
+			})
 			obj.Annotations = tt.set
 			if err := host.Update(ctx, obj); err != nil {
 				t.Fatal(err)

@@ -1,0 +1,104 @@
+package gateway
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apimachinery/pkg/util/proxy"
+	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
+	"k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/transport"
+	"k8s.io/klog/v2"
+)
+
+// hostProxy forwards a request to the host apiserver as the user the
+// gateway authenticated: the gateway's own credentials plus impersonation
+// headers, so that the host authorizes, admits and answers exactly as if
+// the user had come directly.
+type hostProxy struct {
+	host    *url.URL
+	handler *proxy.UpgradeAwareHandler
+}
+
+// newHostProxy builds the proxy from the gateway's host client
+// configuration, which must be allowed to impersonate.
+func newHostProxy(cfg *rest.Config) (*hostProxy, error) {
+	host, err := url.Parse(cfg.Host)
+	if err != nil || host.Host == "" {
+		return nil, fmt.Errorf("host URL %q: not a URL", cfg.Host)
+	}
+	rt, err := rest.TransportFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("host transport: %w", err)
+	}
+	// Upgraded connections (exec, port-forward, attach) are dialled
+	// afresh with the host's TLS (and client certificate), their request
+	// headers set by the same credentials and the same impersonation.
+	tlsCfg, err := rest.TLSConfigFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("host TLS configuration: %w", err)
+	}
+	tc, err := cfg.TransportConfig()
+	if err != nil {
+		return nil, fmt.Errorf("host transport configuration: %w", err)
+	}
+	headers, err := transport.HTTPWrappersForConfig(tc, proxy.MirrorRequest)
+	if err != nil {
+		return nil, fmt.Errorf("host request headers: %w", err)
+	}
+	conn := utilnet.SetOldTransportDefaults(&http.Transport{TLSClientConfig: tlsCfg})
+	h := proxy.NewUpgradeAwareHandler(host, impersonating(rt), false, false, errorResponder{})
+	h.UseRequestLocation = true
+	h.UseLocationHost = true
+	h.UpgradeTransport = proxy.NewUpgradeRequestRoundTripper(conn, impersonating(headers))
+	return &hostProxy{host: host, handler: h}, nil
+}
+
+// ServeHTTP forwards r to the host.
+func (p *hostProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if _, ok := request.UserFrom(r.Context()); !ok {
+		responsewriters.InternalError(w, r, fmt.Errorf("no user on an authenticated request"))
+		return
+	}
+	out := r.Clone(r.Context())
+	out.URL.Scheme, out.URL.Host = p.host.Scheme, p.host.Host
+	out.Host = p.host.Host
+	// Credentials and identity are the gateway's to set: the filters
+	// removed the client's Authorization and Impersonate-* headers, and
+	// anything else that claims an identity is dropped here too.
+	out.Header.Del("Authorization")
+	p.handler.ServeHTTP(w, out)
+}
+
+// impersonating wraps rt so that each request carries the impersonation
+// headers of the user in its context.
+func impersonating(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+		u, ok := request.UserFrom(r.Context())
+		if !ok {
+			return nil, fmt.Errorf("no user to impersonate")
+		}
+		return transport.NewImpersonatingRoundTripper(transport.ImpersonationConfig{
+			UserName: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups(), Extra: u.GetExtra(),
+		}, rt).RoundTrip(r)
+	})
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// errorResponder answers a request the host could not be reached for with
+// 503 and a Status, as an apiserver whose backend is down does.
+type errorResponder struct{}
+
+func (errorResponder) Error(w http.ResponseWriter, r *http.Request, err error) {
+	klog.FromContext(r.Context()).Error(err, "Forwarding to the host failed", "path", r.URL.Path)
+	responsewriters.ErrorNegotiated(apierrors.NewServiceUnavailable("the host apiserver did not answer: "+err.Error()),
+		codecs, schema.GroupVersion{Version: "v1"}, w, r)
+}

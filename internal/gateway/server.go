@@ -1,0 +1,215 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/util/sets"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	genericfilters "k8s.io/apiserver/pkg/server/filters"
+	"k8s.io/apiserver/pkg/server/healthz"
+	"k8s.io/apiserver/pkg/server/options"
+	"k8s.io/apiserver/pkg/util/compatibility"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// scheme and codecs encode the Status objects the gateway itself answers
+// with (errors); everything else is the host's.
+var (
+	scheme = newScheme()
+	codecs = serializer.NewCodecFactory(scheme)
+)
+
+func newScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	gv := schema.GroupVersion{Version: "v1"}
+	metav1.AddToGroupVersion(s, gv)
+	s.AddUnversionedTypes(gv, &metav1.Status{}, &metav1.APIVersions{}, &metav1.APIGroupList{}, &metav1.APIGroup{}, &metav1.APIResourceList{})
+	return s
+}
+
+// Options configure the gateway.
+type Options struct {
+	// SecureServing is the HTTPS endpoint (--bind-address, --secure-port,
+	// --tls-cert-file, --tls-private-key-file).
+	SecureServing *options.SecureServingOptionsWithLoopback
+	// Authentication checks client certificates against --client-ca-file
+	// and bearer tokens with TokenReviews to the host.
+	Authentication *options.DelegatingAuthenticationOptions
+	// Authorization asks the host (SubjectAccessReviews).
+	Authorization *options.DelegatingAuthorizationOptions
+	// Audit is the audit log (--audit-log-path, --audit-policy-file).
+	Audit *options.AuditOptions
+	// HostKubeconfig is the gateway's own identity on the host (allowed to
+	// impersonate, create TokenReviews and SubjectAccessReviews; see
+	// config/rbac/gateway.yaml). It also serves authentication and
+	// authorization unless their own kubeconfig flags are given.
+	HostKubeconfig string
+	// MaxRequestsInFlight and MaxMutatingRequestsInFlight bound the
+	// requests served at once (0: no limit).
+	MaxRequestsInFlight, MaxMutatingRequestsInFlight int
+	// RequestTimeout bounds a request that is not a watch or a stream.
+	RequestTimeout time.Duration
+}
+
+// NewOptions returns the defaults: port 8443, anonymous requests allowed
+// (the host decides what system:anonymous may do), no audit log.
+func NewOptions() *Options {
+	o := &Options{
+		SecureServing:               options.NewSecureServingOptions().WithLoopback(),
+		Authentication:              options.NewDelegatingAuthenticationOptions(),
+		Authorization:               options.NewDelegatingAuthorizationOptions(),
+		Audit:                       options.NewAuditOptions(),
+		MaxRequestsInFlight:         400,
+		MaxMutatingRequestsInFlight: 200,
+		RequestTimeout:              time.Minute,
+	}
+	o.SecureServing.BindPort = 8443
+	o.SecureServing.ServerCert.PairName = "flotilla-gateway"
+	// The client CA comes from --client-ca-file, not from the host's
+	// kube-system/extension-apiserver-authentication ConfigMap, and no
+	// front proxy may assert identities through request headers.
+	o.Authentication.SkipInClusterLookup = true
+	o.Authentication.RequestHeader = options.RequestHeaderAuthenticationOptions{}
+	return o
+}
+
+// AddFlags binds the options to fs.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	o.SecureServing.AddFlags(fs)
+	o.Authentication.AddFlags(fs)
+	o.Authorization.AddFlags(fs)
+	o.Audit.AddFlags(fs)
+	fs.StringVar(&o.HostKubeconfig, "host-kubeconfig", o.HostKubeconfig, "kubeconfig of the gateway's own identity on the host (impersonate, tokenreviews, subjectaccessreviews; config/rbac/gateway.yaml); requests for host kinds go there as the user")
+	fs.IntVar(&o.MaxRequestsInFlight, "max-requests-inflight", o.MaxRequestsInFlight, "most non-mutating requests served at once (0: no limit); more get 429")
+	fs.IntVar(&o.MaxMutatingRequestsInFlight, "max-mutating-requests-inflight", o.MaxMutatingRequestsInFlight, "most mutating requests served at once (0: no limit); more get 429")
+	fs.DurationVar(&o.RequestTimeout, "request-timeout", o.RequestTimeout, "longest a request other than a watch, log, exec or port-forward may take")
+}
+
+// Validate refuses options the gateway cannot start with.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.HostKubeconfig == "" {
+		errs = append(errs, fmt.Errorf("--host-kubeconfig is required: the gateway's identity on the host"))
+	}
+	if o.Authentication.ClientCert.ClientCA == "" {
+		errs = append(errs, fmt.Errorf("--client-ca-file is required: the CA of the host's client certificates (the gateway authenticates users as the host does)"))
+	}
+	if o.RequestTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--request-timeout must be positive, got %s", o.RequestTimeout))
+	}
+	errs = append(errs, o.SecureServing.Validate()...)
+	errs = append(errs, o.Authentication.Validate()...)
+	errs = append(errs, o.Authorization.Validate()...)
+	errs = append(errs, o.Audit.Validate()...)
+	return errors.Join(errs...)
+}
+
+// longRunning are the requests the request timeout does not cut: watches
+// and streams.
+var longRunning = genericfilters.BasicLongRunningRequestCheck(
+	sets.NewString("watch", "proxy"),
+	sets.NewString("attach", "exec", "proxy", "log", "portforward"),
+)
+
+// ownPaths are served by the gateway itself; everything else is the
+// host's (or, later, the member cache's).
+func ownPath(p string) bool {
+	for _, own := range []string{"/healthz", "/livez", "/readyz", "/metrics"} {
+		if p == own || strings.HasPrefix(p, own+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// Server is a configured gateway, ready to run.
+type Server struct {
+	generic *genericapiserver.GenericAPIServer
+}
+
+// New builds the gateway from validated options.
+func New(o *Options) (*Server, error) {
+	if o.Authentication.RemoteKubeConfigFile == "" {
+		o.Authentication.RemoteKubeConfigFile = o.HostKubeconfig
+	}
+	if o.Authorization.RemoteKubeConfigFile == "" {
+		o.Authorization.RemoteKubeConfigFile = o.HostKubeconfig
+	}
+	hostCfg, err := clientcmd.BuildConfigFromFlags("", o.HostKubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("--host-kubeconfig: %w", err)
+	}
+	hostCfg.UserAgent = "flotilla-gateway"
+	host, err := newHostProxy(hostCfg)
+	if err != nil {
+		return nil, err
+	}
+	// Without --tls-cert-file: a self-signed certificate for this host's
+	// loopback names (a real deployment gives its own).
+	if err := o.SecureServing.MaybeDefaultWithSelfSignedCerts("localhost", nil, []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}); err != nil {
+		return nil, fmt.Errorf("self-signed serving certificate: %w", err)
+	}
+	cfg := genericapiserver.NewConfig(codecs)
+	cfg.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
+	if err := o.SecureServing.ApplyTo(&cfg.SecureServing, &cfg.LoopbackClientConfig); err != nil {
+		return nil, fmt.Errorf("serving: %w", err)
+	}
+	if err := o.Authentication.ApplyTo(&cfg.Authentication, cfg.SecureServing, nil); err != nil {
+		return nil, fmt.Errorf("authentication: %w", err)
+	}
+	if err := o.Authorization.ApplyTo(&cfg.Authorization); err != nil {
+		return nil, fmt.Errorf("authorization: %w", err)
+	}
+	if err := o.Audit.ApplyTo(cfg); err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
+	cfg.MaxRequestsInFlight, cfg.MaxMutatingRequestsInFlight = o.MaxRequestsInFlight, o.MaxMutatingRequestsInFlight
+	cfg.RequestTimeout = o.RequestTimeout
+	cfg.LongRunningFunc = longRunning
+	cfg.EnableMetrics = true
+	cfg.BuildHandlerChainFunc = func(own http.Handler, c *genericapiserver.Config) http.Handler {
+		route := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if ownPath(r.URL.Path) {
+				own.ServeHTTP(w, r)
+				return
+			}
+			host.ServeHTTP(w, r)
+		})
+		return genericapiserver.DefaultBuildHandlerChain(route, c)
+	}
+	hostCS, err := kubernetes.NewForConfig(hostCfg)
+	if err != nil {
+		return nil, err
+	}
+	cfg.ReadyzChecks = append(cfg.ReadyzChecks, healthz.NamedCheck("host", func(r *http.Request) error {
+		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+		defer cancel()
+		_, err := hostCS.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		if err != nil {
+			return fmt.Errorf("the host apiserver is not ready: %w", err)
+		}
+		return nil
+	}))
+	generic, err := cfg.Complete(nil).New("flotilla-gateway", genericapiserver.NewEmptyDelegate())
+	if err != nil {
+		return nil, err
+	}
+	return &Server{generic: generic}, nil
+}
+
+// Run serves until ctx ends, then shuts down gracefully.
+func (s *Server) Run(ctx context.Context) error {
+	return s.generic.PrepareRun().RunWithContext(ctx)
+}
