@@ -44,6 +44,12 @@ func TestMain(m *testing.M) {
 func startGateway(t *testing.T) *rest.Config {
 	t.Helper()
 	testenv.Need(t, env)
+	return startGatewayFor(t, env)
+}
+
+// startGatewayFor is startGateway in front of e's host.
+func startGatewayFor(t testing.TB, env *testenv.Environment) *rest.Config {
+	t.Helper()
 	ctx := context.Background()
 	if err := rbac.Apply(ctx, env.Host.Config, rbac.GatewayFile); err != nil {
 		t.Fatal(err)
@@ -138,6 +144,14 @@ func TestHostKindsPassThrough(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("discovery through the gateway lacks flotilla.io: %v", groups.Groups)
+	}
+	// OpenAPI (kubectl explain, client-side validation): /openapi/v3 is
+	// the host's, not a redirect to /openapi/v3/.
+	if paths, err := admin.Discovery().OpenAPIV3().Paths(); err != nil || paths["apis/flotilla.io/v1alpha1"] == nil {
+		t.Errorf("OpenAPI v3 through the gateway: %v (err %v), want apis/flotilla.io/v1alpha1", len(paths), err)
+	}
+	if _, err := admin.Discovery().OpenAPISchema(); err != nil {
+		t.Errorf("OpenAPI v2 through the gateway: %v", err)
 	}
 	if v, err := admin.Discovery().ServerVersion(); err != nil || !strings.HasPrefix(v.GitVersion, "v1.36") {
 		t.Errorf("version through the gateway: %v, %v; want the host's v1.36", v, err)

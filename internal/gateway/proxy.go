@@ -52,7 +52,13 @@ func newHostProxy(cfg *rest.Config) (*hostProxy, error) {
 		return nil, fmt.Errorf("host request headers: %w", err)
 	}
 	conn := utilnet.SetOldTransportDefaults(&http.Transport{TLSClientConfig: tlsCfg})
-	h := proxy.NewUpgradeAwareHandler(host, impersonating(rt), false, false, errorResponder{})
+	// The handler's own location only names the host: the request's path
+	// is used as it is (UseRequestLocation). Its path is "/" so that the
+	// handler does not answer a 301 to requests it thinks are for the root
+	// (it would for every request with an empty location path).
+	loc := *host
+	loc.Path = "/"
+	h := proxy.NewUpgradeAwareHandler(&loc, impersonating(rt), false, false, errorResponder{})
 	h.UseRequestLocation = true
 	h.UseLocationHost = true
 	h.UpgradeTransport = proxy.NewUpgradeRequestRoundTripper(conn, impersonating(headers))

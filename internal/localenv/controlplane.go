@@ -23,8 +23,9 @@ import (
 // in the host's component list.
 const ControllerManager = "flotilla-controller-manager"
 
-// startControlPlane starts `flotilla controller-manager` against the host,
-// joins every member to it and waits until all are Ready.
+// startControlPlane starts `flotilla controller-manager` and `flotilla
+// gateway` against the host, joins every member to it and waits until all
+// are Ready.
 func (s *starter) startControlPlane(ctx context.Context, plans []*clusterPlan) error {
 	begin := time.Now()
 	host := plans[0]
@@ -41,6 +42,9 @@ func (s *starter) startControlPlane(ctx context.Context, plans []*clusterPlan) e
 	if err := waitFor(ctx, ControllerManager, readyTimeout, pr.exited, func(ctx context.Context) error {
 		return s.prober.probe(ctx, c.HealthURL)
 	}); err != nil {
+		return err
+	}
+	if err := s.startGateway(ctx, host); err != nil {
 		return err
 	}
 	hostCfg, err := RESTConfig(host.kubeconfig())
@@ -118,7 +122,7 @@ func grantControllerManager(ctx context.Context, host *clusterPlan) error {
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("%s: create namespace %s: %w", host.name, rbac.Namespace, err)
 	}
-	if err := rbac.Apply(ctx, cfg, rbac.RoleFile, rbac.BindingFile, rbac.AgentFile); err != nil {
+	if err := rbac.Apply(ctx, cfg, rbac.RoleFile, rbac.BindingFile, rbac.AgentFile, rbac.GatewayFile); err != nil {
 		return fmt.Errorf("%s: grant the controller-manager its role: %w", host.name, err)
 	}
 	return nil

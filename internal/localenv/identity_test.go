@@ -10,10 +10,11 @@ import (
 	"github.com/flotilla-io/flotilla/config/rbac"
 )
 
-// The host's token file knows the admin (system:masters) and the
-// controller-manager as its ServiceAccount, in no privileged group; its
-// kubeconfig carries its own token, not the admin's. Members know only the
-// admin. (Before, the controller-manager ran with the admin kubeconfig.)
+// The host's token file knows the admin (system:masters), the
+// controller-manager and the gateway, each as its ServiceAccount, in no
+// privileged group; their kubeconfigs carry their own tokens, not the
+// admin's. Members know only the admin. (Before, the controller-manager ran
+// with the admin kubeconfig.)
 func TestPrepareGivesTheControllerManagerItsOwnIdentity(t *testing.T) {
 	ca, err := newAuthority("test-ca")
 	if err != nil {
@@ -27,6 +28,7 @@ func TestPrepareGivesTheControllerManagerItsOwnIdentity(t *testing.T) {
 	}{
 		{"host", &clusterPlan{paths: paths{dir, HostName}, role: RoleHost}, map[string]string{
 			adminUser: "system:masters", rbac.Username: "system:serviceaccounts,system:serviceaccounts:flotilla-system",
+			gatewayUsername: "system:serviceaccounts,system:serviceaccounts:flotilla-system",
 		}},
 		{"member", &clusterPlan{paths: paths{dir, "member-1"}, role: RoleMember, mode: ModeFull, index: 1}, map[string]string{
 			adminUser: "system:masters",
@@ -35,7 +37,7 @@ func TestPrepareGivesTheControllerManagerItsOwnIdentity(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.plan.assignPorts([]int{1, 2, 3, 4, 5, 6})
-			cs, err := tt.plan.prepare(ca, "admin-token", "controller-token")
+			cs, err := tt.plan.prepare(ca, "admin-token", "controller-token", "gateway-token")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -78,6 +80,14 @@ func TestPrepareGivesTheControllerManagerItsOwnIdentity(t *testing.T) {
 			c := tt.plan.controllerManager("/bin/flotilla", []int{7, 8, 9})
 			if !slices.Contains(c.Args, "--kubeconfig="+cs.ControllerKubeconfig) {
 				t.Errorf("controller-manager args %v, want --kubeconfig=%s", c.Args, cs.ControllerKubeconfig)
+			}
+			g := tt.plan.gateway("/bin/flotilla", 10)
+			gw, err := RESTConfig(tt.plan.gatewayKubeconfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if gw.BearerToken != tokens[gatewayUsername] || gw.BearerToken == tokens[adminUser] || !slices.Contains(g.Args, "--host-kubeconfig="+tt.plan.gatewayKubeconfig()) {
+				t.Errorf("gateway kubeconfig token %q (want its own %q), args %v", gw.BearerToken, tokens[gatewayUsername], g.Args)
 			}
 		})
 	}

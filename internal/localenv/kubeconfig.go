@@ -31,10 +31,16 @@ func addCluster(cfg *clientcmdapi.Config, name, server string, caPEM []byte, tok
 // controllerKubeconfigFor builds the kubeconfig of the controller-manager's
 // identity in the host.
 func controllerKubeconfigFor(name, server string, caPEM []byte, token string) *clientcmdapi.Config {
+	return identityKubeconfigFor(name, server, caPEM, rbac.ServiceAccount, token)
+}
+
+// identityKubeconfigFor builds the kubeconfig of one of Flotilla's own
+// identities (user) in a cluster.
+func identityKubeconfigFor(name, server string, caPEM []byte, user, token string) *clientcmdapi.Config {
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters[name] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: caPEM}
-	cfg.AuthInfos[rbac.ServiceAccount+"@"+name] = &clientcmdapi.AuthInfo{Token: token}
-	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: rbac.ServiceAccount + "@" + name}
+	cfg.AuthInfos[user+"@"+name] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: user + "@" + name}
 	cfg.CurrentContext = name
 	return cfg
 }

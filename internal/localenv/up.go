@@ -144,6 +144,10 @@ func (e *Environment) start(ctx context.Context, set components.Set, dir string,
 	if err != nil {
 		return err
 	}
+	gatewayToken, err := newToken()
+	if err != nil {
+		return err
+	}
 	plans := []*clusterPlan{{paths: paths{dir, HostName}, role: RoleHost}}
 	for i := 1; i <= opts.Members; i++ {
 		plans = append(plans, &clusterPlan{paths: paths{dir, MemberName(i)}, role: RoleMember, mode: opts.MemberMode, index: i})
@@ -164,7 +168,7 @@ func (e *Environment) start(ctx context.Context, set components.Set, dir string,
 	for _, p := range plans {
 		p.assignPorts(free[:p.portsNeeded()])
 		free = free[p.portsNeeded():]
-		cs, err := p.prepare(ca, token, controllerToken)
+		cs, err := p.prepare(ca, token, controllerToken, gatewayToken)
 		if err != nil {
 			return err
 		}
@@ -203,9 +207,10 @@ func (e *Environment) start(ctx context.Context, set components.Set, dir string,
 // prepare writes the cluster's certificates, tokens and kubeconfig and
 // returns its initial state. Every cluster knows the admin (token, group
 // system:masters); the host also knows the controller-manager
-// (controllerToken), as its ServiceAccount, whose permissions are only
-// those of the generated role (grantControllerManager).
-func (p *clusterPlan) prepare(ca *authority, token, controllerToken string) (ClusterState, error) {
+// (controllerToken) and the gateway (gatewayToken), each as its
+// ServiceAccount, whose permissions are only those of its role in
+// config/rbac (grantControllerManager).
+func (p *clusterPlan) prepare(ca *authority, token, controllerToken, gatewayToken string) (ClusterState, error) {
 	cert, key, err := ca.issueServing(p.name)
 	if err != nil {
 		return ClusterState{}, err
@@ -220,6 +225,11 @@ func (p *clusterPlan) prepare(ca *authority, token, controllerToken string) (Clu
 		if err := writeKubeconfig(controllerKubeconfigFor(p.name, p.server(), ca.certPEM, controllerToken), p.controllerKubeconfig()); err != nil {
 			return ClusterState{}, err
 		}
+		line, err := p.prepareGateway(ca, gatewayToken)
+		if err != nil {
+			return ClusterState{}, err
+		}
+		tokens += line
 	}
 	if err := writeFiles(map[string][]byte{
 		p.pki("apiserver.crt"): cert,

@@ -59,10 +59,11 @@ func TestUpStatusDown(t *testing.T) {
 		if r.err != nil {
 			t.Fatalf("status: %v", r.err)
 		}
-		// host: etcd, apiserver, kube-controller-manager and
-		// flotilla-controller-manager; members add scheduler and kwok.
-		if n := strings.Count(r.stdout, " healthy "); n != 4+2*5 {
-			t.Errorf("status shows %d healthy components, want 14:\n%s", n, r.stdout)
+		// host: etcd, apiserver, kube-controller-manager,
+		// flotilla-controller-manager and flotilla-gateway; members add
+		// scheduler and kwok.
+		if n := strings.Count(r.stdout, " healthy "); n != 5+2*5 {
+			t.Errorf("status shows %d healthy components, want 15:\n%s", n, r.stdout)
 		}
 	})
 
@@ -71,6 +72,10 @@ func TestUpStatusDown(t *testing.T) {
 		m2, _ := st.Cluster("member-2")
 		if r.err != nil || strings.TrimSpace(r.stdout) != m2.Kubeconfig {
 			t.Errorf("kubeconfig member-2: err=%v got %q want %q", r.err, r.stdout, m2.Kubeconfig)
+		}
+		r = flotilla(t, "kubeconfig", "gateway", "--state-dir", dir)
+		if r.err != nil || strings.TrimSpace(r.stdout) != localenv.GatewayAdminKubeconfig(dir) {
+			t.Errorf("kubeconfig gateway: err=%v got %q want %q", r.err, r.stdout, localenv.GatewayAdminKubeconfig(dir))
 		}
 		r = flotilla(t, "kubeconfig", "member-9", "--state-dir", dir)
 		if r.err == nil || !oneErrorLine(r.stderr, `no cluster "member-9"`) {

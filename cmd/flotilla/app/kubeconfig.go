@@ -14,12 +14,15 @@ import (
 func NewKubeconfigCmd(streams Streams) *cobra.Command {
 	var stateDir string
 	cmd := &cobra.Command{
-		Use:   "kubeconfig [host|member-N|all]",
+		Use:   "kubeconfig [host|member-N|all|gateway]",
 		Short: "Print the path of a cluster's kubeconfig in the local environment",
 		Long: `Print the path of the admin kubeconfig of one cluster (default: host). "all"
-prints a kubeconfig holding every cluster, one context per cluster name.`,
+prints a kubeconfig holding every cluster, one context per cluster name.
+"gateway" prints the admin kubeconfig that reaches the host through
+flotilla gateway (same identity, the gateway's endpoint).`,
 		Example: `  kubectl --kubeconfig "$(flotilla kubeconfig)" get namespaces
-  kubectl --kubeconfig "$(flotilla kubeconfig all)" --context member-2 get nodes`,
+  kubectl --kubeconfig "$(flotilla kubeconfig all)" --context member-2 get nodes
+  kubectl --kubeconfig "$(flotilla kubeconfig gateway)" api-resources`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := localenv.HostName
@@ -30,8 +33,16 @@ prints a kubeconfig holding every cluster, one context per cluster name.`,
 			if err != nil {
 				return err
 			}
-			if name == "all" {
+			switch name {
+			case "all":
 				fmt.Fprintln(streams.Out, filepath.Join(st.Dir, "kubeconfig"))
+				return nil
+			case "gateway":
+				gw := localenv.GatewayAdminKubeconfig(st.Dir)
+				if !fileExists(gw) {
+					return fmt.Errorf("the environment in %s has no gateway (started before flotilla gateway existed, or without the flotilla binary): run flotilla down and flotilla up", st.Dir)
+				}
+				fmt.Fprintln(streams.Out, gw)
 				return nil
 			}
 			c, ok := st.Cluster(name)

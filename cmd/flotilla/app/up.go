@@ -117,6 +117,12 @@ func (o *UpOptions) Run(cmd *cobra.Command) error {
 	return nil
 }
 
+// fileExists reports whether path names an existing file.
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
 func printAccess(streams Streams, st *localenv.State) {
 	fmt.Fprintf(streams.Out, "\nKubeconfigs (context = cluster name):\n")
 	for _, c := range st.Clusters {
@@ -127,6 +133,9 @@ func printAccess(streams Streams, st *localenv.State) {
 		fmt.Fprintf(streams.Out, "  %-10s %s%s\n", c.Name, c.Kubeconfig, labels)
 	}
 	fmt.Fprintf(streams.Out, "  %-10s %s\n", "all", st.Dir+"/kubeconfig")
+	if gw := localenv.GatewayAdminKubeconfig(st.Dir); fileExists(gw) {
+		fmt.Fprintf(streams.Out, "  %-10s %s  (the host through flotilla gateway)\n", "gateway", gw)
+	}
 	stateFlag := ""
 	if st.Dir != localenv.DefaultStateDir() {
 		stateFlag = " --state-dir " + st.Dir
