@@ -11,8 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/join"
@@ -91,15 +89,8 @@ func TestPushTokenIsRenewedInPlace(t *testing.T) {
 	if c := meta.FindStatusCondition(mc.Status.Conditions, v1alpha1.ConditionReady); c == nil || c.LastTransitionTime.Time.After(next.IssuedAt) {
 		t.Errorf("Ready changed at %s, after the renewal at %s", c.LastTransitionTime, next.IssuedAt)
 	}
-	// The renewed token alone (no admin certificate beside it) is the
-	// ServiceAccount's.
-	cfg := rest.AnonymousClientConfig(m.Config)
-	cfg.BearerToken = renewed
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	review, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	// The renewed token alone (the one stored now) is the ServiceAccount's.
+	review, err := memberClientAs(t, name, m).AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	if want := "system:serviceaccount:" + v1alpha1.SystemNamespace + ":" + join.ServiceAccountName; err != nil || review.Status.UserInfo.Username != want {
 		t.Errorf("the renewed token in the member: %v, %+v; want it to authenticate as %s", err, review, want)
 	}
