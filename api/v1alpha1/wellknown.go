@@ -113,6 +113,11 @@ const (
 	// cluster controller uses a Secret only for the MemberCluster it is
 	// bound to (by this label or by an owner reference).
 	LabelMemberCluster = "flotilla.io/member-cluster"
+	// LabelCluster names the member cluster an object served by the
+	// gateway's member cache comes from (Pods, Events, Nodes, ...): the
+	// gateway sets it on every object it serves from a member, so that
+	// `kubectl get pods -l flotilla.io/cluster=member-1` selects one member.
+	LabelCluster = "flotilla.io/cluster"
 )
 
 // SystemNamespace is the namespace Flotilla uses in the host (credentials

@@ -34,7 +34,7 @@ import (
 var env *testenv.Environment
 
 func TestMain(m *testing.M) {
-	os.Exit(testenv.Main(m, testenv.Options{HostOnly: true}, &env))
+	os.Exit(testenv.Main(m, testenv.Options{Members: 2, APIServerOnly: true}, &env))
 }
 
 // startGateway runs a gateway in-process in front of the environment's
@@ -146,10 +146,18 @@ func TestHostKindsPassThrough(t *testing.T) {
 		t.Errorf("discovery through the gateway lacks flotilla.io: %v", groups.Groups)
 	}
 	// OpenAPI (kubectl explain, client-side validation): /openapi/v3 is
-	// the host's, not a redirect to /openapi/v3/.
-	if paths, err := admin.Discovery().OpenAPIV3().Paths(); err != nil || paths["apis/flotilla.io/v1alpha1"] == nil {
-		t.Errorf("OpenAPI v3 through the gateway: %v (err %v), want apis/flotilla.io/v1alpha1", len(paths), err)
-	}
+	// the host's, not a redirect to /openapi/v3/. The host publishes a
+	// new CRD's OpenAPI a moment after the CRD is established.
+	testenv.Eventually(t, 30*time.Second, "OpenAPI v3 through the gateway has flotilla.io", func(context.Context) error {
+		paths, err := admin.Discovery().OpenAPIV3().Paths()
+		if err != nil {
+			return err
+		}
+		if paths["apis/flotilla.io/v1alpha1"] == nil {
+			return fmt.Errorf("%d paths, none apis/flotilla.io/v1alpha1", len(paths))
+		}
+		return nil
+	})
 	if _, err := admin.Discovery().OpenAPISchema(); err != nil {
 		t.Errorf("OpenAPI v2 through the gateway: %v", err)
 	}

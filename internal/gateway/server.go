@@ -22,6 +22,8 @@ import (
 	"k8s.io/apiserver/pkg/util/compatibility"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/flotilla-io/flotilla/internal/membercache"
 )
 
 // scheme and codecs encode the Status objects the gateway itself answers
@@ -61,6 +63,13 @@ type Options struct {
 	MaxRequestsInFlight, MaxMutatingRequestsInFlight int
 	// RequestTimeout bounds a request that is not a watch or a stream.
 	RequestTimeout time.Duration
+	// MemberKinds are the kinds served from the members' objects rather
+	// than the host's (pods, events, nodes, ...; none: every kind is the
+	// host's).
+	MemberKinds []string
+	// WatchHistory is how many recent changes per member kind a watch can
+	// resume from.
+	WatchHistory int
 }
 
 // NewOptions returns the defaults: port 8443, anonymous requests allowed
@@ -74,6 +83,8 @@ func NewOptions() *Options {
 		MaxRequestsInFlight:         400,
 		MaxMutatingRequestsInFlight: 200,
 		RequestTimeout:              time.Minute,
+		MemberKinds:                 membercache.DefaultKinds,
+		WatchHistory:                10_000,
 	}
 	o.SecureServing.BindPort = 8443
 	o.SecureServing.ServerCert.PairName = "flotilla-gateway"
@@ -94,6 +105,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.HostKubeconfig, "host-kubeconfig", o.HostKubeconfig, "kubeconfig of the gateway's own identity on the host (impersonate, tokenreviews, subjectaccessreviews; config/rbac/gateway.yaml); requests for host kinds go there as the user")
 	fs.IntVar(&o.MaxRequestsInFlight, "max-requests-inflight", o.MaxRequestsInFlight, "most non-mutating requests served at once (0: no limit); more get 429")
 	fs.IntVar(&o.MaxMutatingRequestsInFlight, "max-mutating-requests-inflight", o.MaxMutatingRequestsInFlight, "most mutating requests served at once (0: no limit); more get 429")
+	fs.StringSliceVar(&o.MemberKinds, "member-kinds", o.MemberKinds, "kinds served from the member clusters' objects (a multi-cluster cache, read-only, with a CLUSTER column) instead of the host's; known: "+strings.Join(membercache.KnownKinds(), ", ")+`; "" serves every kind from the host`)
+	fs.IntVar(&o.WatchHistory, "member-watch-history", o.WatchHistory, "recent changes per member kind a watch can resume from; a watch from an older resourceVersion gets 410 Gone and relists")
 	fs.DurationVar(&o.RequestTimeout, "request-timeout", o.RequestTimeout, "longest a request other than a watch, log, exec or port-forward may take")
 }
 
@@ -105,6 +118,12 @@ func (o *Options) Validate() error {
 	}
 	if o.Authentication.ClientCert.ClientCA == "" {
 		errs = append(errs, fmt.Errorf("--client-ca-file is required: the CA of the host's client certificates (the gateway authenticates users as the host does)"))
+	}
+	if _, err := membercache.ParseKinds(o.MemberKinds); err != nil {
+		errs = append(errs, fmt.Errorf("--member-kinds: %w", err))
+	}
+	if o.WatchHistory <= 0 {
+		errs = append(errs, fmt.Errorf("--member-watch-history must be positive, got %d", o.WatchHistory))
 	}
 	if o.RequestTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--request-timeout must be positive, got %s", o.RequestTimeout))
@@ -123,8 +142,8 @@ var longRunning = genericfilters.BasicLongRunningRequestCheck(
 	sets.NewString("attach", "exec", "proxy", "log", "portforward"),
 )
 
-// ownPaths are served by the gateway itself; everything else is the
-// host's (or, later, the member cache's).
+// ownPaths are served by the gateway itself; member kinds come from the
+// member cache; everything else is the host's.
 func ownPath(p string) bool {
 	for _, own := range []string{"/healthz", "/livez", "/readyz", "/metrics"} {
 		if p == own || strings.HasPrefix(p, own+"/") {
@@ -137,6 +156,7 @@ func ownPath(p string) bool {
 // Server is a configured gateway, ready to run.
 type Server struct {
 	generic *genericapiserver.GenericAPIServer
+	members *members
 }
 
 // New builds the gateway from validated options.
@@ -161,6 +181,16 @@ func New(o *Options) (*Server, error) {
 	if err := o.SecureServing.MaybeDefaultWithSelfSignedCerts("localhost", nil, []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}); err != nil {
 		return nil, fmt.Errorf("self-signed serving certificate: %w", err)
 	}
+	kinds, err := membercache.ParseKinds(o.MemberKinds)
+	if err != nil {
+		return nil, fmt.Errorf("--member-kinds: %w", err)
+	}
+	mc := membercache.New(kinds, membercache.Options{History: o.WatchHistory})
+	mem, err := newMembers(mc, hostCfg)
+	if err != nil {
+		return nil, err
+	}
+	memberKinds := &memberHandler{cache: mc, members: mem, host: host, params: runtime.NewParameterCodec(scheme)}
 	cfg := genericapiserver.NewConfig(codecs)
 	cfg.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
 	if err := o.SecureServing.ApplyTo(&cfg.SecureServing, &cfg.LoopbackClientConfig); err != nil {
@@ -185,6 +215,10 @@ func New(o *Options) (*Server, error) {
 				own.ServeHTTP(w, r)
 				return
 			}
+			if memberKinds.serves(r) {
+				memberKinds.ServeHTTP(w, r)
+				return
+			}
 			host.ServeHTTP(w, r)
 		})
 		return genericapiserver.DefaultBuildHandlerChain(route, c)
@@ -206,10 +240,13 @@ func New(o *Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Server{generic: generic}, nil
+	return &Server{generic: generic, members: mem}, nil
 }
 
-// Run serves until ctx ends, then shuts down gracefully.
+// Run serves until ctx ends, then shuts down gracefully. The member cache
+// fills in the background: until a member is listed, reads of member
+// kinds say so in a warning.
 func (s *Server) Run(ctx context.Context) error {
+	go s.members.run(ctx)
 	return s.generic.PrepareRun().RunWithContext(ctx)
 }

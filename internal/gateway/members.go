@@ -1,0 +1,275 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/member"
+	"github.com/flotilla-io/flotilla/internal/membercache"
+)
+
+// members keeps one member-cache feed per push MemberCluster: it watches
+// the MemberClusters and their credentials Secrets on the host and
+// starts, replaces (new endpoint or credentials) or stops each member's
+// feed. A renewed bearer token is swapped in without a relist.
+type members struct {
+	cache   *membercache.Cache
+	host    kubernetes.Interface
+	dynamic dynamic.Interface
+
+	mu     sync.Mutex
+	feeds  map[string]*feed
+	status map[string]memberStatus
+	kick   chan struct{}
+
+	mcs     cache.GenericLister
+	secrets cache.GenericLister
+}
+
+// feed is one member's running cache feed.
+type feed struct {
+	hash   string
+	token  *member.Token
+	cancel context.CancelFunc
+}
+
+// memberStatus is what the gateway knows of a member besides its feed.
+type memberStatus struct {
+	// pull is true for syncMode Pull: the gateway has no way in.
+	pull bool
+	// problem says why no feed runs ("" when one does).
+	problem string
+	// ready and readyReason are the MemberCluster's Ready condition.
+	ready       bool
+	readyReason string
+}
+
+var memberClustersGVR = v1alpha1.GroupVersion.WithResource("memberclusters")
+
+func newMembers(c *membercache.Cache, hostCfg *rest.Config) (*members, error) {
+	host, err := kubernetes.NewForConfig(hostCfg)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(hostCfg)
+	if err != nil {
+		return nil, err
+	}
+	return &members{cache: c, host: host, dynamic: dyn, feeds: map[string]*feed{}, status: map[string]memberStatus{}, kick: make(chan struct{}, 1)}, nil
+}
+
+// run watches the host until ctx ends. With events among the cached
+// kinds, the host's own events are fed in too (cluster "").
+func (m *members) run(ctx context.Context) {
+	logger := klog.FromContext(ctx).WithName("members")
+	ctx = klog.NewContext(ctx, logger)
+	mcInf := dynamicinformer.NewFilteredDynamicInformer(m.dynamic, memberClustersGVR, "", 0, cache.Indexers{}, nil)
+	secretFactory := informers.NewSharedInformerFactoryWithOptions(m.host, 0, informers.WithNamespace(v1alpha1.SystemNamespace))
+	secretInf := secretFactory.Core().V1().Secrets().Informer()
+	m.mcs = mcInf.Lister()
+	m.secrets = cache.NewGenericLister(secretInf.GetIndexer(), corev1.Resource("secrets"))
+	handler := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { m.trigger() },
+		UpdateFunc: func(any, any) { m.trigger() },
+		DeleteFunc: func(any) { m.trigger() },
+	}
+	_, _ = mcInf.Informer().AddEventHandler(handler)
+	_, _ = secretInf.AddEventHandler(handler)
+	go mcInf.Informer().RunWithContext(ctx)
+	secretFactory.Start(ctx.Done())
+	if _, ok := m.cache.Kind(corev1.Resource("events")); ok {
+		_ = m.cache.RunKind(ctx, corev1.Resource("events"), "", m.host)
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), mcInf.Informer().HasSynced, secretInf.HasSynced) {
+		return
+	}
+	m.trigger()
+	for {
+		select {
+		case <-ctx.Done():
+			m.stopAll()
+			return
+		case <-m.kick:
+			m.sync(ctx)
+		}
+	}
+}
+
+func (m *members) trigger() {
+	select {
+	case m.kick <- struct{}{}:
+	default:
+	}
+}
+
+// sync brings the feeds in line with the MemberClusters.
+func (m *members) sync(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	objs, err := m.mcs.List(labels.Everything())
+	if err != nil {
+		logger.Error(err, "Listing MemberClusters")
+		return
+	}
+	seen := map[string]bool{}
+	for _, o := range objs {
+		mc, err := toMemberCluster(o)
+		if err != nil {
+			logger.Error(err, "Reading a MemberCluster")
+			continue
+		}
+		seen[mc.Name] = true
+		m.syncOne(ctx, mc)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for name, f := range m.feeds {
+		if !seen[name] {
+			logger.Info("Member left: dropping its cached objects", "cluster", name)
+			f.cancel()
+			delete(m.feeds, name)
+			m.cache.RemoveCluster(name)
+		}
+	}
+	for name := range m.status {
+		if !seen[name] {
+			delete(m.status, name)
+		}
+	}
+}
+
+func (m *members) syncOne(ctx context.Context, mc *v1alpha1.MemberCluster) {
+	st := memberStatus{pull: mc.Spec.SyncMode == v1alpha1.SyncModePull}
+	if c := meta.FindStatusCondition(mc.Status.Conditions, v1alpha1.ConditionReady); c != nil {
+		st.ready, st.readyReason = c.Status == "True", c.Reason
+		if c.Status != "True" && c.Message != "" {
+			st.readyReason = c.Reason + ": " + c.Message
+		}
+	} else {
+		st.ready, st.readyReason = false, "not probed yet"
+	}
+	var secret *corev1.Secret
+	switch {
+	case st.pull:
+		st.problem = "it is a pull member: the gateway has no connection to it"
+	case mc.Spec.SecretRef == nil:
+		st.problem = "it names no credentials Secret"
+	default:
+		o, err := m.secrets.ByNamespace(v1alpha1.SystemNamespace).Get(mc.Spec.SecretRef.Name)
+		if err != nil {
+			st.problem = fmt.Sprintf("its credentials Secret %s/%s: %v", v1alpha1.SystemNamespace, mc.Spec.SecretRef.Name, err)
+		} else {
+			secret = o.(*corev1.Secret)
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old := m.feeds[mc.Name]
+	if secret == nil {
+		if old != nil {
+			old.cancel()
+			delete(m.feeds, mc.Name)
+			m.cache.RemoveCluster(mc.Name)
+		}
+		m.status[mc.Name] = st
+		return
+	}
+	hash := member.ConfigHash(mc, secret)
+	if old != nil && old.hash == hash {
+		if old.token != nil {
+			old.token.Set(string(secret.Data[member.KeyToken]))
+		}
+		m.status[mc.Name] = st
+		return
+	}
+	if old != nil {
+		old.cancel()
+		delete(m.feeds, mc.Name)
+	}
+	cfg, tok, err := member.RESTConfigWithToken(mc, secret)
+	if err == nil {
+		cfg.UserAgent = "flotilla-gateway/" + mc.Name
+		var cs kubernetes.Interface
+		if cs, err = kubernetes.NewForConfig(cfg); err == nil {
+			fctx, cancel := context.WithCancel(ctx)
+			m.feeds[mc.Name] = &feed{hash: hash, token: tok, cancel: cancel}
+			klog.FromContext(ctx).Info("Caching member objects", "cluster", mc.Name, "endpoint", mc.Spec.APIEndpoint)
+			m.cache.Run(klog.NewContext(fctx, klog.FromContext(ctx).WithValues("cluster", mc.Name)), mc.Name, cs)
+		}
+	}
+	if err != nil {
+		st.problem = fmt.Sprintf("its client: %v", err)
+	}
+	m.status[mc.Name] = st
+}
+
+func (m *members) stopAll() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for name, f := range m.feeds {
+		f.cancel()
+		delete(m.feeds, name)
+	}
+}
+
+// warnings says, for a read of gr, which members' objects are missing or
+// may be stale, one sentence each, ordered by member.
+func (m *members) warnings(gr schema.GroupResource) []string {
+	sources := m.cache.Sources(gr)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	names := make([]string, 0, len(m.status))
+	for n := range m.status {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var out []string
+	for _, n := range names {
+		st := m.status[n]
+		src, fed := sources[n]
+		switch {
+		case st.problem != "":
+			out = append(out, fmt.Sprintf("member %s is left out: %s", n, st.problem))
+		case !fed || !src.Synced:
+			why := "not listed yet"
+			if fed && src.Err != "" {
+				why = "not listed: " + src.Err
+			}
+			out = append(out, fmt.Sprintf("member %s is left out: its %s are %s", n, gr.Resource, why))
+		case !st.ready:
+			out = append(out, fmt.Sprintf("member %s is not ready (%s): its %s are as last seen", n, st.readyReason, gr.Resource))
+		}
+	}
+	if src, ok := sources[""]; ok && !src.Synced {
+		out = append(out, fmt.Sprintf("the host's own %s are left out: not listed yet %s", gr.Resource, src.Err))
+	}
+	return out
+}
+
+func toMemberCluster(o runtime.Object) (*v1alpha1.MemberCluster, error) {
+	u, ok := o.(*unstructured.Unstructured)
+	if !ok {
+		return nil, fmt.Errorf("unexpected %T", o)
+	}
+	mc := &v1alpha1.MemberCluster{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, mc); err != nil {
+		return nil, fmt.Errorf("MemberCluster %s: %w", u.GetName(), err)
+	}
+	return mc, nil
+}

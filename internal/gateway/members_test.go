@@ -1,0 +1,511 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/config/crd"
+	"github.com/flotilla-io/flotilla/internal/join"
+	"github.com/flotilla-io/flotilla/internal/scheme"
+	"github.com/flotilla-io/flotilla/internal/testenv"
+)
+
+// Member names of the joined test members.
+var memberNames = []string{"alpha", "beta"}
+
+var joinOnce struct {
+	sync.Once
+	err error
+}
+
+// joinMembers joins the environment's two members as alpha and beta
+// (once per package) and marks them Ready, as the cluster controller
+// would.
+func joinMembers(t *testing.T) {
+	t.Helper()
+	testenv.Need(t, env)
+	joinOnce.Do(func() {
+		ctx := context.Background()
+		if joinOnce.err = crd.Install(ctx, env.Host.Config); joinOnce.err != nil {
+			return
+		}
+		for i, name := range memberNames {
+			if joinOnce.err = join.Join(ctx, join.Options{Name: name, Host: env.Host.Config, Member: env.Members[i].Config}); joinOnce.err != nil {
+				return
+			}
+			if joinOnce.err = setReady(ctx, name, true, "Probed", ""); joinOnce.err != nil {
+				return
+			}
+		}
+	})
+	if joinOnce.err != nil {
+		t.Fatal(joinOnce.err)
+	}
+}
+
+func hostClient(t *testing.T) client.Client {
+	t.Helper()
+	c, err := newHostClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func newHostClient() (client.Client, error) {
+	s, err := scheme.New()
+	if err != nil {
+		return nil, err
+	}
+	return client.New(env.Host.Config, client.Options{Scheme: s})
+}
+
+// setReady writes a MemberCluster's Ready condition.
+func setReady(ctx context.Context, name string, ready bool, reason, msg string) error {
+	c, err := newHostClient()
+	if err != nil {
+		return err
+	}
+	mc := &v1alpha1.MemberCluster{}
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, mc); err != nil {
+		return err
+	}
+	status := metav1.ConditionTrue
+	if !ready {
+		status = metav1.ConditionFalse
+	}
+	meta.SetStatusCondition(&mc.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: status, Reason: reason, Message: msg})
+	return c.Status().Update(ctx, mc)
+}
+
+// memberNamespace creates ns in both members, with the default
+// ServiceAccount pods need (the members run no controllers).
+func memberNamespace(t *testing.T, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, m := range env.Members {
+		if _, err := m.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		if _, err := m.Client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+}
+
+func makePod(t *testing.T, m kubernetes.Interface, ns, name string, labels map[string]string) {
+	t.Helper()
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
+		Spec:       corev1.PodSpec{NodeName: "node-x", AutomountServiceAccountToken: ptr.To(false), Containers: []corev1.Container{{Name: "app", Image: "nginx"}}},
+	}
+	if _, err := m.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// warnings collects the Warning headers a client receives.
+type warnings struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (w *warnings) HandleWarningHeader(_ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.seen = append(w.seen, text)
+}
+
+func (w *warnings) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.seen
+	w.seen = nil
+	return out
+}
+
+// adminWithWarnings is adminThrough that records warnings.
+func adminWithWarnings(t *testing.T, gw *rest.Config) (kubernetes.Interface, *warnings) {
+	t.Helper()
+	w := &warnings{}
+	cfg := rest.CopyConfig(gw)
+	cfg.BearerToken = env.Host.Config.BearerToken
+	cfg.WarningHandler = w
+	return kubernetes.NewForConfigOrDie(cfg), w
+}
+
+func podNames(pods []corev1.Pod) []string {
+	out := make([]string, 0, len(pods))
+	for _, p := range pods {
+		out = append(out, p.Labels[v1alpha1.LabelCluster]+"/"+p.Name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestMemberPodsFromEveryMember: pods of both members through one
+// endpoint, with the member's name as a label, selectors, pagination, the
+// same name in two members, Table output with a Cluster column, and
+// refused writes.
+func TestMemberPodsFromEveryMember(t *testing.T) {
+	joinMembers(t)
+	gw := startGateway(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	memberNamespace(t, ns)
+	a, b := env.Members[0].Client, env.Members[1].Client
+	makePod(t, a, ns, "web-a", map[string]string{"app": "web"})
+	makePod(t, b, ns, "web-b", map[string]string{"app": "web"})
+	makePod(t, a, ns, "same", nil)
+	makePod(t, b, ns, "same", nil)
+	admin, warned := adminWithWarnings(t, gw)
+
+	want := []string{"alpha/same", "alpha/web-a", "beta/same", "beta/web-b"}
+	testenv.Eventually(t, 30*time.Second, "pods of both members listed", func(ctx context.Context) error {
+		l, err := admin.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		if got := podNames(l.Items); !slices.Equal(got, want) {
+			return fmt.Errorf("pods %v, want %v", got, want)
+		}
+		return nil
+	})
+	if w := warned.take(); len(w) != 0 {
+		t.Errorf("warnings with every member ready and listed: %q", w)
+	}
+
+	// Selectors: the member label, app label, and a field.
+	for _, tc := range []struct {
+		label, field string
+		want         []string
+	}{
+		{label: v1alpha1.LabelCluster + "=beta", want: []string{"beta/same", "beta/web-b"}},
+		{label: "app=web", want: []string{"alpha/web-a", "beta/web-b"}},
+		{field: "metadata.name=same", want: []string{"alpha/same", "beta/same"}},
+		{field: "spec.nodeName=node-x,metadata.name!=same", want: []string{"alpha/web-a", "beta/web-b"}},
+	} {
+		l, err := admin.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: tc.label, FieldSelector: tc.field})
+		if err != nil {
+			t.Fatalf("labels %q fields %q: %v", tc.label, tc.field, err)
+		}
+		if got := podNames(l.Items); !slices.Equal(got, tc.want) {
+			t.Errorf("labels %q fields %q: %v, want %v", tc.label, tc.field, got, tc.want)
+		}
+	}
+	if _, err := admin.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{FieldSelector: "spec.containers=x"}); !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "field label not supported: spec.containers") {
+		t.Errorf("unsupported field selector: %v, want 400 field label not supported", err)
+	}
+
+	// Pages of one item cover everything once, with the first page's
+	// resourceVersion.
+	var paged []corev1.Pod
+	opts := metav1.ListOptions{Limit: 1}
+	first := ""
+	for {
+		l, err := admin.CoreV1().Pods(ns).List(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first == "" {
+			first = l.ResourceVersion
+		} else if l.ResourceVersion != first {
+			t.Errorf("page resourceVersion %s, want the first page's %s", l.ResourceVersion, first)
+		}
+		paged = append(paged, l.Items...)
+		if l.Continue == "" {
+			break
+		}
+		opts.Continue = l.Continue
+	}
+	if got := podNames(paged); !slices.Equal(got, want) {
+		t.Errorf("paged list %v, want %v", got, want)
+	}
+
+	// A get of a name in both members: the first member's, with a warning.
+	p, err := admin.CoreV1().Pods(ns).Get(ctx, "same", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Labels[v1alpha1.LabelCluster] != "alpha" {
+		t.Errorf("get same: from %q, want alpha (first by name)", p.Labels[v1alpha1.LabelCluster])
+	}
+	if w := warned.take(); len(w) != 1 || !strings.Contains(w[0], "alpha and beta") {
+		t.Errorf("get of a name in two members: warnings %q, want one naming both", w)
+	}
+	if _, err := admin.CoreV1().Pods(ns).Get(ctx, "nope", metav1.GetOptions{}); !apierrors.IsNotFound(err) || !strings.Contains(err.Error(), `pods "nope" not found`) {
+		t.Errorf("get of an absent pod: %v, want 404 pods \"nope\" not found", err)
+	}
+	if len(p.ManagedFields) != 0 {
+		t.Errorf("managed fields served: %v", p.ManagedFields)
+	}
+
+	// Table: kubectl's columns plus Cluster.
+	raw, err := admin.CoreV1().RESTClient().Get().AbsPath("/api/v1/namespaces/"+ns+"/pods").
+		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json").DoRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tbl metav1.Table
+	if err := json.Unmarshal(raw, &tbl); err != nil {
+		t.Fatal(err)
+	}
+	var cols []string
+	for _, c := range tbl.ColumnDefinitions {
+		cols = append(cols, c.Name)
+	}
+	if len(cols) < 6 || cols[0] != "Name" || cols[1] != "Cluster" || cols[3] != "Status" {
+		t.Errorf("Table columns %v, want Name, Cluster, Ready, Status, ...", cols)
+	}
+	var rows []string
+	for _, r := range tbl.Rows {
+		rows = append(rows, fmt.Sprintf("%v/%v", r.Cells[1], r.Cells[0]))
+		if len(r.Object.Raw) == 0 || !strings.Contains(string(r.Object.Raw), "PartialObjectMetadata") {
+			t.Errorf("row %v without its object's metadata: %s", r.Cells, r.Object.Raw)
+		}
+	}
+	if wantRows := []string{"alpha/same", "beta/same", "alpha/web-a", "beta/web-b"}; !slices.Equal(rows, wantRows) {
+		t.Errorf("Table rows %v, want %v (namespace, name, member order)", rows, wantRows)
+	}
+
+	// Writes are refused with 405.
+	_, err = admin.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "x"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Image: "b"}}}}, metav1.CreateOptions{})
+	if !apierrors.IsMethodNotSupported(err) || !strings.Contains(err.Error(), "read-only") {
+		t.Errorf("create a pod through the gateway: %v, want 405 read-only", err)
+	}
+}
+
+// TestMemberWatch: one watch across members sees pods created and
+// deleted in either; a watch resumes from a resourceVersion it was given,
+// an unknown resourceVersion is 410 Gone, and a client-go informer (which
+// asks for a watch-list first) syncs.
+func TestMemberWatch(t *testing.T) {
+	joinMembers(t)
+	gw := startGateway(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	memberNamespace(t, ns)
+	a, b := env.Members[0].Client, env.Members[1].Client
+	admin := adminThrough(t, gw)
+	makePod(t, a, ns, "first", nil)
+	var listRV string
+	testenv.Eventually(t, 30*time.Second, "the first pod listed", func(ctx context.Context) error {
+		l, err := admin.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		if len(l.Items) != 1 {
+			return fmt.Errorf("pods %v", podNames(l.Items))
+		}
+		listRV = l.ResourceVersion
+		return nil
+	})
+	w, err := admin.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: listRV})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	makePod(t, b, ns, "second", nil)
+	if err := a.CoreV1().Pods(ns).Delete(ctx, "first", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+	got := nextEvents(t, w, 2)
+	if got[0] != "ADDED beta/second" || got[1] != "DELETED alpha/first" {
+		t.Errorf("watch events %v, want ADDED beta/second, DELETED alpha/first", got)
+	}
+	// Resume from the list's resourceVersion: the same two changes again.
+	w2, err := admin.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: listRV})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w2.Stop()
+	if again := nextEvents(t, w2, 2); !slices.Equal(again, got) {
+		t.Errorf("resumed watch events %v, want %v", again, got)
+	}
+	// A resourceVersion of another gateway process (or none of ours).
+	_, err = admin.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: "12345"})
+	if !apierrors.IsResourceExpired(err) && !apierrors.IsGone(err) {
+		t.Errorf("watch from an unknown resourceVersion: %v, want 410", err)
+	}
+
+	// An informer through the gateway syncs and sees a later pod.
+	inf := cache.NewSharedIndexInformer(cache.NewListWatchFromClient(admin.CoreV1().RESTClient(), "pods", ns, fieldsEverything()), &corev1.Pod{}, 0, cache.Indexers{})
+	ictx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go inf.RunWithContext(ictx)
+	if !cache.WaitForCacheSync(ictx.Done(), inf.HasSynced) {
+		t.Fatal("informer did not sync")
+	}
+	makePod(t, a, ns, "third", nil)
+	testenv.Eventually(t, 30*time.Second, "the informer sees the third pod", func(context.Context) error {
+		var names []string
+		for _, o := range inf.GetStore().List() {
+			p := o.(*corev1.Pod)
+			names = append(names, p.Labels[v1alpha1.LabelCluster]+"/"+p.Name)
+		}
+		sort.Strings(names)
+		if !slices.Equal(names, []string{"alpha/third", "beta/second"}) {
+			return fmt.Errorf("informer has %v", names)
+		}
+		return nil
+	})
+}
+
+// nextEvents returns the next n additions and deletions of w.
+func nextEvents(t *testing.T, w watch.Interface, n int) []string {
+	t.Helper()
+	var out []string
+	deadline := time.After(30 * time.Second)
+	for len(out) < n {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatalf("watch closed after %v", out)
+			}
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				t.Fatalf("watch event %s of %T: %v", ev.Type, ev.Object, ev.Object)
+			}
+			if ev.Type == watch.Modified {
+				continue // the deletion's grace period is recorded first
+			}
+			out = append(out, fmt.Sprintf("%s %s/%s", ev.Type, p.Labels[v1alpha1.LabelCluster], p.Name))
+		case <-deadline:
+			t.Fatalf("saw %v, want %d events", out, n)
+		}
+	}
+	return out
+}
+
+// TestMemberPodsFollowHostRBAC: a ServiceAccount with pod reads in one
+// host namespace sees that namespace's member pods and gets the usual
+// 403 for all namespaces.
+func TestMemberPodsFollowHostRBAC(t *testing.T) {
+	joinMembers(t)
+	gw := startGateway(t)
+	ctx := context.Background()
+	own := env.Namespace(t)
+	memberNamespace(t, own)
+	makePod(t, env.Members[1].Client, own, "mine", nil)
+	if _, err := env.Host.Client.CoreV1().ServiceAccounts(own).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "viewer"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "pod-reader"}, Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}}}}
+	if _, err := env.Host.Client.RbacV1().Roles(own).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "pod-reader"}, RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "pod-reader"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "viewer", Namespace: own}}}
+	if _, err := env.Host.Client.RbacV1().RoleBindings(own).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	viewer := as(t, gw, saToken(t, own, "viewer"))
+	testenv.Eventually(t, 30*time.Second, "the viewer lists its namespace's member pods", func(ctx context.Context) error {
+		l, err := viewer.CoreV1().Pods(own).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		if got := podNames(l.Items); !slices.Equal(got, []string{"beta/mine"}) {
+			return fmt.Errorf("pods %v", got)
+		}
+		return nil
+	})
+	_, err := viewer.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `cannot list resource "pods" in API group "" at the cluster scope`) {
+		t.Errorf("viewer lists all namespaces: %v, want the usual 403", err)
+	}
+	_, err = viewer.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if !apierrors.IsForbidden(err) {
+		t.Errorf("viewer lists nodes: %v, want 403", err)
+	}
+}
+
+// TestMissingMemberIsNamed: a member the gateway cannot list is left out
+// with a warning, one that is not ready is served as last seen with a
+// warning, and neither stalls the list.
+func TestMissingMemberIsNamed(t *testing.T) {
+	joinMembers(t)
+	gw := startGateway(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	memberNamespace(t, ns)
+	makePod(t, env.Members[0].Client, ns, "here", nil)
+	admin, warned := adminWithWarnings(t, gw)
+	// A member whose apiserver does not answer (nothing listens).
+	c := hostClient(t)
+	ghost := &v1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: "ghost"},
+		Spec: v1alpha1.MemberClusterSpec{APIEndpoint: "https://127.0.0.1:1", SecretRef: &v1alpha1.SecretReference{Name: "ghost"}}}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ghost", Namespace: v1alpha1.SystemNamespace}, Data: map[string][]byte{"token": []byte("x")}}
+	if err := c.Create(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, ghost); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.Delete(context.Background(), ghost)
+		_ = c.Delete(context.Background(), secret)
+	})
+	testenv.Eventually(t, 30*time.Second, "the ghost member named in a warning", func(ctx context.Context) error {
+		l, err := admin.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		w := strings.Join(warned.take(), "\n")
+		if got := podNames(l.Items); !slices.Equal(got, []string{"alpha/here"}) {
+			return fmt.Errorf("pods %v", got)
+		}
+		if !strings.Contains(w, "member ghost is left out") {
+			return fmt.Errorf("warnings %q", w)
+		}
+		return nil
+	})
+	if err := setReady(ctx, "beta", false, "Unreachable", "the apiserver does not answer"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = setReady(context.Background(), "beta", true, "Probed", "") })
+	testenv.Eventually(t, 30*time.Second, "the not-ready member named in a warning", func(ctx context.Context) error {
+		if _, err := admin.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}); err != nil {
+			return err
+		}
+		if w := strings.Join(warned.take(), "\n"); !strings.Contains(w, "member beta is not ready (Unreachable: the apiserver does not answer): its pods are as last seen") {
+			return fmt.Errorf("warnings %q", w)
+		}
+		return nil
+	})
+}
+
+// saToken returns a token of a host ServiceAccount.
+func saToken(t *testing.T, ns, name string) string {
+	t.Helper()
+	tr, err := env.Host.Client.CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(3600))}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.Status.Token
+}
+
+func fieldsEverything() fields.Selector { return fields.Everything() }

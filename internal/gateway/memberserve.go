@@ -1,0 +1,218 @@
+package gateway
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
+	"k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/warning"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/membercache"
+)
+
+// memberHandler serves the member kinds from the cache: get, list and
+// watch; the host's own handler takes writes of events (they are host
+// objects), and every other write is refused.
+type memberHandler struct {
+	cache   *membercache.Cache
+	members *members
+	host    http.Handler
+	params  runtime.ParameterCodec
+}
+
+// serves reports whether the request is for a cached member kind.
+func (h *memberHandler) serves(r *http.Request) bool {
+	info, ok := request.RequestInfoFrom(r.Context())
+	if !ok || !info.IsResourceRequest {
+		return false
+	}
+	_, ok = h.cache.Kind(schema.GroupResource{Group: info.APIGroup, Resource: info.Resource})
+	return ok
+}
+
+func (h *memberHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	info, _ := request.RequestInfoFrom(r.Context())
+	gr := schema.GroupResource{Group: info.APIGroup, Resource: info.Resource}
+	k, _ := h.cache.Kind(gr)
+	read := info.Verb == "get" || info.Verb == "list" || info.Verb == "watch"
+	if gr.Group == "" && gr.Resource == "events" && !read {
+		h.host.ServeHTTP(w, r)
+		return
+	}
+	if info.Subresource != "" || !read {
+		h.fail(w, r, statusError(http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, gr, info.Name,
+			fmt.Sprintf("%s live in the member clusters: the gateway serves them read-only (get, list, watch); change the workload on the host instead", gr.Resource)))
+		return
+	}
+	f, ok := negotiate(r.Header.Get("Accept"))
+	if !ok {
+		h.fail(w, r, statusError(http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable, gr, info.Name,
+			"only application/json (objects, Tables or partial object metadata) is served for member kinds"))
+		return
+	}
+	var opts metav1.ListOptions
+	if err := h.params.DecodeParameters(r.URL.Query(), schema.GroupVersion{Version: "v1"}, &opts); err != nil {
+		h.fail(w, r, apierrors.NewBadRequest(err.Error()))
+		return
+	}
+	filter, err := filterFor(k, info, opts)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	for _, msg := range h.members.warnings(gr) {
+		warning.AddWarning(r.Context(), "", msg)
+	}
+	tw := tableWriter{kind: k, format: f, includeObject: includeObject(r)}
+	switch info.Verb {
+	case "get":
+		h.get(w, r, k, info, tw)
+	case "list":
+		h.list(w, r, k, filter, opts, tw)
+	case "watch":
+		h.watch(w, r, k, filter, opts, tw)
+	}
+}
+
+func (h *memberHandler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	responsewriters.ErrorNegotiated(err, codecs, schema.GroupVersion{Version: "v1"}, w, r)
+}
+
+// statusError is an error answered as a Status with its own message.
+func statusError(code int32, reason metav1.StatusReason, gr schema.GroupResource, name, msg string) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: code, Reason: reason, Message: msg,
+		Details: &metav1.StatusDetails{Group: gr.Group, Kind: gr.Resource, Name: name},
+	}}
+}
+
+// filterFor turns the request's namespace and selectors into a cache
+// filter, refusing selectors as a kube-apiserver does (400).
+func filterFor(k *membercache.Kind, info *request.RequestInfo, opts metav1.ListOptions) (membercache.Filter, error) {
+	f := membercache.Filter{}
+	if k.Namespaced {
+		f.Namespace = info.Namespace
+	}
+	if opts.LabelSelector != "" {
+		sel, err := labels.Parse(opts.LabelSelector)
+		if err != nil {
+			return f, apierrors.NewBadRequest(fmt.Sprintf("unable to parse requirement: %v", err))
+		}
+		f.Label = sel
+	}
+	if opts.FieldSelector != "" {
+		sel, err := fields.ParseSelector(opts.FieldSelector)
+		if err != nil {
+			return f, apierrors.NewBadRequest(err.Error())
+		}
+		if err := k.ValidateFieldSelector(sel); err != nil {
+			return f, apierrors.NewBadRequest(err.Error())
+		}
+		f.Field = sel
+	}
+	return f, nil
+}
+
+func includeObject(r *http.Request) metav1.IncludeObjectPolicy {
+	switch p := metav1.IncludeObjectPolicy(r.URL.Query().Get("includeObject")); p {
+	case metav1.IncludeNone, metav1.IncludeObject:
+		return p
+	}
+	return metav1.IncludeMetadata
+}
+
+func (h *memberHandler) get(w http.ResponseWriter, r *http.Request, k *membercache.Kind, info *request.RequestInfo, tw tableWriter) {
+	ns := ""
+	if k.Namespaced {
+		ns = info.Namespace
+	}
+	entries, err := h.cache.Get(k.GroupResource(), ns, info.Name)
+	if err != nil {
+		h.fail(w, r, apierrors.NewInternalError(err))
+		return
+	}
+	if len(entries) == 0 {
+		h.fail(w, r, apierrors.NewNotFound(k.GroupResource(), info.Name))
+		return
+	}
+	if len(entries) > 1 {
+		others := make([]string, 0, len(entries)-1)
+		for _, e := range entries[1:] {
+			others = append(others, e.Cluster)
+		}
+		warning.AddWarning(r.Context(), "", fmt.Sprintf("%s %q is in members %s and %s: this is %s's (the first by member name); list with -l %s=<member> for another",
+			k.Resource.Resource, info.Name, entries[0].Cluster, strings.Join(others, ", "), entries[0].Cluster, v1alpha1.LabelCluster))
+	}
+	e := entries[0]
+	w.Header().Set("Content-Type", "application/json")
+	if tw.format.as == "" {
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(e.JSON)
+		return
+	}
+	body, err := tw.single(e)
+	if err != nil {
+		h.fail(w, r, apierrors.NewInternalError(err))
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
+}
+
+func (h *memberHandler) list(w http.ResponseWriter, r *http.Request, k *membercache.Kind, filter membercache.Filter, opts metav1.ListOptions, tw tableWriter) {
+	if opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact && opts.ResourceVersion != "" {
+		if cur, _ := h.cache.CurrentRV(k.GroupResource()); cur != opts.ResourceVersion {
+			h.fail(w, r, apierrors.NewResourceExpired(fmt.Sprintf("the gateway serves member objects only as they are now (resourceVersion %s), not at resourceVersion %s", cur, opts.ResourceVersion)))
+			return
+		}
+	}
+	res, err := h.cache.List(k.GroupResource(), membercache.ListOptions{Filter: filter, Limit: opts.Limit, Continue: opts.Continue})
+	switch {
+	case errors.Is(err, membercache.ErrBadContinue):
+		h.fail(w, r, apierrors.NewBadRequest("continue key is not valid: "+err.Error()))
+		return
+	case errors.Is(err, membercache.ErrExpired):
+		h.fail(w, r, apierrors.NewResourceExpired("the provided continue parameter is too old to display a consistent list result; list again without it"))
+		return
+	case err != nil:
+		h.fail(w, r, apierrors.NewInternalError(err))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	bw := bufio.NewWriterSize(w, 64<<10)
+	defer bw.Flush()
+	if tw.format.as != "" {
+		_ = tw.list(bw, res)
+		return
+	}
+	fmt.Fprintf(bw, `{"kind":%q,"apiVersion":%q,"metadata":%s,"items":[`, k.ListKind, k.Resource.GroupVersion().String(), listMeta(res))
+	for i, e := range res.Items {
+		if i > 0 {
+			_ = bw.WriteByte(',')
+		}
+		_, _ = bw.Write(e.JSON)
+	}
+	_, _ = bw.WriteString("]}\n")
+}
+
+// listMeta is a list's metadata as JSON.
+func listMeta(res membercache.ListResult) string {
+	m := metav1.ListMeta{ResourceVersion: res.RV, Continue: res.Continue}
+	if res.Remaining > 0 {
+		m.RemainingItemCount = &res.Remaining
+	}
+	b, _ := jsonMarshal(m)
+	return string(b)
+}

@@ -1,0 +1,96 @@
+package membercache
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+)
+
+// lastApplied is kubectl's client-side apply annotation: a second copy of
+// the object, never needed to read a pod or an event.
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// encode prunes obj (which the caller hands over) and turns it into the
+// Entry served for it at resourceVersion rv: managed fields and the
+// last-applied annotation go, the flotilla.io/cluster label comes.
+func (c *Cache) encode(k *Kind, cluster string, obj runtime.Object, rv uint64) (*Entry, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, fmt.Errorf("%s from %s: %w", k.Kind, cluster, err)
+	}
+	memberRV := m.GetResourceVersion()
+	m.SetManagedFields(nil)
+	if a := m.GetAnnotations(); a[lastApplied] != "" {
+		delete(a, lastApplied)
+		m.SetAnnotations(a)
+	}
+	if cluster != "" {
+		l := m.GetLabels()
+		if l == nil {
+			l = map[string]string{}
+		}
+		l[v1alpha1.LabelCluster] = cluster
+		m.SetLabels(l)
+	}
+	m.SetResourceVersion(c.FormatRV(rv))
+	obj.GetObjectKind().SetGroupVersionKind(k.Resource.GroupVersion().WithKind(k.Kind))
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s %s/%s from %s: %w", k.Kind, m.GetNamespace(), m.GetName(), cluster, err)
+	}
+	return &Entry{
+		Cluster:   intern(cluster),
+		Namespace: intern(m.GetNamespace()),
+		Name:      m.GetName(),
+		RV:        rv,
+		JSON:      data,
+		memberRV:  memberRV,
+		labels:    newPairs(m.GetLabels()),
+		fields:    newPairs(k.fields(obj)),
+	}, nil
+}
+
+// withRV returns a copy of e at resourceVersion rv (a deleted object's
+// last state, as the watch event of its deletion carries it).
+func (c *Cache) withRV(e *Entry, rv uint64) *Entry {
+	old := []byte(`"resourceVersion":"` + c.FormatRV(e.RV) + `"`)
+	out := *e
+	out.RV = rv
+	out.JSON = bytes.Replace(e.JSON, old, []byte(`"resourceVersion":"`+c.FormatRV(rv)+`"`), 1)
+	return &out
+}
+
+// Decode returns the typed object of an entry (for Table rows).
+func (k *Kind) Decode(e *Entry) (runtime.Object, error) {
+	obj := k.newObject()
+	if err := json.Unmarshal(e.JSON, obj); err != nil {
+		return nil, fmt.Errorf("decode cached %s %s/%s: %w", k.Kind, e.Namespace, e.Name, err)
+	}
+	return obj, nil
+}
+
+// rvBase separates the cache's epoch from its sequence in a
+// resourceVersion: epoch*rvBase + sequence.
+const rvBase = 10_000_000_000
+
+// FormatRV is the resourceVersion string of sequence number seq.
+func (c *Cache) FormatRV(seq uint64) string {
+	return strconv.FormatUint(c.epoch*rvBase+seq, 10)
+}
+
+// ParseRV returns the sequence number of a resourceVersion this cache
+// issued; ok is false for one it did not (another gateway process, or not
+// a number).
+func (c *Cache) ParseRV(rv string) (seq uint64, ok bool) {
+	n, err := strconv.ParseUint(rv, 10, 64)
+	if err != nil || n/rvBase != c.epoch {
+		return 0, false
+	}
+	return n % rvBase, true
+}

@@ -1,0 +1,143 @@
+package membercache
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// ErrExpired is returned for a resourceVersion or continue token the
+// cache cannot serve from (another gateway process's, or older than the
+// changes it keeps): the client must list afresh (410 Gone).
+var ErrExpired = errors.New("too old resource version")
+
+// ErrBadContinue is returned for a continue token that is not one.
+var ErrBadContinue = errors.New("invalid continue token")
+
+// ListOptions ask for a list.
+type ListOptions struct {
+	Filter
+	// Limit is the most items to return (0: all).
+	Limit int64
+	// Continue is the token of the previous page.
+	Continue string
+}
+
+// ListResult is one page of a list.
+type ListResult struct {
+	// Items are in namespace, name, cluster order.
+	Items []*Entry
+	// RV is the list's resourceVersion: a watch from it misses nothing
+	// that changed after the first page was read.
+	RV string
+	// Continue is the next page's token ("" on the last page).
+	Continue string
+	// Remaining is how many matching items follow this page.
+	Remaining int64
+}
+
+type continueToken struct {
+	RV    uint64 `json:"rv"`
+	Start string `json:"start"`
+}
+
+// List returns the entries of gr that pass the filter, a page at a time.
+// Pages after the first are read from the cache as it is then: each
+// object appears at most once, and one created or deleted meanwhile may
+// or may not; the resourceVersion stays the first page's.
+func (c *Cache) List(gr schema.GroupResource, o ListOptions) (ListResult, error) {
+	s, err := c.store(gr)
+	if err != nil {
+		return ListResult{}, err
+	}
+	var tok continueToken
+	if o.Continue != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(o.Continue)
+		if err != nil || json.Unmarshal(raw, &tok) != nil || tok.Start == "" {
+			return ListResult{}, ErrBadContinue
+		}
+		if tok.RV < s.horizonSeq() {
+			// Not needed for correctness of the page, but a token older
+			// than the history is as stale as a kube-apiserver's
+			// compacted one.
+			return ListResult{}, ErrExpired
+		}
+	}
+	s.mu.RLock()
+	rv := s.last
+	items := make([]*Entry, 0, len(s.objects))
+	for _, e := range s.objects {
+		if (tok.Start == "" || e.key() > tok.Start) && o.Matches(e) {
+			items = append(items, e)
+		}
+	}
+	s.mu.RUnlock()
+	if o.Continue != "" {
+		rv = tok.RV
+	}
+	sort.Slice(items, func(i, j int) bool { return items[i].key() < items[j].key() })
+	res := ListResult{RV: c.FormatRV(rv)}
+	if o.Limit > 0 && int64(len(items)) > o.Limit {
+		res.Remaining = int64(len(items)) - o.Limit
+		items = items[:o.Limit]
+		raw, _ := json.Marshal(continueToken{RV: rv, Start: items[len(items)-1].key()})
+		res.Continue = base64.RawURLEncoding.EncodeToString(raw)
+	}
+	res.Items = items
+	return res, nil
+}
+
+func (s *store) horizonSeq() uint64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.horizon
+}
+
+// Get returns the object of that namespace and name in every member that
+// has one, ordered by member name.
+func (c *Cache) Get(gr schema.GroupResource, namespace, name string) ([]*Entry, error) {
+	s, err := c.store(gr)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	var out []*Entry
+	for cluster := range s.clusters {
+		if e := s.objects[id{cluster, namespace, name}]; e != nil {
+			out = append(out, e)
+		}
+	}
+	s.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Cluster < out[j].Cluster })
+	return out, nil
+}
+
+// CurrentRV is the resourceVersion of gr's latest change.
+func (c *Cache) CurrentRV(gr schema.GroupResource) (string, error) {
+	s, err := c.store(gr)
+	if err != nil {
+		return "", err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return c.FormatRV(s.last), nil
+}
+
+// Len is the number of cached objects of gr.
+func (c *Cache) Len(gr schema.GroupResource) int {
+	s, err := c.store(gr)
+	if err != nil {
+		return 0
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.objects)
+}
+
+func (o ListOptions) String() string {
+	return fmt.Sprintf("namespace=%q labels=%v fields=%v limit=%d", o.Namespace, o.Label, o.Field, o.Limit)
+}
