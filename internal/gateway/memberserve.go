@@ -16,6 +16,7 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/warning"
+	"k8s.io/klog/v2"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/membercache"
@@ -155,17 +156,17 @@ func (h *memberHandler) get(w http.ResponseWriter, r *http.Request, k *membercac
 			k.Resource.Resource, info.Name, entries[0].Cluster, strings.Join(others, ", "), entries[0].Cluster, v1alpha1.LabelCluster))
 	}
 	e := entries[0]
-	w.Header().Set("Content-Type", "application/json")
+	var body []byte
 	if tw.format.as == "" {
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write(e.JSON)
-		return
+		body, err = e.JSON()
+	} else {
+		body, err = tw.single(e)
 	}
-	body, err := tw.single(e)
 	if err != nil {
 		h.fail(w, r, apierrors.NewInternalError(err))
 		return
 	}
+	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(body)
 }
@@ -198,11 +199,18 @@ func (h *memberHandler) list(w http.ResponseWriter, r *http.Request, k *memberca
 		return
 	}
 	fmt.Fprintf(bw, `{"kind":%q,"apiVersion":%q,"metadata":%s,"items":[`, k.ListKind, k.Resource.GroupVersion().String(), listMeta(res))
+	var buf []byte
 	for i, e := range res.Items {
+		if buf, err = e.AppendJSON(buf[:0]); err != nil {
+			// Headers are out: the client sees a truncated body and
+			// fails to decode it rather than a list missing an item.
+			klog.FromContext(r.Context()).Error(err, "Reading the member cache")
+			return
+		}
 		if i > 0 {
 			_ = bw.WriteByte(',')
 		}
-		_, _ = bw.Write(e.JSON)
+		_, _ = bw.Write(buf)
 	}
 	_, _ = bw.WriteString("]}\n")
 }

@@ -148,7 +148,11 @@ func (e *eventEncoder) encode(buf *bytes.Buffer, ev membercache.Event) error {
 		}
 		obj = b
 	case e.tw.format.as == "":
-		obj = ev.Entry.JSON
+		b, err := ev.Entry.JSON()
+		if err != nil {
+			return err
+		}
+		obj = b
 	default:
 		b, err := e.tw.render([]*membercache.Entry{ev.Entry}, metav1.ListMeta{ResourceVersion: e.cache.FormatRV(ev.RV)}, false, e.headersSent)
 		if err != nil {

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"time"
 
@@ -28,31 +29,40 @@ func (t tableWriter) typeMeta(kind string) metav1.TypeMeta {
 
 // partial is e's metadata as a PartialObjectMetadata.
 func (t tableWriter) partial(e *membercache.Entry) (*metav1.PartialObjectMetadata, error) {
+	js, err := e.JSON()
+	if err != nil {
+		return nil, err
+	}
 	var obj struct {
 		Metadata metav1.ObjectMeta `json:"metadata"`
 	}
-	if err := json.Unmarshal(e.JSON, &obj); err != nil {
+	if err := json.Unmarshal(js, &obj); err != nil {
 		return nil, err
 	}
 	return &metav1.PartialObjectMetadata{TypeMeta: t.typeMeta("PartialObjectMetadata"), ObjectMeta: obj.Metadata}, nil
 }
 
-// row is e's Table row.
+// row is e's Table row: the JSON is read and decoded once for the
+// cells and the row's object.
 func (t tableWriter) row(e *membercache.Entry, now time.Time) (metav1.TableRow, error) {
-	obj, err := t.kind.Decode(e)
+	js, err := e.JSON()
 	if err != nil {
 		return metav1.TableRow{}, err
+	}
+	obj := t.kind.NewObject()
+	if err := json.Unmarshal(js, obj); err != nil {
+		return metav1.TableRow{}, fmt.Errorf("decode cached %s %s/%s: %w", t.kind.Kind, e.Namespace, e.Name, err)
 	}
 	row := metav1.TableRow{Cells: t.kind.Cells(obj, e.Cluster, now)}
 	switch t.includeObject {
 	case metav1.IncludeObject:
-		row.Object = runtime.RawExtension{Raw: e.JSON}
+		row.Object = runtime.RawExtension{Raw: js}
 	case metav1.IncludeMetadata:
-		p, err := t.partial(e)
-		if err != nil {
-			return row, err
+		if m, ok := obj.(metav1.ObjectMetaAccessor); ok {
+			if om, ok := m.GetObjectMeta().(*metav1.ObjectMeta); ok {
+				row.Object = runtime.RawExtension{Object: &metav1.PartialObjectMetadata{TypeMeta: t.typeMeta("PartialObjectMetadata"), ObjectMeta: *om}}
+			}
 		}
-		row.Object = runtime.RawExtension{Object: p}
 	}
 	return row, nil
 }

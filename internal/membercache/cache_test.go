@@ -64,7 +64,11 @@ func TestEncodePrunesAndLabels(t *testing.T) {
 	if len(got) != 1 {
 		t.Fatalf("get: %v", names(got))
 	}
-	js := string(got[0].JSON)
+	raw, err := got[0].JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	js := string(raw)
 	for _, want := range []string{`"flotilla.io/cluster":"a"`, `"app":"x"`, `"keep":"me"`, `"kind":"Pod"`, `"apiVersion":"v1"`, `"resourceVersion":"` + c.FormatRV(got[0].RV) + `"`} {
 		if !strings.Contains(js, want) {
 			t.Errorf("JSON lacks %s: %s", want, js)

@@ -19,12 +19,12 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // encode prunes obj (which the caller hands over) and turns it into the
 // Entry served for it at resourceVersion rv: managed fields and the
 // last-applied annotation go, the flotilla.io/cluster label comes.
-func (c *Cache) encode(k *Kind, cluster string, obj runtime.Object, rv uint64) (*Entry, error) {
+func (c *Cache) encode(k *Kind, cd *codec, cluster string, obj runtime.Object, rv uint64) (*Entry, error) {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, fmt.Errorf("%s from %s: %w", k.Kind, cluster, err)
 	}
-	memberRV := m.GetResourceVersion()
+	memberRV := versionHash(m.GetResourceVersion())
 	m.SetManagedFields(nil)
 	if a := m.GetAnnotations(); a[lastApplied] != "" {
 		delete(a, lastApplied)
@@ -44,32 +44,55 @@ func (c *Cache) encode(k *Kind, cluster string, obj runtime.Object, rv uint64) (
 	if err != nil {
 		return nil, fmt.Errorf("encode %s %s/%s from %s: %w", k.Kind, m.GetNamespace(), m.GetName(), cluster, err)
 	}
+	var fields map[string]string
+	if k.fields != nil {
+		fields = k.fields(obj)
+	}
+	compressed, err := cd.compress(data)
+	if err != nil {
+		return nil, err
+	}
 	return &Entry{
 		Cluster:   intern(cluster),
 		Namespace: intern(m.GetNamespace()),
 		Name:      m.GetName(),
 		RV:        rv,
-		JSON:      data,
+		data:      compressed,
+		codec:     cd,
 		memberRV:  memberRV,
 		labels:    newPairs(m.GetLabels()),
-		fields:    newPairs(k.fields(obj)),
+		fields:    cd.packFields(fields),
 	}, nil
 }
 
 // withRV returns a copy of e at resourceVersion rv (a deleted object's
-// last state, as the watch event of its deletion carries it).
+// last state, as the watch event of its deletion carries it). The copy
+// is e itself if its JSON cannot be read back (it then carries e's
+// resourceVersion).
 func (c *Cache) withRV(e *Entry, rv uint64) *Entry {
+	js, err := e.JSON()
+	if err != nil {
+		return e
+	}
 	old := []byte(`"resourceVersion":"` + c.FormatRV(e.RV) + `"`)
+	js = bytes.Replace(js, old, []byte(`"resourceVersion":"`+c.FormatRV(rv)+`"`), 1)
+	data, err := e.codec.compress(js)
+	if err != nil {
+		return e
+	}
 	out := *e
-	out.RV = rv
-	out.JSON = bytes.Replace(e.JSON, old, []byte(`"resourceVersion":"`+c.FormatRV(rv)+`"`), 1)
+	out.RV, out.data = rv, data
 	return &out
 }
 
 // Decode returns the typed object of an entry (for Table rows).
 func (k *Kind) Decode(e *Entry) (runtime.Object, error) {
+	js, err := e.JSON()
+	if err != nil {
+		return nil, err
+	}
 	obj := k.newObject()
-	if err := json.Unmarshal(e.JSON, obj); err != nil {
+	if err := json.Unmarshal(js, obj); err != nil {
 		return nil, fmt.Errorf("decode cached %s %s/%s: %w", k.Kind, e.Namespace, e.Name, err)
 	}
 	return obj, nil

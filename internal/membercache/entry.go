@@ -1,6 +1,7 @@
 package membercache
 
 import (
+	"fmt"
 	"sort"
 	"sync"
 
@@ -19,15 +20,30 @@ type Entry struct {
 	Namespace, Name string
 	// RV is the cache's resourceVersion of this state of the object.
 	RV uint64
-	// JSON is the pruned object as served, with the cache's
-	// resourceVersion and the flotilla.io/cluster label.
-	JSON []byte
-	// memberRV is the member's resourceVersion of the object: a relist
-	// that finds it unchanged changes nothing.
-	memberRV string
-	// labels and fields are sorted key/value pairs (k0, v0, k1, v1, ...).
-	labels, fields pairs
+	// memberRV is a hash of the member's resourceVersion of the object: a
+	// relist that finds it unchanged changes nothing.
+	memberRV uint64
+	// data is the pruned object as served (with the cache's
+	// resourceVersion and the flotilla.io/cluster label), compressed.
+	data  []byte
+	codec *codec
+	// labels are sorted key/value pairs (k0, v0, k1, v1, ...).
+	labels pairs
+	// fields are the values of the kind's selectable fields, packed.
+	fields string
 }
+
+// AppendJSON appends the object's JSON to buf.
+func (e *Entry) AppendJSON(buf []byte) ([]byte, error) {
+	out, err := e.codec.decompress(e.data, buf)
+	if err != nil {
+		return buf, fmt.Errorf("cached %s/%s from %s: %w", e.Namespace, e.Name, e.Cluster, err)
+	}
+	return out, nil
+}
+
+// JSON returns the object's JSON.
+func (e *Entry) JSON() ([]byte, error) { return e.AppendJSON(nil) }
 
 // Labels returns the object's labels (with flotilla.io/cluster) for
 // label selectors.
@@ -41,7 +57,11 @@ func (e *Entry) Fields() fields.Fields { return entryFields{e} }
 type entryFields struct{ e *Entry }
 
 func (f entryFields) Has(field string) bool {
-	return field == "metadata.name" || field == "metadata.namespace" || f.e.fields.Has(field)
+	if field == "metadata.name" || field == "metadata.namespace" {
+		return true
+	}
+	_, ok := f.e.codec.field(f.e.fields, field)
+	return ok
 }
 
 func (f entryFields) Get(field string) string {
@@ -51,7 +71,8 @@ func (f entryFields) Get(field string) string {
 	case "metadata.namespace":
 		return f.e.Namespace
 	}
-	return f.e.fields.Get(field)
+	v, _ := f.e.codec.field(f.e.fields, field)
+	return v
 }
 
 // key orders entries: namespace, then name, then cluster, so that a list

@@ -21,6 +21,7 @@ type change struct {
 type store struct {
 	cache *Cache
 	kind  *Kind
+	codec *codec
 
 	mu       sync.RWMutex
 	objects  map[id]*Entry
@@ -38,7 +39,7 @@ type store struct {
 
 func newStore(c *Cache, k *Kind) *store {
 	return &store{
-		cache: c, kind: k,
+		cache: c, kind: k, codec: newCodec(k),
 		objects:  map[id]*Entry{},
 		clusters: map[string]int{},
 		history:  make([]change, c.opts.History),
@@ -56,7 +57,7 @@ func (s *store) set(cluster string, obj runtime.Object) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old := s.objects[key]
-	if old != nil && old.memberRV == m.GetResourceVersion() {
+	if old != nil && old.memberRV == versionHash(m.GetResourceVersion()) {
 		return nil
 	}
 	return s.put(cluster, obj, old)
@@ -65,7 +66,7 @@ func (s *store) set(cluster string, obj runtime.Object) error {
 // put stores obj under the lock, as a change from old.
 func (s *store) put(cluster string, obj runtime.Object, old *Entry) error {
 	seq := s.cache.seq.Add(1)
-	e, err := s.cache.encode(s.kind, cluster, obj, seq)
+	e, err := s.cache.encode(s.kind, s.codec, cluster, obj, seq)
 	if err != nil {
 		return err
 	}
@@ -115,7 +116,7 @@ func (s *store) replace(cluster string, objs []runtime.Object) error {
 		key := id{cluster, m.GetNamespace(), m.GetName()}
 		seen[key] = true
 		old := s.objects[key]
-		if old != nil && old.memberRV == m.GetResourceVersion() {
+		if old != nil && old.memberRV == versionHash(m.GetResourceVersion()) {
 			continue
 		}
 		if err := s.put(cluster, obj, old); err != nil && firstErr == nil {
