@@ -48,6 +48,7 @@ type feed struct {
 	hash   string
 	token  *member.Token
 	cancel context.CancelFunc
+	route  *memberRoute
 }
 
 // memberStatus is what the gateway knows of a member besides its feed.
@@ -167,7 +168,7 @@ func (m *members) syncOne(ctx context.Context, mc *v1alpha1.MemberCluster) {
 	var secret *corev1.Secret
 	switch {
 	case st.pull:
-		st.problem = "it is a pull member: the gateway has no connection to it"
+		st.problem = "the gateway does not reach pull members yet"
 	case mc.Spec.SecretRef == nil:
 		st.problem = "it names no credentials Secret"
 	default:
@@ -206,9 +207,13 @@ func (m *members) syncOne(ctx context.Context, mc *v1alpha1.MemberCluster) {
 	if err == nil {
 		cfg.UserAgent = "flotilla-gateway/" + mc.Name
 		var cs kubernetes.Interface
+		var rt *memberRoute
 		if cs, err = kubernetes.NewForConfig(cfg); err == nil {
+			rt, err = newMemberRoute(mc.Name, cfg)
+		}
+		if err == nil {
 			fctx, cancel := context.WithCancel(ctx)
-			m.feeds[mc.Name] = &feed{hash: hash, token: tok, cancel: cancel}
+			m.feeds[mc.Name] = &feed{hash: hash, token: tok, cancel: cancel, route: rt}
 			klog.FromContext(ctx).Info("Caching member objects", "cluster", mc.Name, "endpoint", mc.Spec.APIEndpoint)
 			m.cache.Run(klog.NewContext(fctx, klog.FromContext(ctx).WithValues("cluster", mc.Name)), mc.Name, cs)
 		}
@@ -226,6 +231,17 @@ func (m *members) stopAll() {
 		f.cancel()
 		delete(m.feeds, name)
 	}
+}
+
+// route returns the way to a member's apiserver.
+func (m *members) route(cluster string) (*memberRoute, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f, ok := m.feeds[cluster]
+	if !ok || f.route == nil {
+		return nil, false
+	}
+	return f.route, true
 }
 
 // warnings says, for a read of gr, which members' objects are missing or

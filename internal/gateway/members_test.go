@@ -193,6 +193,10 @@ func TestMemberPodsFromEveryMember(t *testing.T) {
 		}
 		return nil
 	})
+	warned.take() // the first lists may come before the members are listed
+	if _, err := admin.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	if w := warned.take(); len(w) != 0 {
 		t.Errorf("warnings with every member ready and listed: %q", w)
 	}

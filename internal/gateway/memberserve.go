@@ -13,12 +13,12 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/warning"
 	"k8s.io/klog/v2"
 
-	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/membercache"
 )
 
@@ -30,6 +30,9 @@ type memberHandler struct {
 	members *members
 	host    http.Handler
 	params  runtime.ParameterCodec
+	// authz is the gateway's authorizer (the host's RBAC), for the
+	// checks the filters cannot make (create on exec for a WebSocket GET).
+	authz authorizer.Authorizer
 }
 
 // serves reports whether the request is for a cached member kind.
@@ -49,6 +52,10 @@ func (h *memberHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	read := info.Verb == "get" || info.Verb == "list" || info.Verb == "watch"
 	if gr.Group == "" && gr.Resource == "events" && !read {
 		h.host.ServeHTTP(w, r)
+		return
+	}
+	if routes(info) {
+		h.route(w, r, info)
 		return
 	}
 	if info.Subresource != "" || !read {
@@ -72,8 +79,8 @@ func (h *memberHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	for _, msg := range h.members.warnings(gr) {
-		warning.AddWarning(r.Context(), "", msg)
+	if info.Verb != "get" {
+		h.warnMissing(r, gr)
 	}
 	tw := tableWriter{kind: k, format: f, includeObject: includeObject(r)}
 	switch info.Verb {
@@ -83,6 +90,14 @@ func (h *memberHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.list(w, r, k, filter, opts, tw)
 	case "watch":
 		h.watch(w, r, k, filter, opts, tw)
+	}
+}
+
+// warnMissing names the members whose objects a list, a watch or a
+// failed get may lack.
+func (h *memberHandler) warnMissing(r *http.Request, gr schema.GroupResource) {
+	for _, msg := range h.members.warnings(gr) {
+		warning.AddWarning(r.Context(), "", msg)
 	}
 }
 
@@ -138,13 +153,23 @@ func (h *memberHandler) get(w http.ResponseWriter, r *http.Request, k *membercac
 	if k.Namespaced {
 		ns = info.Namespace
 	}
-	entries, err := h.cache.Get(k.GroupResource(), ns, info.Name)
+	name, member := splitName(info.Name)
+	entries, err := h.cache.Get(k.GroupResource(), ns, name)
 	if err != nil {
 		h.fail(w, r, apierrors.NewInternalError(err))
 		return
 	}
+	if member != "" {
+		e, err := pick(entries, k.Resource.Resource, name, member)
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		entries = []*membercache.Entry{e}
+	}
 	if len(entries) == 0 {
-		h.fail(w, r, apierrors.NewNotFound(k.GroupResource(), info.Name))
+		h.warnMissing(r, k.GroupResource())
+		h.fail(w, r, apierrors.NewNotFound(k.GroupResource(), name))
 		return
 	}
 	if len(entries) > 1 {
@@ -152,8 +177,8 @@ func (h *memberHandler) get(w http.ResponseWriter, r *http.Request, k *membercac
 		for _, e := range entries[1:] {
 			others = append(others, e.Cluster)
 		}
-		warning.AddWarning(r.Context(), "", fmt.Sprintf("%s %q is in members %s and %s: this is %s's (the first by member name); list with -l %s=<member> for another",
-			k.Resource.Resource, info.Name, entries[0].Cluster, strings.Join(others, ", "), entries[0].Cluster, v1alpha1.LabelCluster))
+		warning.AddWarning(r.Context(), "", fmt.Sprintf("%s %q is in members %s and %s: this is %s's (the first by member name); name another as %s@<member>",
+			k.Resource.Resource, name, entries[0].Cluster, strings.Join(others, ", "), entries[0].Cluster, name))
 	}
 	e := entries[0]
 	var body []byte

@@ -28,41 +28,55 @@ type hostProxy struct {
 // newHostProxy builds the proxy from the gateway's host client
 // configuration, which must be allowed to impersonate.
 func newHostProxy(cfg *rest.Config) (*hostProxy, error) {
+	host, h, err := newUpgradeAwareProxy(cfg, "the host apiserver", impersonating)
+	if err != nil {
+		return nil, err
+	}
+	return &hostProxy{host: host, handler: h}, nil
+}
+
+// newUpgradeAwareProxy builds a streaming, upgrade-aware proxy to the
+// apiserver of cfg with cfg's credentials; wrap (if not nil) wraps both
+// the plain and the upgrade transports (impersonation).
+func newUpgradeAwareProxy(cfg *rest.Config, what string, wrap func(http.RoundTripper) http.RoundTripper) (*url.URL, *proxy.UpgradeAwareHandler, error) {
+	if wrap == nil {
+		wrap = func(rt http.RoundTripper) http.RoundTripper { return rt }
+	}
 	host, err := url.Parse(cfg.Host)
 	if err != nil || host.Host == "" {
-		return nil, fmt.Errorf("host URL %q: not a URL", cfg.Host)
+		return nil, nil, fmt.Errorf("apiserver URL %q: not a URL", cfg.Host)
 	}
 	rt, err := rest.TransportFor(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("host transport: %w", err)
+		return nil, nil, fmt.Errorf("transport: %w", err)
 	}
 	// Upgraded connections (exec, port-forward, attach) are dialled
-	// afresh with the host's TLS (and client certificate), their request
-	// headers set by the same credentials and the same impersonation.
+	// afresh with the apiserver's TLS (and client certificate), their
+	// request headers set by the same credentials.
 	tlsCfg, err := rest.TLSConfigFor(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("host TLS configuration: %w", err)
+		return nil, nil, fmt.Errorf("TLS configuration: %w", err)
 	}
 	tc, err := cfg.TransportConfig()
 	if err != nil {
-		return nil, fmt.Errorf("host transport configuration: %w", err)
+		return nil, nil, fmt.Errorf("transport configuration: %w", err)
 	}
 	headers, err := transport.HTTPWrappersForConfig(tc, proxy.MirrorRequest)
 	if err != nil {
-		return nil, fmt.Errorf("host request headers: %w", err)
+		return nil, nil, fmt.Errorf("request headers: %w", err)
 	}
 	conn := utilnet.SetOldTransportDefaults(&http.Transport{TLSClientConfig: tlsCfg})
-	// The handler's own location only names the host: the request's path
-	// is used as it is (UseRequestLocation). Its path is "/" so that the
-	// handler does not answer a 301 to requests it thinks are for the root
-	// (it would for every request with an empty location path).
+	// The handler's own location only names the apiserver: the request's
+	// path is used as it is (UseRequestLocation). Its path is "/" so that
+	// the handler does not answer a 301 to requests it thinks are for the
+	// root (it would for every request with an empty location path).
 	loc := *host
 	loc.Path = "/"
-	h := proxy.NewUpgradeAwareHandler(&loc, impersonating(rt), false, false, errorResponder{})
+	h := proxy.NewUpgradeAwareHandler(&loc, wrap(rt), false, false, errorResponder{what: what})
 	h.UseRequestLocation = true
 	h.UseLocationHost = true
-	h.UpgradeTransport = proxy.NewUpgradeRequestRoundTripper(conn, impersonating(headers))
-	return &hostProxy{host: host, handler: h}, nil
+	h.UpgradeTransport = proxy.NewUpgradeRequestRoundTripper(conn, wrap(headers))
+	return host, h, nil
 }
 
 // ServeHTTP forwards r to the host.
@@ -99,12 +113,13 @@ type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-// errorResponder answers a request the host could not be reached for with
-// 503 and a Status, as an apiserver whose backend is down does.
-type errorResponder struct{}
+// errorResponder answers a request the apiserver behind could not be
+// reached for with 503 and a Status, as an apiserver whose backend is
+// down does.
+type errorResponder struct{ what string }
 
-func (errorResponder) Error(w http.ResponseWriter, r *http.Request, err error) {
-	klog.FromContext(r.Context()).Error(err, "Forwarding to the host failed", "path", r.URL.Path)
-	responsewriters.ErrorNegotiated(apierrors.NewServiceUnavailable("the host apiserver did not answer: "+err.Error()),
+func (e errorResponder) Error(w http.ResponseWriter, r *http.Request, err error) {
+	klog.FromContext(r.Context()).Error(err, "Forwarding failed", "to", e.what, "path", r.URL.Path)
+	responsewriters.ErrorNegotiated(apierrors.NewServiceUnavailable(e.what+" did not answer: "+err.Error()),
 		codecs, schema.GroupVersion{Version: "v1"}, w, r)
 }

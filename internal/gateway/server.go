@@ -210,6 +210,7 @@ func New(o *Options) (*Server, error) {
 	cfg.LongRunningFunc = longRunning
 	cfg.EnableMetrics = true
 	cfg.BuildHandlerChainFunc = func(own http.Handler, c *genericapiserver.Config) http.Handler {
+		memberKinds.authz = c.Authorization.Authorizer
 		route := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if ownPath(r.URL.Path) {
 				own.ServeHTTP(w, r)

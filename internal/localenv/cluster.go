@@ -143,6 +143,10 @@ func (p clusterPlan) component(set components.Set, name string) (ComponentState,
 			"--allow-privileged=true",
 			"--profiling=false",
 		}
+		if p.runsKwok() {
+			// kwok is the nodes' kubelet, at the InternalIP it gives them.
+			args = append(args, "--kubelet-preferred-address-types=InternalIP")
+		}
 	case components.KubeControllerManager:
 		c.Port, c.Ports = p.ports.controllerManager, []int{p.ports.controllerManager}
 		c.HealthURL = fmt.Sprintf("https://127.0.0.1:%d/healthz", p.ports.controllerManager)
@@ -165,13 +169,20 @@ func (p clusterPlan) component(set components.Set, name string) (ComponentState,
 		args = p.clientArgs(name, p.ports.scheduler)
 	case components.Kwok:
 		c.Port, c.Ports = p.ports.kwok, []int{p.ports.kwok}
-		c.HealthURL = fmt.Sprintf("http://127.0.0.1:%d/healthz", p.ports.kwok)
+		c.HealthURL = fmt.Sprintf("https://127.0.0.1:%d/healthz", p.ports.kwok)
 		args = []string{
 			"--kubeconfig=" + p.kubeconfig(),
 			"--manage-all-nodes=false",
 			"--manage-nodes-with-annotation-selector=" + kwokNodeAnnotation + "=fake",
 			"--node-lease-duration-seconds=40",
 			fmt.Sprintf("--server-address=127.0.0.1:%d", p.ports.kwok),
+			// The nodes' kubelet endpoint, which the member's apiserver
+			// calls for logs, exec and port-forward (debugging.go).
+			"--node-ip=127.0.0.1",
+			fmt.Sprintf("--node-port=%d", p.ports.kwok),
+			"--tls-cert-file=" + p.pki("kwok.crt"),
+			"--tls-private-key-file=" + p.pki("kwok.key"),
+			"--config=" + p.kwokDebugConfig(),
 			fmt.Sprintf("--cidr=10.%d.0.0/16", 100+p.index%100),
 		}
 		for _, f := range set.StageFiles() {

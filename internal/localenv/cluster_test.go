@@ -80,7 +80,7 @@ func TestComponentArgs(t *testing.T) {
 		{
 			name: "kwok manages only annotated nodes with the module's stages", plan: member, component: components.Kwok,
 			wantArgs: []string{"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake", "--server-address=127.0.0.1:16", "--config=/bin/c/stages/pod-ready.yaml", "--config=/bin/c/stages/node-heartbeat-with-lease.yaml"},
-			wantPort: 16, wantURL: "http://127.0.0.1:16/healthz",
+			wantPort: 16, wantURL: "https://127.0.0.1:16/healthz",
 		},
 		{
 			name: "scheduler", plan: member, component: components.KubeScheduler,

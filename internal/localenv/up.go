@@ -243,6 +243,9 @@ func (p *clusterPlan) prepare(ca *authority, token, controllerToken, gatewayToke
 	if err := writeKubeconfig(kubeconfigFor(p.name, p.server(), ca.certPEM, token), p.kubeconfig()); err != nil {
 		return ClusterState{}, err
 	}
+	if err := p.prepareKwok(ca); err != nil {
+		return ClusterState{}, fmt.Errorf("kwok of %s: %w", p.name, err)
+	}
 	cs := ClusterState{Name: p.name, Role: p.role, Mode: p.mode, Server: p.server(), Kubeconfig: p.kubeconfig()}
 	if p.role == RoleHost {
 		cs.ControllerKubeconfig = p.controllerKubeconfig()

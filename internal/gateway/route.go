@@ -1,0 +1,147 @@
+package gateway
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/proxy"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+
+	"github.com/flotilla-io/flotilla/internal/membercache"
+)
+
+// memberRoute forwards requests to one member's apiserver with the
+// gateway's session for that member (the control plane's credentials),
+// never with the user's: the host's RBAC has decided before.
+type memberRoute struct {
+	host    *url.URL
+	handler *proxy.UpgradeAwareHandler
+}
+
+func newMemberRoute(name string, cfg *rest.Config) (*memberRoute, error) {
+	host, h, err := newUpgradeAwareProxy(cfg, "member "+name+"'s apiserver", nil)
+	if err != nil {
+		return nil, fmt.Errorf("member %s: %w", name, err)
+	}
+	return &memberRoute{host: host, handler: h}, nil
+}
+
+// routedSubresources are the pod subresources served by the member that
+// runs the pod.
+var routedSubresources = map[string]bool{"log": true, "exec": true, "attach": true, "portforward": true}
+
+// streamSubresources give a shell or a network path into a pod: like
+// kube-apiserver, the gateway requires create on them even for the GET a
+// WebSocket client sends.
+var streamSubresources = map[string]bool{"exec": true, "attach": true, "portforward": true}
+
+// routes reports whether the request goes to the member that owns a pod:
+// a pod's logs, exec, attach, port-forward, or its deletion.
+func routes(info *request.RequestInfo) bool {
+	if info.APIGroup != "" || info.Resource != "pods" || info.Name == "" {
+		return false
+	}
+	return routedSubresources[info.Subresource] || (info.Subresource == "" && info.Verb == "delete")
+}
+
+// splitName reads "name@member", the gateway's way to name one member's
+// object when several members have one of that name ('@' is not allowed
+// in object names).
+func splitName(s string) (name, member string) {
+	if i := strings.LastIndexByte(s, '@'); i > 0 {
+		return s[:i], s[i+1:]
+	}
+	return s, ""
+}
+
+// pick returns the one entry a request names: with a member, that
+// member's; without one, the only member's, or an error naming them.
+func pick(entries []*membercache.Entry, gr string, name, member string) (*membercache.Entry, error) {
+	if member != "" {
+		for _, e := range entries {
+			if e.Cluster == member {
+				return e, nil
+			}
+		}
+		return nil, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusNotFound, Reason: metav1.StatusReasonNotFound,
+			Message: fmt.Sprintf("%s %q not found in member %s", gr, name, member), Details: &metav1.StatusDetails{Kind: gr, Name: name + "@" + member}}}
+	}
+	switch len(entries) {
+	case 0:
+		return nil, apierrors.NewNotFound(corev1.Resource(gr), name)
+	case 1:
+		return entries[0], nil
+	}
+	names := make([]string, len(entries))
+	for i, e := range entries {
+		names[i] = e.Cluster
+	}
+	return nil, statusError(http.StatusConflict, metav1.StatusReasonConflict, corev1.Resource(gr), name,
+		fmt.Sprintf("%s %q is in members %s: name one as %s@<member> (for example %s@%s)", gr, name, strings.Join(names, ", "), name, name, names[0]))
+}
+
+// route forwards a pod request to the member running the pod.
+func (h *memberHandler) route(w http.ResponseWriter, r *http.Request, info *request.RequestInfo) {
+	name, member := splitName(info.Name)
+	entries, err := h.cache.Get(corev1.Resource("pods"), info.Namespace, name)
+	if err != nil {
+		h.fail(w, r, apierrors.NewInternalError(err))
+		return
+	}
+	e, err := pick(entries, "pods", name, member)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if streamSubresources[info.Subresource] && info.Verb != "create" {
+		if err := h.authorizeCreate(r, info); err != nil {
+			h.fail(w, r, err)
+			return
+		}
+	}
+	rt, ok := h.members.route(e.Cluster)
+	if !ok {
+		h.fail(w, r, apierrors.NewServiceUnavailable(fmt.Sprintf("member %s is not connected to the gateway", e.Cluster)))
+		return
+	}
+	klog.FromContext(r.Context()).V(2).Info("Routing to a member", "cluster", e.Cluster, "verb", info.Verb, "subresource", info.Subresource, "pod", klog.KRef(info.Namespace, name))
+	out := r.Clone(r.Context())
+	out.URL.Scheme, out.URL.Host, out.Host = rt.host.Scheme, rt.host.Host, rt.host.Host
+	if member != "" {
+		out.URL.Path = strings.Replace(out.URL.Path, "/pods/"+info.Name, "/pods/"+name, 1)
+		out.URL.RawPath = ""
+	}
+	out.Header.Del("Authorization")
+	rt.handler.ServeHTTP(w, out)
+}
+
+// authorizeCreate asks the host whether the user may create the
+// subresource (exec, attach, portforward).
+func (h *memberHandler) authorizeCreate(r *http.Request, info *request.RequestInfo) error {
+	u, ok := request.UserFrom(r.Context())
+	if !ok || h.authz == nil {
+		return apierrors.NewInternalError(fmt.Errorf("no user or authorizer for %s", info.Subresource))
+	}
+	attrs := authorizer.AttributesRecord{User: u, Verb: "create", Namespace: info.Namespace, APIVersion: "v1",
+		Resource: "pods", Subresource: info.Subresource, Name: info.Name, ResourceRequest: true}
+	decision, reason, err := h.authz.Authorize(r.Context(), attrs)
+	if decision == authorizer.DecisionAllow {
+		return nil
+	}
+	msg := fmt.Sprintf("User %q cannot create resource \"pods/%s\" in API group \"\" in the namespace %q", u.GetName(), info.Subresource, info.Namespace)
+	if reason != "" {
+		msg += ": " + reason
+	}
+	if err != nil {
+		msg += ": " + err.Error()
+	}
+	return apierrors.NewForbidden(corev1.Resource("pods/"+info.Subresource), info.Name, fmt.Errorf("%s", msg))
+}

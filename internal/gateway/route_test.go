@@ -1,0 +1,106 @@
+package gateway_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/flotilla-io/flotilla/internal/testenv"
+)
+
+// TestDeletePodGoesToItsMember: `kubectl delete pod` through the gateway
+// deletes the pod in the member that runs it; a name two members share
+// is refused with the way to name one (name@member), which then works.
+func TestDeletePodGoesToItsMember(t *testing.T) {
+	joinMembers(t)
+	gw := startGateway(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	memberNamespace(t, ns)
+	a, b := env.Members[0].Client, env.Members[1].Client
+	makePod(t, b, ns, "solo", nil)
+	makePod(t, a, ns, "twin", nil)
+	makePod(t, b, ns, "twin", nil)
+	admin := adminThrough(t, gw)
+	testenv.Eventually(t, 30*time.Second, "the pods cached", func(ctx context.Context) error {
+		l, err := admin.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		if len(l.Items) != 3 {
+			return fmt.Errorf("pods %v", podNames(l.Items))
+		}
+		return nil
+	})
+	zero := metav1.DeleteOptions{GracePeriodSeconds: new(int64)}
+	if err := admin.CoreV1().Pods(ns).Delete(ctx, "solo", zero); err != nil {
+		t.Fatalf("delete solo through the gateway: %v", err)
+	}
+	testenv.Eventually(t, 30*time.Second, "solo gone from beta", func(ctx context.Context) error {
+		if _, err := b.CoreV1().Pods(ns).Get(ctx, "solo", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("solo in beta: %v", err)
+		}
+		return nil
+	})
+	err := admin.CoreV1().Pods(ns).Delete(ctx, "twin", zero)
+	if !apierrors.IsConflict(err) || !strings.Contains(err.Error(), "twin@alpha") {
+		t.Errorf("delete of a name in two members: %v, want 409 naming twin@alpha", err)
+	}
+	if p, err := admin.CoreV1().Pods(ns).Get(ctx, "twin@beta", metav1.GetOptions{}); err != nil || p.Labels["flotilla.io/cluster"] != "beta" {
+		t.Errorf("get twin@beta: %v (err %v)", p.Labels, err)
+	}
+	if err := admin.CoreV1().Pods(ns).Delete(ctx, "twin@beta", zero); err != nil {
+		t.Fatalf("delete twin@beta: %v", err)
+	}
+	testenv.Eventually(t, 30*time.Second, "twin gone from beta only", func(ctx context.Context) error {
+		if _, err := b.CoreV1().Pods(ns).Get(ctx, "twin", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("twin in beta: %v", err)
+		}
+		_, err := a.CoreV1().Pods(ns).Get(ctx, "twin", metav1.GetOptions{})
+		return err
+	})
+	if _, err := admin.CoreV1().Pods(ns).Get(ctx, "twin@gamma", metav1.GetOptions{}); !apierrors.IsNotFound(err) || !strings.Contains(err.Error(), "not found in member gamma") {
+		t.Errorf("get twin@gamma: %v, want 404 naming the member", err)
+	}
+}
+
+// TestExecNeedsCreate: a user who may get pods/exec but not create it
+// (what a WebSocket exec's GET is authorized as) is refused, as by a
+// kube-apiserver, before anything reaches the member.
+func TestExecNeedsCreate(t *testing.T) {
+	joinMembers(t)
+	gw := startGateway(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	memberNamespace(t, ns)
+	makePod(t, env.Members[0].Client, ns, "shell", nil)
+	if _, err := env.Host.Client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "peeker"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "peek"}, Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods", "pods/exec"}, Verbs: []string{"get", "list"}}}}
+	if _, err := env.Host.Client.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "peek"}, RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "peek"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "peeker", Namespace: ns}}}
+	if _, err := env.Host.Client.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	peeker := as(t, gw, saToken(t, ns, "peeker"))
+	testenv.Eventually(t, 30*time.Second, "the pod cached and readable by the peeker", func(ctx context.Context) error {
+		_, err := peeker.CoreV1().Pods(ns).Get(ctx, "shell", metav1.GetOptions{})
+		return err
+	})
+	err := peeker.CoreV1().RESTClient().Get().Namespace(ns).Resource("pods").Name("shell").SubResource("exec").
+		Param("command", "true").Param("stdout", "true").Do(ctx).Error()
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `cannot create resource "pods/exec"`) {
+		t.Errorf("exec by GET without create: %v, want 403 naming create on pods/exec", err)
+	}
+}
