@@ -17,8 +17,9 @@ import (
 //
 //   - logs: every container's log is the member's container.log file
 //     (two lines written at start, in the CRI log format; -f follows it);
-//   - exec: the command runs on this machine, in a scratch directory of the
-//     member, as nobody when the environment runs as root;
+//   - exec: the command runs on this machine, in the temporary directory,
+//     with FLOTILLA_MEMBER set to the member's name, as nobody when the
+//     environment runs as root;
 //   - port-forward: every port is an echo service (cat), so that bytes sent
 //     through a forwarded port come back.
 //
@@ -46,13 +47,6 @@ func (p clusterPlan) prepareKwok(ca *authority) error {
 	if err != nil {
 		return err
 	}
-	scratch := filepath.Join(p.kwokDir(), "exec")
-	if err := os.MkdirAll(scratch, 0o777); err != nil {
-		return err
-	}
-	if err := os.Chmod(scratch, 0o777|os.ModeSticky); err != nil {
-		return err
-	}
 	security := ""
 	if os.Geteuid() == 0 {
 		security = "\n      securityContext: {runAsUser: 65534, runAsGroup: 65534}"
@@ -75,7 +69,9 @@ metadata:
 spec:
   execs:
   - local:
-      workDir: %q%s
+      workDir: %q
+      envs:
+      - {name: FLOTILLA_MEMBER, value: %q}%s
 ---
 apiVersion: kwok.x-k8s.io/v1alpha1
 kind: ClusterPortForward
@@ -84,7 +80,7 @@ metadata:
 spec:
   forwards:
   - command: ["cat"]
-`, logFile, logFile, scratch, security)
+`, logFile, logFile, os.TempDir(), p.name, security)
 	// The CRI log format a kubelet reads: time, stream, tag, text.
 	now := time.Now().UTC().Format(time.RFC3339Nano)
 	lines := fmt.Sprintf("%s stdout F fake container of member %s: started\n%s stdout F fake container of member %s: serving\n", now, p.name, now, p.name)
