@@ -1,9 +1,9 @@
 // Package admission embeds the admission policies Flotilla installs into
 // the host control plane (ValidatingAdmissionPolicies and their bindings:
-// deletion protection, and the guard that lets only hub admins accept a
-// pull member) and installs them. Like the CRDs, they are written only
-// when missing or different from this binary's, so that a restart writes
-// nothing.
+// deletion protection, scale-down protection, and the guard that lets
+// only hub admins accept a pull member) and installs them. Like the CRDs,
+// they are written only when missing or different from this binary's, so
+// that a restart writes nothing.
 package admission
 
 import (
@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-//go:embed deletion-protection.yaml accept-guard.yaml
+//go:embed deletion-protection.yaml accept-guard.yaml scale-down-protection.yaml
 var manifests embed.FS
 
 // Set is one embedded manifest: a policy and its binding.
@@ -38,10 +38,18 @@ const (
 	// AcceptGuard lets only users allowed to update memberclusters/accept
 	// change a MemberCluster's spec.accepted.
 	AcceptGuard Set = "accept-guard.yaml"
+	// ScaleDownProtection refuses a replicas change that removes more
+	// than flotilla.io/scale-down-limit percent of a workload's replicas
+	// at once, unless flotilla.io/scale-down-to names the target.
+	ScaleDownProtection Set = "scale-down-protection.yaml"
 )
 
 // AllSets are all embedded sets.
-var AllSets = []Set{AcceptGuard, DeletionProtection}
+var AllSets = []Set{AcceptGuard, DeletionProtection, ScaleDownProtection}
+
+// ScaleDownProtectionName names the ValidatingAdmissionPolicy (and its
+// binding) of ScaleDownProtection.
+const ScaleDownProtectionName = "flotilla.io-scale-down-protection"
 
 // AcceptGuardName names the ValidatingAdmissionPolicy (and its binding) of
 // AcceptGuard.

@@ -11,7 +11,8 @@ func TestLoadEmbeddedPolicies(t *testing.T) {
 		sets []Set
 		want []string
 	}{
-		{nil, []string{AcceptGuardName, DeletionProtectionName}},
+		{nil, []string{AcceptGuardName, DeletionProtectionName, ScaleDownProtectionName}},
+		{[]Set{ScaleDownProtection}, []string{ScaleDownProtectionName}},
 		{[]Set{DeletionProtection}, []string{DeletionProtectionName}},
 		{[]Set{AcceptGuard}, []string{AcceptGuardName}},
 	} {

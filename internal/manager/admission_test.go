@@ -152,3 +152,75 @@ func TestAdmissionEnsureIsIdempotent(t *testing.T) {
 		t.Errorf("binding actions %v after Ensure, want [Deny]", b.Spec.ValidationActions)
 	}
 }
+
+// The leader installs scale-down protection: in a namespace that limits
+// scale-downs to 50%, a Deployment going from 10 to 2 replicas (through
+// its spec or its scale subresource) is refused with the way to mean it;
+// 10 to 5 passes, as does 5 to 1 with flotilla.io/scale-down-to=1; a
+// workload's own limit wins over its namespace's, and workloads of
+// namespaces without a limit are not affected.
+func TestScaleDownProtection(t *testing.T) {
+	testenv.Need(t, env)
+	ctx := context.Background()
+	if _, err := admission.Ensure(ctx, env.Host.Config, admission.ScaleDownProtection); err != nil {
+		t.Fatal(err)
+	}
+	cs := env.Host.Client
+	ns := env.Namespace(t)
+	if _, err := cs.CoreV1().Namespaces().Patch(ctx, ns, "application/merge-patch+json",
+		[]byte(`{"metadata":{"annotations":{"flotilla.io/scale-down-limit":"50"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deps := cs.AppsV1().Deployments(ns)
+	if _, err := deps.Create(ctx, testenv.MakeDeployment("web", ns).Replicas(10).Obj(), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	replicas := func(n int, extra string) []byte {
+		return []byte(fmt.Sprintf(`{"metadata":{"annotations":{%s}},"spec":{"replicas":%d}}`, extra, n))
+	}
+	dryRun := metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}
+	testenv.Eventually(t, time.Minute, "the policy refuses 10 -> 2", func(ctx context.Context) error {
+		_, err := deps.Patch(ctx, "web", "application/merge-patch+json", replicas(2, ""), dryRun)
+		if !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) {
+			return fmt.Errorf("dry-run patch returned %v", err)
+		}
+		return nil
+	})
+	_, err := deps.Patch(ctx, "web", "application/merge-patch+json", replicas(2, ""), metav1.PatchOptions{})
+	if err == nil || !strings.Contains(err.Error(), "from 10 to 2 replicas removes 80%") || !strings.Contains(err.Error(), "flotilla.io/scale-down-to=2") {
+		t.Fatalf("10 -> 2: %v, want a refusal with the way to mean it", err)
+	}
+	scale, err := deps.GetScale(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scale.Spec.Replicas = 1
+	if _, err := deps.UpdateScale(ctx, "web", scale, metav1.UpdateOptions{}); err == nil || !strings.Contains(err.Error(), "scale subresource carries no annotations") {
+		t.Errorf("10 -> 1 through /scale: %v, want a refusal", err)
+	}
+	if _, err := deps.Patch(ctx, "web", "application/merge-patch+json", replicas(5, ""), metav1.PatchOptions{}); err != nil {
+		t.Errorf("10 -> 5 (50%%): %v", err)
+	}
+	if _, err := deps.Patch(ctx, "web", "application/merge-patch+json", replicas(1, `"flotilla.io/scale-down-to":"1"`), metav1.PatchOptions{}); err != nil {
+		t.Errorf("5 -> 1 with the intent: %v", err)
+	}
+	// The intent named 1: it does not let a later step through. The
+	// workload's own limit (90%) wins over the namespace's.
+	if _, err := deps.Patch(ctx, "web", "application/merge-patch+json", replicas(10, ""), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := deps.Patch(ctx, "web", "application/merge-patch+json", replicas(0, ""), metav1.PatchOptions{}); err == nil {
+		t.Error("10 -> 0 with an intent for 1 was not refused")
+	}
+	if _, err := deps.Patch(ctx, "web", "application/merge-patch+json", replicas(1, `"flotilla.io/scale-down-limit":"90","flotilla.io/scale-down-to":null`), metav1.PatchOptions{}); err != nil {
+		t.Errorf("10 -> 1 under the workload's own 90%% limit: %v", err)
+	}
+	// Another namespace sets no limit.
+	free := env.Namespace(t)
+	if _, err := cs.AppsV1().Deployments(free).Create(ctx, testenv.MakeDeployment("web", free).Replicas(10).Obj(), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.AppsV1().Deployments(free).Patch(ctx, "web", "application/merge-patch+json", replicas(0, ""), metav1.PatchOptions{}); err != nil {
+		t.Errorf("10 -> 0 without a limit: %v", err)
+	}
+}

@@ -58,6 +58,10 @@ type Options struct {
 	// policy that refuses to delete host objects annotated
 	// flotilla.io/deletion-protection: "true".
 	DeletionProtection bool
+	// ScaleDownProtection installs, once this replica leads, the admission
+	// policy that refuses large scale-downs of workloads that set
+	// flotilla.io/scale-down-limit (config/admission).
+	ScaleDownProtection bool
 	// LeaderElect enables leader election, so that only one replica runs
 	// the controllers.
 	LeaderElect bool
@@ -138,6 +142,7 @@ func DefaultOptions() Options {
 		Controllers:                []string{"*"},
 		InstallCRDs:                true,
 		DeletionProtection:         true,
+		ScaleDownProtection:        true,
 		LeaderElect:                true,
 		LeaderElectionNamespace:    v1alpha1.SystemNamespace,
 		LeaderElectionID:           "flotilla-controller-manager",
@@ -253,6 +258,9 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	sets := []admission.Set{admission.AcceptGuard}
 	if opts.DeletionProtection {
 		sets = append(sets, admission.DeletionProtection)
+	}
+	if opts.ScaleDownProtection {
+		sets = append(sets, admission.ScaleDownProtection)
 	}
 	if err := mgr.Add(admissionInstaller{cfg: cfg, sets: sets, logger: mgr.GetLogger().WithName("admission")}); err != nil {
 		return nil, fmt.Errorf("add the admission policy install: %w", err)
