@@ -73,9 +73,16 @@ func TestUpStatusDown(t *testing.T) {
 		if r.err != nil || strings.TrimSpace(r.stdout) != m2.Kubeconfig {
 			t.Errorf("kubeconfig member-2: err=%v got %q want %q", r.err, r.stdout, m2.Kubeconfig)
 		}
-		r = flotilla(t, "kubeconfig", "gateway", "--state-dir", dir)
-		if r.err != nil || strings.TrimSpace(r.stdout) != localenv.GatewayAdminKubeconfig(dir) {
-			t.Errorf("kubeconfig gateway: err=%v got %q want %q", r.err, r.stdout, localenv.GatewayAdminKubeconfig(dir))
+		for _, args := range [][]string{{"kubeconfig", "gateway"}, {"kubeconfig"}} {
+			r = flotilla(t, append(args, "--state-dir", dir)...)
+			if r.err != nil || strings.TrimSpace(r.stdout) != localenv.GatewayAdminKubeconfig(dir) {
+				t.Errorf("%v: err=%v got %q want the gateway's %q", args, r.err, r.stdout, localenv.GatewayAdminKubeconfig(dir))
+			}
+		}
+		host, _ := st.Cluster(localenv.HostName)
+		r = flotilla(t, "kubeconfig", "host", "--state-dir", dir)
+		if r.err != nil || strings.TrimSpace(r.stdout) != host.Kubeconfig {
+			t.Errorf("kubeconfig host: err=%v got %q want %q", r.err, r.stdout, host.Kubeconfig)
 		}
 		r = flotilla(t, "kubeconfig", "member-9", "--state-dir", dir)
 		if r.err == nil || !oneErrorLine(r.stderr, `no cluster "member-9"`) {

@@ -14,18 +14,22 @@ import (
 func NewKubeconfigCmd(streams Streams) *cobra.Command {
 	var stateDir string
 	cmd := &cobra.Command{
-		Use:   "kubeconfig [host|member-N|all|gateway]",
-		Short: "Print the path of a cluster's kubeconfig in the local environment",
-		Long: `Print the path of the admin kubeconfig of one cluster (default: host). "all"
-prints a kubeconfig holding every cluster, one context per cluster name.
-"gateway" prints the admin kubeconfig that reaches the host through
-flotilla gateway (same identity, the gateway's endpoint).`,
-		Example: `  kubectl --kubeconfig "$(flotilla kubeconfig)" get namespaces
-  kubectl --kubeconfig "$(flotilla kubeconfig all)" --context member-2 get nodes
-  kubectl --kubeconfig "$(flotilla kubeconfig gateway)" api-resources`,
+		Use:   "kubeconfig [gateway|host|member-N|all]",
+		Short: "Print the path of a kubeconfig of the local environment",
+		Long: `Print the path of an admin kubeconfig of the local environment.
+
+With no argument (or "gateway"): the federation's one endpoint, flotilla
+gateway: host kinds (templates, policies, MemberClusters) and the members'
+pods, events, nodes, EndpointSlices and ReplicaSets, with logs, exec and
+port-forward. "host" is the raw host apiserver (operators; no member
+kinds), "member-N" one member's apiserver, and "all" a kubeconfig holding
+every cluster, one context per cluster name.`,
+		Example: `  kubectl --kubeconfig "$(flotilla kubeconfig)" get pods -A -o wide
+  kubectl --kubeconfig "$(flotilla kubeconfig host)" get namespaces
+  kubectl --kubeconfig "$(flotilla kubeconfig all)" --context member-2 get nodes`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name := localenv.HostName
+			name := "gateway"
 			if len(args) == 1 {
 				name = args[0]
 			}
