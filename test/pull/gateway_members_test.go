@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -232,4 +233,110 @@ func writeManifest(t *testing.T, content string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// TestGatewayRBACProtectionAndOutage: through the gateway, a
+// ServiceAccount allowed to read pods in one namespace sees that
+// namespace's member pods and gets the usual 403 for all namespaces; a
+// namespace annotated flotilla.io/deletion-protection=true refuses
+// deletion; a member whose apiserver is SIGSTOPped does not stall
+// `kubectl get pods -A`, whose answer still has the other member's pods.
+func TestGatewayRBACProtectionAndOutage(t *testing.T) {
+	if env == nil {
+		t.Skip("no environment (-short)")
+	}
+	ns := "gateway-rbac"
+	manifest := writeManifest(t, fmt.Sprintf(`apiVersion: v1
+kind: Namespace
+metadata:
+  name: %[1]s
+  annotations: {flotilla.io/deletion-protection: "true"}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: viewer, namespace: %[1]s}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: pod-reader, namespace: %[1]s}
+rules:
+- {apiGroups: [""], resources: [pods], verbs: [get, list, watch]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: pod-reader, namespace: %[1]s}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: pod-reader}
+subjects:
+- {kind: ServiceAccount, name: viewer, namespace: %[1]s}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: app, namespace: %[1]s}
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: app}
+  template:
+    metadata:
+      labels: {app: app}
+    spec:
+      containers:
+      - {name: app, image: registry.example.com/app:1.0}
+---
+apiVersion: flotilla.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: app, namespace: %[1]s}
+spec:
+  resourceSelectors:
+  - {apiVersion: apps/v1, kind: Deployment, name: app}
+  placement:
+    clusterNames: [member-1, member-2]
+    replicaScheduling: {type: Divide}
+`, ns))
+	t.Cleanup(func() {
+		_, _ = kubectlGatewayErr("annotate", "namespace", ns, "flotilla.io/deletion-protection-")
+		_, _ = kubectlGatewayErr("delete", "namespace", ns, "--wait=false")
+	})
+	kubectlGateway(t, "apply", "-f", manifest)
+	viewer := "system:serviceaccount:" + ns + ":viewer"
+	eventually(t, "the viewer sees the namespace's pods in both members", func(context.Context) error {
+		out, err := kubectlGatewayErr("--as", viewer, "get", "pods", "-n", ns)
+		if err != nil {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+		if strings.Count(out, " member-1 ") != 1 || strings.Count(out, " member-2 ") != 1 {
+			return fmt.Errorf("want one pod per member:\n%s", out)
+		}
+		return nil
+	})
+	if out, err := kubectlGatewayErr("--as", viewer, "get", "pods", "-A"); err == nil ||
+		!strings.Contains(out, `cannot list resource "pods" in API group "" at the cluster scope`) {
+		t.Errorf("the viewer lists all namespaces: %v\n%s", err, out)
+	}
+	if out, err := kubectlGatewayErr("delete", "namespace", ns, "--wait=false"); err == nil || !strings.Contains(out, "protected from deletion") {
+		t.Errorf("deleting a protected namespace through the gateway: %v\n%s", err, out)
+	}
+
+	apiserver := component(t, "member-2", "kube-apiserver")
+	if err := syscall.Kill(apiserver.PID, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := true
+	resume := func() {
+		if stopped {
+			_ = syscall.Kill(apiserver.PID, syscall.SIGCONT)
+			stopped = false
+		}
+	}
+	t.Cleanup(resume)
+	start := time.Now()
+	out, err := kubectlGatewayErr("get", "pods", "-A", "--request-timeout=20s")
+	took := time.Since(start)
+	resume()
+	if err != nil || !strings.Contains(out, ns) || !strings.Contains(out, " member-1 ") {
+		t.Errorf("kubectl get pods -A with member-2 stopped: %v (after %s)\n%s", err, took, out)
+	}
+	if took > 10*time.Second {
+		t.Errorf("kubectl get pods -A with member-2 stopped took %s", took)
+	}
 }
