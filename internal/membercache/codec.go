@@ -25,8 +25,12 @@ type codec struct {
 	fieldKeys []string
 }
 
-// dictID names the raw dictionary in the frames (any value but 0).
-const dictID = 1
+// dictID names the raw dictionary in the frames (any value but 0);
+// maxDict bounds its size.
+const (
+	dictID  = 1
+	maxDict = 32 << 10
+)
 
 func newCodec(k *Kind) *codec {
 	c := &codec{}
@@ -42,7 +46,8 @@ func newCodec(k *Kind) *codec {
 // init makes the coders with dict, the kind's first JSON.
 func (c *codec) init(dict []byte) error {
 	c.once.Do(func() {
-		d := append([]byte(nil), dict...)
+		// A dictionary longer than the window is no help.
+		d := append([]byte(nil), dict[:min(len(dict), maxDict)]...)
 		c.enc, c.err = zstd.NewWriter(nil, zstd.WithEncoderDictRaw(dictID, d), zstd.WithEncoderCRC(false),
 			zstd.WithSingleSegment(true), zstd.WithEncoderConcurrency(1), zstd.WithLowerEncoderMem(true))
 		if c.err != nil {
