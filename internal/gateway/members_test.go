@@ -294,10 +294,29 @@ func TestMemberPodsFromEveryMember(t *testing.T) {
 		t.Errorf("Table rows %v, want %v (namespace, name, member order)", rows, wantRows)
 	}
 
-	// Writes are refused with 405.
-	_, err = admin.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "x"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Image: "b"}}}}, metav1.CreateOptions{})
-	if !apierrors.IsMethodNotSupported(err) || !strings.Contains(err.Error(), "read-only") {
-		t.Errorf("create a pod through the gateway: %v, want 405 read-only", err)
+	// Writes go to the host: a Pod created through the gateway is a host
+	// template (propagated by the controller-manager, which this test
+	// does not run); a subresource the gateway does not serve is 405.
+	if _, err := env.Host.Client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	tmpl := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "template"}, Spec: corev1.PodSpec{AutomountServiceAccountToken: ptr.To(false), Containers: []corev1.Container{{Name: "a", Image: "b"}}}}
+	if _, err := admin.CoreV1().Pods(ns).Create(ctx, tmpl, metav1.CreateOptions{}); err != nil {
+		t.Errorf("create a pod through the gateway: %v", err)
+	} else if _, err := env.Host.Client.CoreV1().Pods(ns).Get(ctx, "template", metav1.GetOptions{}); err != nil {
+		t.Errorf("the pod created through the gateway is not on the host: %v", err)
+	}
+	err = admin.CoreV1().RESTClient().Put().Namespace(ns).Resource("pods").Name("web-a").SubResource("status").Body([]byte("{}")).Do(ctx).Error()
+	if !apierrors.IsMethodNotSupported(err) || !strings.Contains(err.Error(), "status subresource") {
+		t.Errorf("update pods/status through the gateway: %v, want 405", err)
+	}
+	// A watch of one pod by name sees that pod only.
+	one, err := admin.CoreV1().RESTClient().Get().AbsPath("/api/v1/watch/namespaces/"+ns+"/pods/web-b").Param("timeoutSeconds", "1").DoRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(one), `"name":"web-b"`) || strings.Contains(string(one), `"name":"web-a"`) || strings.Contains(string(one), `"name":"same"`) {
+		t.Errorf("watch of pod web-b by name streamed other pods:\n%s", one)
 	}
 }
 

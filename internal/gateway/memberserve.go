@@ -50,17 +50,19 @@ func (h *memberHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	gr := schema.GroupResource{Group: info.APIGroup, Resource: info.Resource}
 	k, _ := h.cache.Kind(gr)
 	read := info.Verb == "get" || info.Verb == "list" || info.Verb == "watch"
-	if gr.Group == "" && gr.Resource == "events" && !read {
-		h.host.ServeHTTP(w, r)
-		return
-	}
 	if routes(info) {
 		h.route(w, r, info)
 		return
 	}
-	if info.Subresource != "" || !read {
+	if !read && info.Subresource == "" {
+		// Writes are the host's: a Pod or a ReplicaSet created here is a
+		// template Flotilla propagates, an event is the host's own.
+		h.host.ServeHTTP(w, r)
+		return
+	}
+	if info.Subresource != "" {
 		h.fail(w, r, statusError(http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, gr, info.Name,
-			fmt.Sprintf("%s live in the member clusters: the gateway serves them read-only (get, list, watch); change the workload on the host instead", gr.Resource)))
+			fmt.Sprintf("the %s subresource of %s is not served by the gateway: %s are read from the member clusters (get, list, watch; pods also log, exec, attach, portforward, delete)", info.Subresource, gr.Resource, gr.Resource)))
 		return
 	}
 	f, ok := negotiate(r.Header.Get("Accept"))
@@ -73,6 +75,12 @@ func (h *memberHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := h.params.DecodeParameters(r.URL.Query(), schema.GroupVersion{Version: "v1"}, &opts); err != nil {
 		h.fail(w, r, apierrors.NewBadRequest(err.Error()))
 		return
+	}
+	if name, member := splitName(info.Name); member != "" {
+		if err := h.authorizeBareName(r, info, name); err != nil {
+			h.fail(w, r, err)
+			return
+		}
 	}
 	filter, err := filterFor(k, info, opts)
 	if err != nil {
@@ -120,6 +128,14 @@ func filterFor(k *membercache.Kind, info *request.RequestInfo, opts metav1.ListO
 	if k.Namespaced {
 		f.Namespace = info.Namespace
 	}
+	var named fields.Selector
+	if info.Name != "" {
+		// A watch of one object (/watch/namespaces/ns/pods/NAME) was
+		// authorized for that name only: it sees that name only.
+		name, _ := splitName(info.Name)
+		named = fields.OneTermEqualSelector("metadata.name", name)
+		f.Field = named
+	}
 	if opts.LabelSelector != "" {
 		sel, err := labels.Parse(opts.LabelSelector)
 		if err != nil {
@@ -136,6 +152,9 @@ func filterFor(k *membercache.Kind, info *request.RequestInfo, opts metav1.ListO
 			return f, apierrors.NewBadRequest(err.Error())
 		}
 		f.Field = sel
+		if named != nil {
+			f.Field = fields.AndSelectors(named, sel)
+		}
 	}
 	return f, nil
 }

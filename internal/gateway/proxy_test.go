@@ -73,3 +73,25 @@ func TestOwnPath(t *testing.T) {
 		}
 	}
 }
+
+func TestStripCredentials(t *testing.T) {
+	h := http.Header{}
+	h.Set("Authorization", "Bearer user-token")
+	h.Set("X-Remote-User", "admin")
+	h.Set("X-Remote-Group", "system:masters")
+	h.Set("Impersonate-User", "admin")
+	h.Set("Sec-WebSocket-Protocol", "v5.channel.k8s.io, base64url.bearer.authorization.k8s.io.dXNlcg, v4.channel.k8s.io")
+	h.Set("Accept", "application/json")
+	stripCredentials(h)
+	for _, k := range []string{"Authorization", "X-Remote-User", "X-Remote-Group", "Impersonate-User"} {
+		if v := h.Get(k); v != "" {
+			t.Errorf("%s kept: %q", k, v)
+		}
+	}
+	if got := h.Get("Sec-WebSocket-Protocol"); got != "v5.channel.k8s.io,v4.channel.k8s.io" {
+		t.Errorf("Sec-WebSocket-Protocol %q, want the channel protocols without the bearer token", got)
+	}
+	if h.Get("Accept") != "application/json" {
+		t.Error("Accept dropped")
+	}
+}

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/proxy"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/endpoints/request"
@@ -91,6 +92,19 @@ func pick(entries []*membercache.Entry, gr string, name, member string) (*member
 // route forwards a pod request to the member running the pod.
 func (h *memberHandler) route(w http.ResponseWriter, r *http.Request, info *request.RequestInfo) {
 	name, member := splitName(info.Name)
+	// namespaces/NS/pods/NAME[/SUB] and nothing more: the member gets a
+	// path rebuilt from what was authorized.
+	valid := (info.Subresource == "" && len(info.Parts) == 2) || (info.Subresource != "" && len(info.Parts) == 3)
+	if !valid || name == "" {
+		h.fail(w, r, apierrors.NewNotFound(corev1.Resource("pods"), info.Name))
+		return
+	}
+	if member != "" {
+		if err := h.authorizeBareName(r, info, name); err != nil {
+			h.fail(w, r, err)
+			return
+		}
+	}
 	entries, err := h.cache.Get(corev1.Resource("pods"), info.Namespace, name)
 	if err != nil {
 		h.fail(w, r, apierrors.NewInternalError(err))
@@ -115,12 +129,60 @@ func (h *memberHandler) route(w http.ResponseWriter, r *http.Request, info *requ
 	klog.FromContext(r.Context()).V(2).Info("Routing to a member", "cluster", e.Cluster, "verb", info.Verb, "subresource", info.Subresource, "pod", klog.KRef(info.Namespace, name))
 	out := r.Clone(r.Context())
 	out.URL.Scheme, out.URL.Host, out.Host = rt.host.Scheme, rt.host.Host, rt.host.Host
-	if member != "" {
-		out.URL.Path = strings.Replace(out.URL.Path, "/pods/"+info.Name, "/pods/"+name, 1)
-		out.URL.RawPath = ""
+	out.URL.Path = "/api/v1/namespaces/" + info.Namespace + "/pods/" + name
+	if info.Subresource != "" {
+		out.URL.Path += "/" + info.Subresource
 	}
-	out.Header.Del("Authorization")
+	out.URL.RawPath = ""
+	stripCredentials(out.Header)
 	rt.handler.ServeHTTP(w, out)
+}
+
+// wsBearerPrefix marks a bearer token a WebSocket client sends as a
+// subprotocol.
+const wsBearerPrefix = "base64url.bearer.authorization.k8s.io."
+
+// stripCredentials removes from a request to a member whatever could carry
+// the user's credentials or claim an identity: the member must see the
+// gateway's session only.
+func stripCredentials(h http.Header) {
+	h.Del("Authorization")
+	for k := range h {
+		if lk := strings.ToLower(k); strings.HasPrefix(lk, "x-remote-") || strings.HasPrefix(lk, "impersonate-") {
+			h.Del(k)
+		}
+	}
+	if protos := h.Values("Sec-WebSocket-Protocol"); len(protos) > 0 {
+		var keep []string
+		for _, v := range protos {
+			for _, p := range strings.Split(v, ",") {
+				if p = strings.TrimSpace(p); p != "" && !strings.HasPrefix(p, wsBearerPrefix) {
+					keep = append(keep, p)
+				}
+			}
+		}
+		h.Del("Sec-WebSocket-Protocol")
+		if len(keep) > 0 {
+			h.Set("Sec-WebSocket-Protocol", strings.Join(keep, ","))
+		}
+	}
+}
+
+// authorizeBareName asks the host whether the user may do the request's
+// verb on the object's own name too: the filters authorized "NAME@member",
+// which a rule or webhook about NAME would not see.
+func (h *memberHandler) authorizeBareName(r *http.Request, info *request.RequestInfo, name string) error {
+	u, ok := request.UserFrom(r.Context())
+	if !ok || h.authz == nil {
+		return apierrors.NewInternalError(fmt.Errorf("no user or authorizer"))
+	}
+	attrs := authorizer.AttributesRecord{User: u, Verb: info.Verb, Namespace: info.Namespace, APIGroup: info.APIGroup, APIVersion: info.APIVersion,
+		Resource: info.Resource, Subresource: info.Subresource, Name: name, ResourceRequest: true}
+	if decision, reason, _ := h.authz.Authorize(r.Context(), attrs); decision != authorizer.DecisionAllow {
+		return apierrors.NewForbidden(schema.GroupResource{Group: info.APIGroup, Resource: info.Resource}, name,
+			fmt.Errorf("User %q cannot %s resource %q in API group %q in the namespace %q: %s", u.GetName(), info.Verb, info.Resource, info.APIGroup, info.Namespace, reason))
+	}
+	return nil
 }
 
 // authorizeCreate asks the host whether the user may create the

@@ -212,6 +212,18 @@ func TestScaleDownProtection(t *testing.T) {
 	if _, err := deps.Patch(ctx, "web", "application/merge-patch+json", replicas(0, ""), metav1.PatchOptions{}); err == nil {
 		t.Error("10 -> 0 with an intent for 1 was not refused")
 	}
+	if _, err := deps.Patch(ctx, "web", "application/merge-patch+json", replicas(1, ""), metav1.PatchOptions{}); err == nil {
+		t.Error("10 -> 1 with the intent for 1 left from an earlier change was not refused")
+	}
+	// Scaling to 0 through /scale (a Scale omits replicas 0).
+	scale, err = deps.GetScale(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scale.Spec.Replicas = 0
+	if _, err := deps.UpdateScale(ctx, "web", scale, metav1.UpdateOptions{}); err == nil || !strings.Contains(err.Error(), "from 10 to 0 replicas") {
+		t.Errorf("10 -> 0 through /scale: %v, want a refusal", err)
+	}
 	if _, err := deps.Patch(ctx, "web", "application/merge-patch+json", replicas(1, `"flotilla.io/scale-down-limit":"90","flotilla.io/scale-down-to":null`), metav1.PatchOptions{}); err != nil {
 		t.Errorf("10 -> 1 under the workload's own 90%% limit: %v", err)
 	}

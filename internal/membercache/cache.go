@@ -2,8 +2,8 @@ package membercache
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"sync/atomic"
-	"time"
 
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -44,9 +44,10 @@ func New(ks []*Kind, opts Options) *Cache {
 		opts.WatchBuffer = 1_000
 	}
 	c := &Cache{
-		// Seconds since 2025, modulo 10^8 (three years): the epoch times
-		// 10^10 plus the sequence stays below 2^63.
-		epoch:  uint64(time.Now().Unix()-1_735_689_600) % 100_000_000,
+		// A random epoch below 10^8 (so that epoch*10^10 plus the
+		// sequence stays below 2^63): two gateway processes, even started
+		// together, do not take each other's resourceVersions.
+		epoch:  1 + rand.Uint64N(100_000_000-1),
 		opts:   opts,
 		stores: map[schema.GroupResource]*store{},
 	}
@@ -88,7 +89,7 @@ func (c *Cache) Set(gr schema.GroupResource, cluster string, obj runtime.Object)
 	if err != nil {
 		return err
 	}
-	return s.set(cluster, obj)
+	return s.set(cluster, obj, nil)
 }
 
 // Delete removes obj of cluster.
@@ -97,7 +98,7 @@ func (c *Cache) Delete(gr schema.GroupResource, cluster string, obj runtime.Obje
 	if err != nil {
 		return err
 	}
-	return s.delete(cluster, obj)
+	return s.delete(cluster, obj, nil)
 }
 
 // Replace makes objs the whole content of cluster for gr (a relist): what
@@ -108,14 +109,14 @@ func (c *Cache) Replace(gr schema.GroupResource, cluster string, objs []runtime.
 	if err != nil {
 		return err
 	}
-	return s.replace(cluster, objs)
+	return s.replace(cluster, objs, nil)
 }
 
 // RemoveCluster forgets everything of cluster (it left the federation),
 // recording the deletions for watchers.
 func (c *Cache) RemoveCluster(cluster string) {
 	for _, s := range c.stores {
-		_ = s.replace(cluster, nil)
+		_ = s.replace(cluster, nil, nil)
 		s.forgetSource(cluster)
 	}
 }

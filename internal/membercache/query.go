@@ -41,7 +41,8 @@ type ListResult struct {
 }
 
 type continueToken struct {
-	RV    uint64 `json:"rv"`
+	// RV is the first page's resourceVersion, as served (with the epoch).
+	RV    string `json:"rv"`
 	Start string `json:"start"`
 }
 
@@ -55,12 +56,18 @@ func (c *Cache) List(gr schema.GroupResource, o ListOptions) (ListResult, error)
 		return ListResult{}, err
 	}
 	var tok continueToken
+	var tokRV uint64
 	if o.Continue != "" {
 		raw, err := base64.RawURLEncoding.DecodeString(o.Continue)
 		if err != nil || json.Unmarshal(raw, &tok) != nil || tok.Start == "" {
 			return ListResult{}, ErrBadContinue
 		}
-		if tok.RV < s.horizonSeq() {
+		seq, ok := c.ParseRV(tok.RV)
+		if !ok {
+			return ListResult{}, ErrExpired // another gateway process's
+		}
+		tokRV = seq
+		if tokRV < s.horizonSeq() {
 			// Not needed for correctness of the page, but a token older
 			// than the history is as stale as a kube-apiserver's
 			// compacted one.
@@ -77,14 +84,14 @@ func (c *Cache) List(gr schema.GroupResource, o ListOptions) (ListResult, error)
 	}
 	s.mu.RUnlock()
 	if o.Continue != "" {
-		rv = tok.RV
+		rv = tokRV
 	}
 	sort.Slice(items, func(i, j int) bool { return items[i].key() < items[j].key() })
 	res := ListResult{RV: c.FormatRV(rv)}
 	if o.Limit > 0 && int64(len(items)) > o.Limit {
 		res.Remaining = int64(len(items)) - o.Limit
 		items = items[:o.Limit]
-		raw, _ := json.Marshal(continueToken{RV: rv, Start: items[len(items)-1].key()})
+		raw, _ := json.Marshal(continueToken{RV: c.FormatRV(rv), Start: items[len(items)-1].key()})
 		res.Continue = base64.RawURLEncoding.EncodeToString(raw)
 	}
 	res.Items = items

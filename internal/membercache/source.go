@@ -19,7 +19,8 @@ import (
 type SourceState struct {
 	// Synced is true once the member's objects were listed.
 	Synced bool
-	// Err is the latest list or watch failure ("" after a success).
+	// Err is the latest list or watch failure ("" once a list or a watch
+	// succeeds again).
 	Err string
 	// Since is when Synced or Err last changed.
 	Since time.Time
@@ -40,9 +41,12 @@ func (c *Cache) Sources(gr schema.GroupResource) map[string]SourceState {
 	return out
 }
 
-func (s *store) setSource(cluster string, synced bool, errMsg string) {
+func (s *store) setSource(cluster string, synced bool, errMsg string, alive live) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !alive.ok() {
+		return
+	}
 	old, ok := s.sources[cluster]
 	if ok && old.Synced == (synced || old.Synced) && old.Err == errMsg {
 		return
@@ -77,12 +81,18 @@ func (c *Cache) RunKind(ctx context.Context, gr schema.GroupResource, cluster st
 
 func (s *store) run(ctx context.Context, cluster string, client kubernetes.Interface) {
 	logger := klog.FromContext(ctx).WithValues("cluster", cluster, "resource", s.kind.GroupResource())
-	s.setSource(cluster, false, "")
+	alive := live(func() bool { return ctx.Err() == nil })
+	// A new feed (a new endpoint or credentials) starts unlisted.
+	s.mu.Lock()
+	if alive.ok() {
+		s.sources[cluster] = SourceState{Since: time.Now()}
+	}
+	s.mu.Unlock()
 	lw := cache.NewListWatchFromClient(s.kind.client(client), s.kind.Resource.Resource, "", fields.Everything())
 	failed := func(err error) {
 		if err != nil && ctx.Err() == nil {
 			logger.V(2).Info("Member list or watch failed", "err", err)
-			s.setSource(cluster, false, err.Error())
+			s.setSource(cluster, false, err.Error(), alive)
 		}
 	}
 	list, watchFn := lw.ListWithContextFunc, lw.WatchFuncWithContext
@@ -94,10 +104,13 @@ func (s *store) run(ctx context.Context, cluster string, client kubernetes.Inter
 	}
 	lw.WatchFuncWithContext = func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 		out, err := watchFn(ctx, o)
+		if err == nil {
+			s.setSource(cluster, false, "", alive)
+		}
 		failed(err)
 		return out, err
 	}
-	r := cache.NewReflectorWithOptions(lw, s.kind.newObject(), &sourceStore{s: s, cluster: cluster},
+	r := cache.NewReflectorWithOptions(lw, s.kind.newObject(), &sourceStore{s: s, cluster: cluster, alive: alive},
 		cache.ReflectorOptions{Name: fmt.Sprintf("gateway %s %s", cluster, s.kind.GroupResource())})
 	r.RunWithContext(ctx)
 }
@@ -106,6 +119,9 @@ func (s *store) run(ctx context.Context, cluster string, client kubernetes.Inter
 type sourceStore struct {
 	s       *store
 	cluster string
+	// alive is false once the feed is stopped: what its reflector still
+	// hands over is dropped, so that a member that left stays gone.
+	alive live
 }
 
 func (a *sourceStore) Add(obj any) error { return a.Update(obj) }
@@ -114,7 +130,7 @@ func (a *sourceStore) Update(obj any) error {
 	if !ok {
 		return fmt.Errorf("not an object: %T", obj)
 	}
-	return a.s.set(a.cluster, o)
+	return a.s.set(a.cluster, o, a.alive)
 }
 
 func (a *sourceStore) Delete(obj any) error {
@@ -125,7 +141,7 @@ func (a *sourceStore) Delete(obj any) error {
 	if !ok {
 		return fmt.Errorf("not an object: %T", obj)
 	}
-	return a.s.delete(a.cluster, o)
+	return a.s.delete(a.cluster, o, a.alive)
 }
 
 func (a *sourceStore) Replace(list []any, _ string) error {
@@ -135,8 +151,8 @@ func (a *sourceStore) Replace(list []any, _ string) error {
 			objs = append(objs, o)
 		}
 	}
-	err := a.s.replace(a.cluster, objs)
-	a.s.setSource(a.cluster, true, "")
+	err := a.s.replace(a.cluster, objs, a.alive)
+	a.s.setSource(a.cluster, true, "", a.alive)
 	return err
 }
 

@@ -48,7 +48,14 @@ func newStore(c *Cache, k *Kind) *store {
 	}
 }
 
-func (s *store) set(cluster string, obj runtime.Object) error {
+// live reports whether the feed writing is still current; a feed that
+// was stopped (its member left or was replaced) must not write again.
+// nil: always.
+type live func() bool
+
+func (l live) ok() bool { return l == nil || l() }
+
+func (s *store) set(cluster string, obj runtime.Object, alive live) error {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return err
@@ -56,6 +63,9 @@ func (s *store) set(cluster string, obj runtime.Object) error {
 	key := id{cluster, m.GetNamespace(), m.GetName()}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !alive.ok() {
+		return nil
+	}
 	old := s.objects[key]
 	if old != nil && old.memberRV == versionHash(m.GetResourceVersion()) {
 		return nil
@@ -80,13 +90,16 @@ func (s *store) put(cluster string, obj runtime.Object, old *Entry) error {
 	return nil
 }
 
-func (s *store) delete(cluster string, obj runtime.Object) error {
+func (s *store) delete(cluster string, obj runtime.Object, alive live) error {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !alive.ok() {
+		return nil
+	}
 	if old := s.objects[id{cluster, m.GetNamespace(), m.GetName()}]; old != nil {
 		s.remove(old)
 	}
@@ -103,9 +116,12 @@ func (s *store) remove(old *Entry) {
 	s.record(change{seq: seq, typ: watch.Deleted, old: old, new: s.cache.withRV(old, seq)})
 }
 
-func (s *store) replace(cluster string, objs []runtime.Object) error {
+func (s *store) replace(cluster string, objs []runtime.Object, alive live) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !alive.ok() {
+		return nil
+	}
 	seen := make(map[id]bool, len(objs))
 	var firstErr error
 	for _, obj := range objs {

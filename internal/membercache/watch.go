@@ -103,7 +103,7 @@ func (c *Cache) Watch(gr schema.GroupResource, o WatchOptions) (*Watcher, error)
 
 // translate turns a change into what this watcher sees: an object that
 // starts matching its filter is added, one that stops matching is
-// deleted.
+// deleted (with its last matching state).
 func (w *Watcher) translate(c change) (Event, bool) {
 	oldM := w.filter.Matches(c.old)
 	newM := c.typ != watch.Deleted && w.filter.Matches(c.new)
@@ -117,7 +117,9 @@ func (w *Watcher) translate(c change) (Event, bool) {
 	case newM:
 		return Event{Type: watch.Added, Entry: c.new, RV: c.seq}, true
 	case oldM:
-		return Event{Type: watch.Deleted, Entry: c.new, RV: c.seq}, true
+		// As kube-apiserver does: the last state the watcher could see,
+		// at the change's resourceVersion.
+		return Event{Type: watch.Deleted, Entry: w.store.cache.withRV(c.old, c.seq), RV: c.seq}, true
 	}
 	return Event{}, false
 }
