@@ -241,33 +241,8 @@ func TestHostRBACDecides(t *testing.T) {
 	gw := startGateway(t)
 	ctx := context.Background()
 	own, other := env.Namespace(t), env.Namespace(t)
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "dev"}}
-	if _, err := env.Host.Client.CoreV1().ServiceAccounts(own).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	// A Role of its own: the host runs no ClusterRole aggregation, so
-	// the built-in "edit" is empty there.
-	role := &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Name: "dev-edit"},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"*"}}},
-	}
-	if _, err := env.Host.Client.RbacV1().Roles(own).Create(ctx, role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	rb := &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "dev-edit"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "dev-edit"},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "dev", Namespace: own}},
-	}
-	if _, err := env.Host.Client.RbacV1().RoleBindings(own).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	tr, err := env.Host.Client.CoreV1().ServiceAccounts(own).CreateToken(ctx, "dev",
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(3600))}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev := as(t, gw, tr.Status.Token)
+	token := serviceAccountWithRole(t, own, "dev", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"*"}})
+	dev := as(t, gw, token)
 	user := "system:serviceaccount:" + own + ":dev"
 	testenv.Eventually(t, 30*time.Second, "the ServiceAccount creates a ConfigMap in its namespace through the gateway", func(ctx context.Context) error {
 		_, err := dev.CoreV1().ConfigMaps(own).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "mine"}}, metav1.CreateOptions{})
@@ -276,7 +251,7 @@ func TestHostRBACDecides(t *testing.T) {
 		}
 		return err // the RoleBinding may take a moment to be seen
 	})
-	_, err = dev.CoreV1().ConfigMaps(other).List(ctx, metav1.ListOptions{})
+	_, err := dev.CoreV1().ConfigMaps(other).List(ctx, metav1.ListOptions{})
 	want := fmt.Sprintf(`configmaps is forbidden: User %q cannot list resource "configmaps" in API group "" in the namespace %q`, user, other)
 	if !apierrors.IsForbidden(err) || err.Error() != want {
 		t.Errorf("listing another namespace's ConfigMaps: %v, want 403 %q", err, want)
@@ -287,7 +262,7 @@ func TestHostRBACDecides(t *testing.T) {
 
 	// No impersonation without the right to it.
 	cfg := rest.CopyConfig(gw)
-	cfg.BearerToken = tr.Status.Token
+	cfg.BearerToken = token
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: "admin", Groups: []string{"system:masters"}}
 	if _, err := kubernetes.NewForConfigOrDie(cfg).CoreV1().Secrets(other).List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("the ServiceAccount impersonating an admin: %v, want 403", err)

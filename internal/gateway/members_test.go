@@ -374,7 +374,7 @@ func TestMemberWatch(t *testing.T) {
 	}
 
 	// An informer through the gateway syncs and sees a later pod.
-	inf := cache.NewSharedIndexInformer(cache.NewListWatchFromClient(admin.CoreV1().RESTClient(), "pods", ns, fieldsEverything()), &corev1.Pod{}, 0, cache.Indexers{})
+	inf := cache.NewSharedIndexInformer(cache.NewListWatchFromClient(admin.CoreV1().RESTClient(), "pods", ns, fields.Everything()), &corev1.Pod{}, 0, cache.Indexers{})
 	ictx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go inf.RunWithContext(ictx)
@@ -432,19 +432,7 @@ func TestMemberPodsFollowHostRBAC(t *testing.T) {
 	own := env.Namespace(t)
 	memberNamespace(t, own)
 	makePod(t, env.Members[1].Client, own, "mine", nil)
-	if _, err := env.Host.Client.CoreV1().ServiceAccounts(own).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "viewer"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "pod-reader"}, Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}}}}
-	if _, err := env.Host.Client.RbacV1().Roles(own).Create(ctx, role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "pod-reader"}, RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "pod-reader"},
-		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "viewer", Namespace: own}}}
-	if _, err := env.Host.Client.RbacV1().RoleBindings(own).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	viewer := as(t, gw, saToken(t, own, "viewer"))
+	viewer := as(t, gw, serviceAccountWithRole(t, own, "viewer", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}}))
 	testenv.Eventually(t, 30*time.Second, "the viewer lists its namespace's member pods", func(ctx context.Context) error {
 		l, err := viewer.CoreV1().Pods(own).List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -531,4 +519,22 @@ func saToken(t *testing.T, ns, name string) string {
 	return tr.Status.Token
 }
 
-func fieldsEverything() fields.Selector { return fields.Everything() }
+// serviceAccountWithRole creates a host ServiceAccount in ns bound to a
+// Role of rules there (the host runs no ClusterRole aggregation, so the
+// built-in roles are empty) and returns a token of it.
+func serviceAccountWithRole(t *testing.T, ns, name string, rules ...rbacv1.PolicyRule) string {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := env.Host.Client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Host.Client.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name}, RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: ns}}}
+	if _, err := env.Host.Client.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return saToken(t, ns, name)
+}

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -265,6 +266,6 @@ func listMeta(res membercache.ListResult) string {
 	if res.Remaining > 0 {
 		m.RemainingItemCount = &res.Remaining
 	}
-	b, _ := jsonMarshal(m)
+	b, _ := json.Marshal(m)
 	return string(b)
 }

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -139,7 +140,7 @@ func (e *eventEncoder) encode(buf *bytes.Buffer, ev membercache.Event) error {
 		if ev.InitialEventsEnd {
 			m.Annotations = map[string]string{metav1.InitialEventsAnnotationKey: "true"}
 		}
-		b, err := jsonMarshal(struct {
+		b, err := json.Marshal(struct {
 			metav1.TypeMeta `json:",inline"`
 			Metadata        metav1.ObjectMeta `json:"metadata"`
 		}{metav1.TypeMeta{Kind: e.kind.Kind, APIVersion: e.kind.Resource.GroupVersion().String()}, m})

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -81,19 +80,7 @@ func TestExecNeedsCreate(t *testing.T) {
 	ns := env.Namespace(t)
 	memberNamespace(t, ns)
 	makePod(t, env.Members[0].Client, ns, "shell", nil)
-	if _, err := env.Host.Client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "peeker"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "peek"}, Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods", "pods/exec"}, Verbs: []string{"get", "list"}}}}
-	if _, err := env.Host.Client.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "peek"}, RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "peek"},
-		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "peeker", Namespace: ns}}}
-	if _, err := env.Host.Client.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	peeker := as(t, gw, saToken(t, ns, "peeker"))
+	peeker := as(t, gw, serviceAccountWithRole(t, ns, "peeker", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods", "pods/exec"}, Verbs: []string{"get", "list"}}))
 	testenv.Eventually(t, 30*time.Second, "the pod cached and readable by the peeker", func(ctx context.Context) error {
 		_, err := peeker.CoreV1().Pods(ns).Get(ctx, "shell", metav1.GetOptions{})
 		return err

@@ -12,8 +12,6 @@ import (
 	"github.com/flotilla-io/flotilla/internal/membercache"
 )
 
-var jsonMarshal = json.Marshal
-
 // tableWriter renders cached entries as Tables or partial object
 // metadata, the representations kubectl and metadata-only clients ask
 // for.

@@ -3,6 +3,7 @@ package membercache
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/fields"
@@ -75,10 +76,21 @@ func (f entryFields) Get(field string) string {
 	return v
 }
 
-// key orders entries: namespace, then name, then cluster, so that a list
-// reads as kubectl prints it and the same name in two members sits
-// together.
+// key is the entry's place in a list, as a continue token records it.
 func (e *Entry) key() string { return e.Namespace + "\x00" + e.Name + "\x00" + e.Cluster }
+
+// compare orders entries: namespace, then name, then cluster, so that a
+// list reads as kubectl prints it and the same name in two members sits
+// together. It allocates nothing (lists sort every entry).
+func (e *Entry) compare(namespace, name, cluster string) int {
+	if c := strings.Compare(e.Namespace, namespace); c != 0 {
+		return c
+	}
+	if c := strings.Compare(e.Name, name); c != 0 {
+		return c
+	}
+	return strings.Compare(e.Cluster, cluster)
+}
 
 // id identifies the object in the cache.
 type id struct{ cluster, namespace, name string }

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -74,11 +76,15 @@ func (c *Cache) List(gr schema.GroupResource, o ListOptions) (ListResult, error)
 			return ListResult{}, ErrExpired
 		}
 	}
+	after := strings.SplitN(tok.Start, "\x00", 3)
+	for len(after) < 3 {
+		after = append(after, "")
+	}
 	s.mu.RLock()
 	rv := s.last
 	items := make([]*Entry, 0, len(s.objects))
 	for _, e := range s.objects {
-		if (tok.Start == "" || e.key() > tok.Start) && o.Matches(e) {
+		if (tok.Start == "" || e.compare(after[0], after[1], after[2]) > 0) && o.Matches(e) {
 			items = append(items, e)
 		}
 	}
@@ -86,7 +92,7 @@ func (c *Cache) List(gr schema.GroupResource, o ListOptions) (ListResult, error)
 	if o.Continue != "" {
 		rv = tokRV
 	}
-	sort.Slice(items, func(i, j int) bool { return items[i].key() < items[j].key() })
+	slices.SortFunc(items, func(a, b *Entry) int { return a.compare(b.Namespace, b.Name, b.Cluster) })
 	res := ListResult{RV: c.FormatRV(rv)}
 	if o.Limit > 0 && int64(len(items)) > o.Limit {
 		res.Remaining = int64(len(items)) - o.Limit

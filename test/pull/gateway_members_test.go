@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -317,18 +316,7 @@ spec:
 		t.Errorf("deleting a protected namespace through the gateway: %v\n%s", err, out)
 	}
 
-	apiserver := component(t, "member-2", "kube-apiserver")
-	if err := syscall.Kill(apiserver.PID, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	stopped := true
-	resume := func() {
-		if stopped {
-			_ = syscall.Kill(apiserver.PID, syscall.SIGCONT)
-			stopped = false
-		}
-	}
-	t.Cleanup(resume)
+	resume := stop(t, "member-2", "kube-apiserver")
 	start := time.Now()
 	out, err := kubectlGatewayErr("get", "pods", "-A", "--request-timeout=20s")
 	took := time.Since(start)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -135,6 +136,20 @@ func component(t *testing.T, cluster, name string) localenv.ComponentState {
 	}
 	t.Fatalf("%s has no component %s", cluster, name)
 	return localenv.ComponentState{}
+}
+
+// stop SIGSTOPs a component and returns what SIGCONTs it (once; also at
+// the end of the test).
+func stop(t *testing.T, cluster, name string) (resume func()) {
+	t.Helper()
+	pid := component(t, cluster, name).PID
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	resume = func() { once.Do(func() { _ = syscall.Kill(pid, syscall.SIGCONT) }) }
+	t.Cleanup(resume)
+	return resume
 }
 
 // readyReason waits until the pull member's Ready condition has status want
@@ -276,18 +291,7 @@ func TestPushAndPullSideBySide(t *testing.T) {
 		})
 	}
 	drift("(host up)")
-	apiserver := component(t, localenv.HostName, "kube-apiserver")
-	if err := syscall.Kill(apiserver.PID, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	stopped := true
-	resume := func() {
-		if stopped {
-			_ = syscall.Kill(apiserver.PID, syscall.SIGCONT)
-			stopped = false
-		}
-	}
-	t.Cleanup(resume)
+	resume := stop(t, localenv.HostName, "kube-apiserver")
 	drift("(host apiserver stopped)")
 	resume()
 
