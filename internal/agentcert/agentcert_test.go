@@ -113,10 +113,13 @@ func TestClusterOf(t *testing.T) {
 	}
 }
 
+// testCA is a CA valid until notAfter, and for ten years before it: the
+// tests sign and verify at fixed times, which must not depend on the day
+// they run.
 func testCA(t *testing.T, notAfter time.Time) *Signer {
 	t.Helper()
 	key := ecKey(t, elliptic.P256())
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "agent-ca"}, NotBefore: time.Now().Add(-time.Hour), NotAfter: notAfter,
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "agent-ca"}, NotBefore: notAfter.AddDate(-10, 0, 0), NotAfter: notAfter,
 		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
 	if err != nil {
