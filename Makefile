@@ -58,6 +58,7 @@ CONTROLLER_GEN := bin/controller-gen
 generate: $(CONTROLLER_GEN) ## Regenerate generated code (deepcopy, CRDs, RBAC).
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) crd paths=./test/workloads/... output:crd:artifacts:config=test/workloads/crds
 	$(CONTROLLER_GEN) rbac:roleName=flotilla-controller-manager paths=./internal/... output:rbac:artifacts:config=config/rbac
 	$(GO) generate ./...
 

@@ -1,0 +1,220 @@
+package interpreter
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/google/cel-go/cel"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/flotilla-io/flotilla/api/v1alpha1"
+)
+
+// program is one compiled expression.
+type program struct {
+	// source is the expression as written, for messages.
+	source string
+	// path is where it sits in the spec, for messages.
+	path string
+	prg  cel.Program
+}
+
+// Interpreter is a compiled WorkloadInterpreter spec: the operations on
+// objects of its kind. It is immutable and safe for concurrent use.
+type Interpreter struct {
+	kind schema.GroupKind
+
+	replicas        []string
+	defaultReplicas int32
+	hasReplicas     bool
+	podTemplate     []string
+	selector        []string
+	observed        []string
+	retain          [][]string
+
+	fields     []statusField
+	conditions []v1alpha1.StatusCondition
+
+	ready, failed, readyReplicas, pods, followers *program
+}
+
+// statusField is one compiled status field rule.
+type statusField struct {
+	path      []string
+	aggregate v1alpha1.StatusAggregate
+	expr      *program
+}
+
+// Options tune Compile.
+type Options struct {
+	// Schema is the kind's structural schema (a CRD's, of the version the
+	// objects are read in). With it, expressions are type-checked against
+	// the kind's fields and their worst-case cost is estimated; without
+	// it every field is dyn and only evaluation enforces the budget.
+	Schema *structuralschema.Structural
+}
+
+// Compile checks spec and compiles its expressions. The errors carry
+// field paths under fld (spec.health.ready: ...), as admission reports
+// them.
+func Compile(spec *v1alpha1.WorkloadInterpreterSpec, opts Options) (*Interpreter, field.ErrorList) {
+	fld := field.NewPath("spec")
+	var errs field.ErrorList
+	run, err := untypedEnvs()
+	if err != nil {
+		return nil, field.ErrorList{field.InternalError(fld, err)}
+	}
+	check := run
+	if opts.Schema != nil {
+		if check, err = typedEnvs(opts.Schema); err != nil {
+			return nil, field.ErrorList{field.Invalid(fld.Child("target"), spec.Target.Kind, "the kind's schema: "+err.Error())}
+		}
+	}
+	c := compiler{run: run, check: check, schema: opts.Schema}
+
+	in := &Interpreter{kind: schema.GroupKind{Group: spec.Target.Group, Kind: spec.Target.Kind}}
+	if in.kind.Kind == "" {
+		errs = append(errs, field.Required(fld.Child("target", "kind"), ""))
+	}
+	if r := spec.Replicas; r != nil {
+		in.hasReplicas, in.replicas = true, splitPath(r.Path)
+		if r.Default != nil {
+			in.defaultReplicas = *r.Default
+		}
+		errs = append(errs, c.checkPath(fld.Child("replicas", "path"), r.Path, "integer")...)
+	}
+	if p := spec.PodTemplate; p != nil {
+		in.podTemplate = splitPath(p.Path)
+		errs = append(errs, c.checkPath(fld.Child("podTemplate", "path"), p.Path, "object")...)
+	}
+	if p := spec.Selector; p != nil {
+		in.selector = splitPath(p.Path)
+		errs = append(errs, c.checkPath(fld.Child("selector", "path"), p.Path, "object")...)
+	}
+	for i, p := range spec.Retain {
+		in.retain = append(in.retain, splitPath(p))
+		errs = append(errs, c.checkPath(fld.Child("retain").Index(i), p, "")...)
+	}
+	if h := spec.Health; h != nil {
+		hf := fld.Child("health")
+		in.ready = c.compile(hf.Child("ready"), h.Ready, objectScope, cel.BoolType, &errs)
+		in.failed = c.compile(hf.Child("failed"), h.Failed, objectScope, cel.BoolType, &errs)
+		in.readyReplicas = c.compile(hf.Child("readyReplicas"), h.ReadyReplicas, objectScope, cel.IntType, &errs)
+		in.pods = c.compile(hf.Child("pods"), h.Pods, objectScope, cel.IntType, &errs)
+	}
+	in.followers = c.compile(fld.Child("followers"), spec.Followers, objectScope, cel.ListType(cel.DynType), &errs)
+	if s := spec.Status; s != nil {
+		sf := fld.Child("status")
+		if s.ObservedGeneration != nil {
+			in.observed = splitPath(s.ObservedGeneration.Path)
+			errs = append(errs, c.checkPath(sf.Child("observedGeneration", "path"), s.ObservedGeneration.Path, "integer")...)
+		}
+		for i, f := range s.Fields {
+			ff := sf.Child("fields").Index(i)
+			out := statusField{path: splitPath(f.Path), aggregate: f.Aggregate}
+			if len(out.path) < 2 || out.path[0] != "status" {
+				errs = append(errs, field.Invalid(ff.Child("path"), f.Path, "must be a field under status"))
+			}
+			switch f.Aggregate {
+			case v1alpha1.AggregateExpression:
+				if f.Expression == "" {
+					errs = append(errs, field.Required(ff.Child("expression"), "aggregate Expression needs an expression"))
+				}
+				out.expr = c.compile(ff.Child("expression"), f.Expression, statusScope, nil, &errs)
+			case v1alpha1.AggregateSum, v1alpha1.AggregateMax, v1alpha1.AggregateMin:
+				errs = append(errs, c.checkPath(ff.Child("path"), f.Path, "number")...)
+			case v1alpha1.AggregateFirst:
+				errs = append(errs, c.checkPath(ff.Child("path"), f.Path, "")...)
+			case v1alpha1.AggregateMerge:
+				errs = append(errs, c.checkPath(ff.Child("path"), f.Path, "collection")...)
+			default:
+				errs = append(errs, field.NotSupported(ff.Child("aggregate"), f.Aggregate, []string{"Sum", "Max", "Min", "First", "Merge", "Expression"}))
+			}
+			in.fields = append(in.fields, out)
+		}
+		for i, cond := range s.Conditions {
+			if cond.Aggregate != v1alpha1.ConditionAllTrue && cond.Aggregate != v1alpha1.ConditionAnyTrue {
+				errs = append(errs, field.NotSupported(sf.Child("conditions").Index(i).Child("aggregate"), cond.Aggregate, []string{"AllTrue", "AnyTrue"}))
+			}
+		}
+		in.conditions = append(in.conditions, s.Conditions...)
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return in, nil
+}
+
+// Kind is the group and kind the interpreter describes.
+func (in *Interpreter) Kind() schema.GroupKind { return in.kind }
+
+// compiler compiles expressions: checked in the check environments
+// (typed when a schema is known), run in the untyped ones.
+type compiler struct {
+	run, check *envs
+	// schema is the kind's structural schema; nil when unknown.
+	schema *structuralschema.Structural
+}
+
+// compile checks and compiles one expression of a scope; an empty one is
+// nil. want, when not nil, is the type the expression must have (dyn is
+// accepted and checked when it runs).
+func (c compiler) compile(fld *field.Path, expr v1alpha1.Expression, s scope, want *cel.Type, errs *field.ErrorList) *program {
+	src := string(expr)
+	if strings.TrimSpace(src) == "" {
+		return nil
+	}
+	checked, iss := c.check.env(s).Compile(src)
+	if iss.Err() != nil {
+		*errs = append(*errs, field.Invalid(fld, src, "compilation failed: "+iss.Err().Error()))
+		return nil
+	}
+	if out := checked.OutputType(); want != nil && !want.IsAssignableType(out) && out != cel.DynType {
+		*errs = append(*errs, field.Invalid(fld, src, fmt.Sprintf("must evaluate to %s, not %s", want, out)))
+		return nil
+	}
+	if c.check.estimator != nil {
+		est, err := c.check.env(s).EstimateCost(checked, c.check.estimator)
+		if err != nil {
+			*errs = append(*errs, field.Invalid(fld, src, "cost estimation failed: "+err.Error()))
+			return nil
+		}
+		if est.Max > CostBudget {
+			*errs = append(*errs, field.Forbidden(fld, fmt.Sprintf("estimated cost %d exceeds the budget of %d for one evaluation: bound the lists it walks (maxItems in the schema) or walk less", est.Max, CostBudget)))
+			return nil
+		}
+	}
+	ast, iss := c.run.env(s).Compile(src)
+	if iss.Err() != nil {
+		*errs = append(*errs, field.Invalid(fld, src, "compilation failed: "+iss.Err().Error()))
+		return nil
+	}
+	prg, err := c.run.env(s).Program(ast, cel.CostLimit(CostBudget), cel.InterruptCheckFrequency(100))
+	if err != nil {
+		*errs = append(*errs, field.Invalid(fld, src, "program: "+err.Error()))
+		return nil
+	}
+	return &program{source: src, path: fld.String(), prg: prg}
+}
+
+// checkPath checks, with a schema, that a field path exists in it and
+// has the wanted shape.
+func (c compiler) checkPath(fld *field.Path, p v1alpha1.FieldPath, want string) field.ErrorList {
+	if c.schema == nil {
+		return nil
+	}
+	if err := checkPath(c.schema, splitPath(p), want); err != nil {
+		return field.ErrorList{field.Invalid(fld, p, err.Error())}
+	}
+	return nil
+}
+
+// splitPath splits a dotted field path.
+func splitPath(p v1alpha1.FieldPath) []string {
+	if p == "" {
+		return nil
+	}
+	return strings.Split(string(p), ".")
+}

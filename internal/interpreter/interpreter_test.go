@@ -1,0 +1,458 @@
+package interpreter
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/config/interpreters"
+	"github.com/flotilla-io/flotilla/test/workloads/crds"
+)
+
+// cloneSetSchema is the structural schema of the CloneSet stand-in CRD.
+func cloneSetSchema(t testing.TB) *structuralschema.Structural {
+	t.Helper()
+	crd, err := crds.CloneSet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := SchemaOf(crd)
+	if err != nil || s == nil {
+		t.Fatalf("schema: %v (nil: %v)", err, s == nil)
+	}
+	return s
+}
+
+// shipped returns the shipped interpreter of that name.
+func shipped(t testing.TB, name string) *v1alpha1.WorkloadInterpreter {
+	t.Helper()
+	all, err := interpreters.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, wi := range all {
+		if wi.Name == name {
+			return wi
+		}
+	}
+	t.Fatalf("no shipped interpreter %s", name)
+	return nil
+}
+
+// obj decodes a YAML object.
+func obj(t testing.TB, s string) *unstructured.Unstructured {
+	t.Helper()
+	raw, err := yaml.YAMLToJSON([]byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(raw); err != nil {
+		// Not a whole object (no kind): decode the map alone.
+		u.Object = map[string]any{}
+		if err := json.Unmarshal(raw, &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		u.Object = normalise(u.Object).(map[string]any)
+	}
+	return u
+}
+
+func TestShippedInterpretersCompile(t *testing.T) {
+	all, err := interpreters.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) == 0 {
+		t.Fatal("no shipped interpreters")
+	}
+	for _, wi := range all {
+		if _, errs := Compile(&wi.Spec, Options{}); len(errs) > 0 {
+			t.Errorf("%s: %v", wi.Name, errs.ToAggregate())
+		}
+	}
+	if _, errs := Compile(&shipped(t, "cloneset.apps.kruise.io").Spec, Options{Schema: cloneSetSchema(t)}); len(errs) > 0 {
+		t.Errorf("cloneset against its schema: %v", errs.ToAggregate())
+	}
+}
+
+func TestCompileRefusesBadSpecs(t *testing.T) {
+	base := func() v1alpha1.WorkloadInterpreterSpec {
+		return *shipped(t, "cloneset.apps.kruise.io").Spec.DeepCopy()
+	}
+	cases := []struct {
+		name   string
+		change func(*v1alpha1.WorkloadInterpreterSpec)
+		typed  bool
+		want   string
+	}{
+		{"syntax", func(s *v1alpha1.WorkloadInterpreterSpec) { s.Health.Ready = "object.status.(" }, false,
+			"spec.health.ready: Invalid value"},
+		{"misspelt field", func(s *v1alpha1.WorkloadInterpreterSpec) { s.Health.Ready = "object.status.redyReplicas > 0" }, true,
+			"undefined field 'redyReplicas'"},
+		{"misspelt field without a schema compiles", func(s *v1alpha1.WorkloadInterpreterSpec) { s.Health.Ready = "object.status.redyReplicas > 0" }, false,
+			""},
+		{"not a bool", func(s *v1alpha1.WorkloadInterpreterSpec) { s.Health.Ready = "'yes'" }, false,
+			"must evaluate to bool, not string"},
+		{"count not an int", func(s *v1alpha1.WorkloadInterpreterSpec) { s.Health.Pods = "object.status.updateRevision" }, true,
+			"spec.health.pods"},
+		{"replicas path not in the schema", func(s *v1alpha1.WorkloadInterpreterSpec) { s.Replicas.Path = "spec.replica" }, true,
+			`spec.replicas.path: Invalid value: "spec.replica": the kind's schema has no field "replica" here`},
+		{"replicas path not an integer", func(s *v1alpha1.WorkloadInterpreterSpec) { s.Replicas.Path = "spec.updateStrategy.type" }, true,
+			"not integer"},
+		{"status field outside status", func(s *v1alpha1.WorkloadInterpreterSpec) {
+			s.Status.Fields = append(s.Status.Fields, v1alpha1.StatusField{Path: "spec.replicas", Aggregate: v1alpha1.AggregateSum})
+		}, false, "must be a field under status"},
+		{"sum of a string", func(s *v1alpha1.WorkloadInterpreterSpec) {
+			s.Status.Fields = append(s.Status.Fields, v1alpha1.StatusField{Path: "status.updateRevision", Aggregate: v1alpha1.AggregateMax})
+		}, true, "not number"},
+		{"over the cost budget", func(s *v1alpha1.WorkloadInterpreterSpec) {
+			s.Health.Ready = "object.status.conditions.all(c, object.status.conditions.all(d, object.status.conditions.all(e, c.type != d.type || d.type != e.type)))"
+		}, true, "exceeds the budget"},
+		{"followers not a list", func(s *v1alpha1.WorkloadInterpreterSpec) { s.Followers = "1" }, false,
+			"must evaluate to list(dyn)"},
+		{"template path in preserved fields is not checked", func(s *v1alpha1.WorkloadInterpreterSpec) { s.PodTemplate.Path = "spec.template.spec" }, true,
+			""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := base()
+			tc.change(&spec)
+			var opts Options
+			if tc.typed {
+				opts.Schema = cloneSetSchema(t)
+			}
+			in, errs := Compile(&spec, opts)
+			switch {
+			case tc.want == "" && len(errs) > 0:
+				t.Fatalf("refused: %v", errs.ToAggregate())
+			case tc.want == "":
+				if in == nil {
+					t.Fatal("no interpreter")
+				}
+			case len(errs) == 0:
+				t.Fatalf("accepted; want an error with %q", tc.want)
+			case !strings.Contains(errs.ToAggregate().Error(), tc.want):
+				t.Fatalf("error %q does not contain %q", errs.ToAggregate(), tc.want)
+			}
+		})
+	}
+}
+
+// cloneSet is a member copy of a CloneSet with the given status.
+func cloneSet(t testing.TB, replicas int, status string) *unstructured.Unstructured {
+	t.Helper()
+	o := obj(t, `
+apiVersion: apps.kruise.io/v1alpha1
+kind: CloneSet
+metadata: {name: web, namespace: demo, generation: 2}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: c, image: nginx}]
+`)
+	if replicas >= 0 {
+		if err := unstructured.SetNestedField(o.Object, int64(replicas), "spec", "replicas"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if status != "" {
+		o.Object["status"] = obj(t, status).Object
+	}
+	return o
+}
+
+func compileShipped(t testing.TB, name string) *Interpreter {
+	t.Helper()
+	in, errs := Compile(&shipped(t, name).Spec, Options{})
+	if len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	return in
+}
+
+func TestReplicas(t *testing.T) {
+	in := compileShipped(t, "cloneset.apps.kruise.io")
+	cases := []struct {
+		name string
+		obj  *unstructured.Unstructured
+		want int32
+		ok   bool
+	}{
+		{"set", cloneSet(t, 9, ""), 9, true},
+		{"zero", cloneSet(t, 0, ""), 0, true},
+		{"absent takes the default", cloneSet(t, -1, ""), 1, true},
+		{"not a count", obj(t, "kind: CloneSet\nspec: {replicas: many}"), 0, false},
+		{"negative", obj(t, "kind: CloneSet\nspec: {replicas: -3}"), 0, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := in.Replicas(tc.obj)
+			if got != tc.want || ok != tc.ok {
+				t.Fatalf("Replicas = %d, %v; want %d, %v", got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+	o := cloneSet(t, 9, "")
+	if err := in.SetReplicas(o, 3); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := in.Replicas(o); n != 3 {
+		t.Fatalf("after SetReplicas(3): %d", n)
+	}
+	if got := strings.Join(in.PodSpecPath(), "."); got != "spec.template.spec" {
+		t.Fatalf("PodSpecPath = %s", got)
+	}
+	sel, ok := in.Selector(o)
+	if !ok || sel.String() != "app=web" {
+		t.Fatalf("Selector = %v, %v", sel, ok)
+	}
+	if !in.Migratable() {
+		t.Fatal("a CloneSet is migratable")
+	}
+}
+
+func TestHealthAndCounts(t *testing.T) {
+	in := compileShipped(t, "cloneset.apps.kruise.io")
+	cases := []struct {
+		name        string
+		obj         *unstructured.Unstructured
+		ready       *bool
+		readyPods   int32
+		pods        int32
+		countsKnown bool
+	}{
+		{"all ready", cloneSet(t, 3, "{observedGeneration: 2, replicas: 3, readyReplicas: 3, updatedReadyReplicas: 3}"), ptr.To(true), 3, 3, true},
+		{"updating", cloneSet(t, 3, "{observedGeneration: 2, replicas: 4, readyReplicas: 3, updatedReadyReplicas: 1}"), ptr.To(false), 3, 4, true},
+		{"not observed yet", cloneSet(t, 3, "{observedGeneration: 1, replicas: 3, readyReplicas: 3, updatedReadyReplicas: 3}"), ptr.To(true), 0, 0, false},
+		{"no status", cloneSet(t, 3, ""), ptr.To(false), 0, 0, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h, err := in.Health(tc.obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (h.Ready == nil) != (tc.ready == nil) || h.Ready != nil && *h.Ready != *tc.ready {
+				t.Fatalf("Ready = %v, want %v", h.Ready, tc.ready)
+			}
+			ready, ok, err := in.ReadyReplicas(tc.obj)
+			if err != nil || ok != tc.countsKnown || ready != tc.readyPods {
+				t.Fatalf("ReadyReplicas = %d, %v, %v; want %d, %v", ready, ok, err, tc.readyPods, tc.countsKnown)
+			}
+			pods, ok, err := in.Pods(tc.obj)
+			if err != nil || ok != tc.countsKnown || pods != tc.pods {
+				t.Fatalf("Pods = %d, %v, %v; want %d, %v", pods, ok, err, tc.pods, tc.countsKnown)
+			}
+		})
+	}
+}
+
+func TestAggregateStatus(t *testing.T) {
+	in := compileShipped(t, "cloneset.apps.kruise.io")
+	if !in.Aggregates() {
+		t.Fatal("the CloneSet interpreter aggregates status")
+	}
+	template := cloneSet(t, 9, "")
+	members := []Member{
+		{Cluster: "member-2", Current: true, Object: cloneSet(t, 3, "{observedGeneration: 2, replicas: 3, readyReplicas: 2, availableReplicas: 2, updatedReplicas: 3, updatedReadyReplicas: 2, updateRevision: web-b, currentRevision: web-a, labelSelector: app=web}")},
+		{Cluster: "member-1", Current: true, Object: cloneSet(t, 3, "{observedGeneration: 2, replicas: 3, readyReplicas: 3, availableReplicas: 3, updatedReplicas: 3, updatedReadyReplicas: 3, updateRevision: web-b, currentRevision: web-b, labelSelector: app=web}")},
+		{Cluster: "member-3", Current: true, Object: cloneSet(t, 3, "{observedGeneration: 2, replicas: 3, readyReplicas: 3, availableReplicas: 3, updatedReplicas: 3, updatedReadyReplicas: 3, updateRevision: web-b, currentRevision: web-b}")},
+	}
+	now := metav1.NewTime(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+	got, err := in.AggregateStatus(template, members, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := obj(t, `{observedGeneration: 2, replicas: 9, readyReplicas: 8, availableReplicas: 8, updatedReplicas: 9, updatedReadyReplicas: 8, expectedUpdatedReplicas: 0, updateRevision: web-b, currentRevision: web-a, labelSelector: app=web}`).Object
+	if !equality.Semantic.DeepEqual(got, want) {
+		t.Fatalf("status:\n got %v\nwant %v", got, want)
+	}
+
+	// A member that has not seen the current template keeps the host's
+	// observedGeneration where it was.
+	template.Object["status"] = got
+	template.SetGeneration(3)
+	members[0].Current = false
+	got, err = in.AggregateStatus(template, members, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, _, _ := unstructured.NestedInt64(got, "observedGeneration"); g != 2 {
+		t.Fatalf("observedGeneration = %d, want 2 while member-2 is behind", g)
+	}
+}
+
+func TestAggregateConditions(t *testing.T) {
+	spec := v1alpha1.WorkloadInterpreterSpec{
+		Target: v1alpha1.InterpretedKind{Group: "example.com", Kind: "Thing"},
+		Status: &v1alpha1.StatusRule{Conditions: []v1alpha1.StatusCondition{
+			{Type: "Available", Aggregate: v1alpha1.ConditionAllTrue},
+			{Type: "Degraded", Aggregate: v1alpha1.ConditionAnyTrue},
+		}},
+	}
+	in, errs := Compile(&spec, Options{})
+	if len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	member := func(cluster, conds string) Member {
+		return Member{Cluster: cluster, Current: true, Object: obj(t, "status: {conditions: "+conds+"}")}
+	}
+	t0 := metav1.NewTime(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+	t1 := metav1.NewTime(t0.Add(time.Minute))
+	template := obj(t, "kind: Thing")
+	members := []Member{
+		member("b", "[{type: Available, status: 'False', reason: NoPods}]"),
+		member("a", "[{type: Available, status: 'True'}, {type: Degraded, status: 'True', reason: Slow}]"),
+		{Cluster: "c"},
+	}
+	got, err := in.AggregateStatus(template, members, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := obj(t, `{conditions: [
+  {type: Available, status: 'False', reason: NoPods, message: 'b: NoPods, c: Missing', lastTransitionTime: '2026-11-25T12:00:00Z'},
+  {type: Degraded, status: 'True', reason: TrueInSomeClusters, message: 'True in a', lastTransitionTime: '2026-11-25T12:00:00Z'}]}`).Object
+	if !equality.Semantic.DeepEqual(got, want) {
+		t.Fatalf("status:\n got %v\nwant %v", got, want)
+	}
+	// Later, with Available True everywhere: its transition time moves,
+	// Degraded's does not.
+	template.Object["status"] = got
+	members[0] = member("b", "[{type: Available, status: 'True'}]")
+	members[2] = member("c", "[{type: Available, status: 'True'}]")
+	got, err = in.AggregateStatus(template, members, t1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = obj(t, `{conditions: [
+  {type: Available, status: 'True', reason: TrueInEveryCluster, message: 'True in every cluster', lastTransitionTime: '2026-11-25T12:01:00Z'},
+  {type: Degraded, status: 'True', reason: TrueInSomeClusters, message: 'True in a', lastTransitionTime: '2026-11-25T12:00:00Z'}]}`).Object
+	if !equality.Semantic.DeepEqual(got, want) {
+		t.Fatalf("status:\n got %v\nwant %v", got, want)
+	}
+}
+
+func TestAggregates(t *testing.T) {
+	values := func(vs ...string) []Member {
+		var out []Member
+		for i, v := range vs {
+			out = append(out, Member{Cluster: string(rune('a' + i)), Object: obj(t, "status: {v: "+v+"}")})
+		}
+		return out
+	}
+	cases := []struct {
+		how     v1alpha1.StatusAggregate
+		members []Member
+		want    string
+	}{
+		{v1alpha1.AggregateSum, values("1", "2", "3"), "6"},
+		{v1alpha1.AggregateSum, values("1", "2.5"), "3.5"},
+		{v1alpha1.AggregateSum, nil, "0"},
+		{v1alpha1.AggregateMax, values("1", "7", "3"), "7"},
+		{v1alpha1.AggregateMin, values("4", "7", "3"), "3"},
+		{v1alpha1.AggregateMin, nil, "null"},
+		{v1alpha1.AggregateFirst, values("x", "y"), "x"},
+		{v1alpha1.AggregateMerge, values("{a: 1, b: 2}", "{b: 3, c: 4}"), "{a: 1, b: 2, c: 4}"},
+		{v1alpha1.AggregateMerge, values("[1, 2]", "[2, 3]"), "[1, 2, 3]"},
+	}
+	for _, tc := range cases {
+		t.Run(string(tc.how)+" "+tc.want, func(t *testing.T) {
+			got, err := aggregate(tc.how, []string{"status", "v"}, tc.members)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want any
+			if err := yaml.Unmarshal([]byte(tc.want), &want); err != nil {
+				t.Fatal(err)
+			}
+			if w, ok := want.(float64); ok && w == float64(int64(w)) && tc.want != "3.5" {
+				want = int64(w)
+			}
+			if !equality.Semantic.DeepEqual(normalise(got), normalise(want)) {
+				t.Fatalf("got %#v, want %#v", got, want)
+			}
+		})
+	}
+	if _, err := aggregate(v1alpha1.AggregateSum, []string{"status", "v"}, values("1", "x")); err == nil {
+		t.Fatal("a sum of a string must fail")
+	}
+}
+
+// normalise turns the numbers of a decoded YAML value into int64 where
+// whole, as unstructured objects hold them.
+func normalise(v any) any {
+	switch x := v.(type) {
+	case float64:
+		if x == float64(int64(x)) {
+			return int64(x)
+		}
+	case map[string]any:
+		for k, e := range x {
+			x[k] = normalise(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = normalise(e)
+		}
+	}
+	return v
+}
+
+func TestFollowers(t *testing.T) {
+	spec := v1alpha1.WorkloadInterpreterSpec{
+		Target:    v1alpha1.InterpretedKind{Group: "example.com", Kind: "Thing"},
+		Followers: "has(object.spec.configRef) ? [{'kind': 'ConfigMap', 'name': string(object.spec.configRef)}] : []",
+	}
+	in, errs := Compile(&spec, Options{})
+	if len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	refs, err := in.Followers(obj(t, "spec: {configRef: settings}"))
+	if err != nil || len(refs) != 1 || refs[0] != (v1alpha1.ObjectReference{Kind: "ConfigMap", Name: "settings"}) {
+		t.Fatalf("Followers = %v, %v", refs, err)
+	}
+	if refs, err := in.Followers(obj(t, "spec: {}")); err != nil || len(refs) != 0 {
+		t.Fatalf("Followers of an object without a reference = %v, %v", refs, err)
+	}
+	spec.Followers = "[{'kind': 'Pod', 'name': 'x'}]"
+	in, _ = Compile(&spec, Options{})
+	if _, err := in.Followers(obj(t, "spec: {}")); err == nil || !strings.Contains(err.Error(), `kind "Pod" is not one of`) {
+		t.Fatalf("a Pod follower must be refused, got %v", err)
+	}
+}
+
+func TestEvaluationStopsAtTheBudget(t *testing.T) {
+	spec := v1alpha1.WorkloadInterpreterSpec{
+		Target: v1alpha1.InterpretedKind{Group: "example.com", Kind: "Thing"},
+		Health: &v1alpha1.HealthRule{Ready: "object.spec.items.all(x, object.spec.items.all(y, x + y >= 0))"},
+	}
+	in, errs := Compile(&spec, Options{})
+	if len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	items := make([]any, 3000)
+	for i := range items {
+		items[i] = int64(i)
+	}
+	o := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"items": items}}}
+	_, err := in.Health(o)
+	if err == nil || !strings.Contains(err.Error(), "cost limit") {
+		t.Fatalf("want the cost limit error, got %v", err)
+	}
+	o.Object["spec"] = map[string]any{"items": items[:10]}
+	if h, err := in.Health(o); err != nil || h.Ready == nil || !*h.Ready {
+		t.Fatalf("a small list: %v, %v", h, err)
+	}
+}
