@@ -20,7 +20,7 @@ type Expression string
 // InterpretedKind names the kind an interpreter describes: every version
 // of it. The kinds Flotilla describes itself (the apps and batch
 // workloads, Pod, ReplicationController, Service) cannot be redescribed.
-// +kubebuilder:validation:XValidation:rule="!(has(self.group) && ((self.group == 'apps' && self.kind in ['Deployment', 'StatefulSet', 'DaemonSet', 'ReplicaSet']) || (self.group == 'batch' && self.kind in ['Job', 'CronJob']))) && !((!has(self.group) || self.group == ”) && self.kind in ['Pod', 'ReplicationController', 'Service'])",message="Flotilla describes this kind itself (a built-in interpreter); it cannot be redescribed"
+// +kubebuilder:validation:XValidation:rule="!(has(self.group) && ((self.group == 'apps' && self.kind in ['Deployment', 'StatefulSet', 'DaemonSet', 'ReplicaSet']) || (self.group == 'batch' && self.kind in ['Job', 'CronJob']))) && !((!has(self.group) || size(self.group) == 0) && self.kind in ['Pod', 'ReplicationController', 'Service'])",message="Flotilla describes this kind itself (a built-in interpreter); it cannot be redescribed"
 type InterpretedKind struct {
 	// Group is the kind's API group ("" for the core group).
 	// +kubebuilder:validation:MaxLength=253
@@ -227,7 +227,7 @@ type WorkloadInterpreterStatus struct {
 // +kubebuilder:printcolumn:name="READY",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="REASON",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
-// +kubebuilder:validation:XValidation:rule="self.metadata.name == (!has(self.spec.target.group) || self.spec.target.group == ” ? self.spec.target.kind.lowerAscii() : self.spec.target.kind.lowerAscii() + '.' + self.spec.target.group)",message="the name must be the target's kind in lower case, a dot and its group (e.g. cloneset.apps.kruise.io)"
+// +kubebuilder:validation:XValidation:rule="self.metadata.name == (!has(self.spec.target.group) || size(self.spec.target.group) == 0 ? self.spec.target.kind.lowerAscii() : self.spec.target.kind.lowerAscii() + '.' + self.spec.target.group)",message="the name must be the target's kind in lower case, a dot and its group (e.g. cloneset.apps.kruise.io)"
 type WorkloadInterpreter struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
