@@ -123,3 +123,28 @@ func TestProjectOfACopyFlotillaDidNotWrite(t *testing.T) {
 		t.Errorf("Project modified its input")
 	}
 }
+
+func TestProjectOfACustomKindKeepsItsSpec(t *testing.T) {
+	for _, tc := range []struct {
+		apiVersion, kind string
+		wholeSpec        bool
+	}{
+		{"apps.kruise.io/v1alpha1", "CloneSet", true},
+		{"argoproj.io/v1alpha1", "Rollout", true},
+		{"apps/v1", "Deployment", false},
+		{"networking.k8s.io/v1", "Ingress", false},
+		{"v1", "Service", false},
+	} {
+		obj := &unstructured.Unstructured{Object: decodeJSON(t, `{"apiVersion":"`+tc.apiVersion+`","kind":"`+tc.kind+`",
+			"metadata":{"name":"a","namespace":"n"},
+			"spec":{"replicas":3,"template":{"spec":{"containers":[]}},"updateStrategy":{"paused":true}}}`).(map[string]any)}
+		got, err := Project(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, found, _ := unstructured.NestedFieldNoCopy(got.(*unstructured.Unstructured).Object, "spec", "updateStrategy")
+		if found != tc.wholeSpec {
+			t.Errorf("%s %s: projection keeps spec.updateStrategy %v, want %v", tc.apiVersion, tc.kind, found, tc.wholeSpec)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -72,6 +73,15 @@ func Project(obj any) (any, error) {
 		md["managedFields"] = []any{map[string]any{"manager": FieldManager, "operation": "Apply"}}
 	}
 	out["metadata"] = md
+	if !builtIn(u) {
+		// A custom kind keeps its whole spec: its WorkloadInterpreter's
+		// expressions (health, pod counts) may read any of it, and the
+		// interpreter may be created after the copy was cached.
+		if v, found := u.Object["spec"]; found {
+			out["spec"] = v
+		}
+		return &unstructured.Unstructured{Object: out}, nil
+	}
 	spec := map[string]any{}
 	for _, p := range keptSpec {
 		if v, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", p); found {
@@ -82,6 +92,14 @@ func Project(obj any) (any, error) {
 		out["spec"] = spec
 	}
 	return &unstructured.Unstructured{Object: out}, nil
+}
+
+// builtIn reports whether obj's kind is one of Kubernetes' own (the core
+// group, or a group without a dot or ending in .k8s.io): kinds whose
+// meaning Flotilla knows without an interpreter.
+func builtIn(obj *unstructured.Unstructured) bool {
+	g := obj.GroupVersionKind().Group
+	return g == "" || !strings.Contains(g, ".") || strings.HasSuffix(g, ".k8s.io")
 }
 
 // IsProjection reports whether obj is a projection rather than a whole

@@ -109,7 +109,7 @@ func Compile(spec *v1alpha1.WorkloadInterpreterSpec, opts Options) (*Interpreter
 		sf := fld.Child("status")
 		if s.ObservedGeneration != nil {
 			in.observed = splitPath(s.ObservedGeneration.Path)
-			errs = append(errs, c.checkPath(sf.Child("observedGeneration", "path"), s.ObservedGeneration.Path, "integer")...)
+			errs = append(errs, c.checkPath(sf.Child("observedGeneration", "path"), s.ObservedGeneration.Path, "generation")...)
 		}
 		for i, f := range s.Fields {
 			ff := sf.Child("fields").Index(i)
@@ -123,8 +123,10 @@ func Compile(spec *v1alpha1.WorkloadInterpreterSpec, opts Options) (*Interpreter
 					errs = append(errs, field.Required(ff.Child("expression"), "aggregate Expression needs an expression"))
 				}
 				out.expr = c.compile(ff.Child("expression"), f.Expression, statusScope, nil, &errs)
-			case v1alpha1.AggregateSum, v1alpha1.AggregateMax, v1alpha1.AggregateMin:
+			case v1alpha1.AggregateSum:
 				errs = append(errs, c.checkPath(ff.Child("path"), f.Path, "number")...)
+			case v1alpha1.AggregateMax, v1alpha1.AggregateMin:
+				errs = append(errs, c.checkPath(ff.Child("path"), f.Path, "scalar")...)
 			case v1alpha1.AggregateFirst:
 				errs = append(errs, c.checkPath(ff.Child("path"), f.Path, "")...)
 			case v1alpha1.AggregateMerge:

@@ -79,9 +79,21 @@ func TestShippedInterpretersCompile(t *testing.T) {
 		if _, errs := Compile(&wi.Spec, Options{}); len(errs) > 0 {
 			t.Errorf("%s: %v", wi.Name, errs.ToAggregate())
 		}
-	}
-	if _, errs := Compile(&shipped(t, "cloneset.apps.kruise.io").Spec, Options{Schema: cloneSetSchema(t)}); len(errs) > 0 {
-		t.Errorf("cloneset against its schema: %v", errs.ToAggregate())
+		// Every shipped interpreter is also checked against its kind's
+		// CRD (the project's own or a stand-in of the same shape).
+		crd, err := crds.For(wi.Spec.Target.Group, wi.Spec.Target.Kind)
+		if err != nil || crd == nil {
+			t.Errorf("%s: no CRD in test/workloads/crds to check it against (%v)", wi.Name, err)
+			continue
+		}
+		s, err := SchemaOf(crd)
+		if err != nil || s == nil {
+			t.Errorf("%s: schema of %s: %v", wi.Name, crd.Name, err)
+			continue
+		}
+		if _, errs := Compile(&wi.Spec, Options{Schema: s}); len(errs) > 0 {
+			t.Errorf("%s against the schema of %s: %v", wi.Name, crd.Name, errs.ToAggregate())
+		}
 	}
 }
 
@@ -113,8 +125,11 @@ func TestCompileRefusesBadSpecs(t *testing.T) {
 			s.Status.Fields = append(s.Status.Fields, v1alpha1.StatusField{Path: "spec.replicas", Aggregate: v1alpha1.AggregateSum})
 		}, false, "must be a field under status"},
 		{"sum of a string", func(s *v1alpha1.WorkloadInterpreterSpec) {
-			s.Status.Fields = append(s.Status.Fields, v1alpha1.StatusField{Path: "status.updateRevision", Aggregate: v1alpha1.AggregateMax})
+			s.Status.Fields = append(s.Status.Fields, v1alpha1.StatusField{Path: "status.updateRevision", Aggregate: v1alpha1.AggregateSum})
 		}, true, "not number"},
+		{"max of a list", func(s *v1alpha1.WorkloadInterpreterSpec) {
+			s.Status.Fields = append(s.Status.Fields, v1alpha1.StatusField{Path: "status.conditions", Aggregate: v1alpha1.AggregateMax})
+		}, true, "not scalar"},
 		{"over the cost budget", func(s *v1alpha1.WorkloadInterpreterSpec) {
 			s.Health.Ready = "object.status.conditions.all(c, object.status.conditions.all(d, object.status.conditions.all(e, c.type != d.type || d.type != e.type)))"
 		}, true, "exceeds the budget"},
@@ -363,6 +378,7 @@ func TestAggregates(t *testing.T) {
 		{v1alpha1.AggregateMax, values("1", "7", "3"), "7"},
 		{v1alpha1.AggregateMin, values("4", "7", "3"), "3"},
 		{v1alpha1.AggregateMin, nil, "null"},
+		{v1alpha1.AggregateMin, values("'2026-11-25T12:00:00Z'", "'2026-11-24T12:00:00Z'"), "'2026-11-24T12:00:00Z'"},
 		{v1alpha1.AggregateFirst, values("x", "y"), "x"},
 		{v1alpha1.AggregateMerge, values("{a: 1, b: 2}", "{b: 3, c: 4}"), "{a: 1, b: 2, c: 4}"},
 		{v1alpha1.AggregateMerge, values("[1, 2]", "[2, 3]"), "[1, 2, 3]"},

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -94,8 +95,25 @@ func (in *Interpreter) Observed(obj *unstructured.Unstructured) bool {
 	if in.observed == nil {
 		return true
 	}
-	n, found, err := unstructured.NestedInt64(obj.Object, in.observed...)
-	return found && err == nil && n >= obj.GetGeneration()
+	n, ok := generationAt(obj.Object, in.observed)
+	return ok && n >= obj.GetGeneration()
+}
+
+// generationAt reads a generation: an integer, or an integer written as a
+// string (Argo Rollouts writes its observedGeneration so).
+func generationAt(obj map[string]any, path []string) (int64, bool) {
+	raw, found, err := unstructured.NestedFieldNoCopy(obj, path...)
+	if !found || err != nil {
+		return 0, false
+	}
+	switch v := raw.(type) {
+	case int64:
+		return v, true
+	case string:
+		n, err := strconv.ParseInt(v, 10, 64)
+		return n, err == nil
+	}
+	return 0, false
 }
 
 // Migratable reports whether application failover can move the kind's
@@ -202,3 +220,6 @@ func (in *Interpreter) Followers(obj *unstructured.Unstructured) ([]v1alpha1.Obj
 	}
 	return refs, nil
 }
+
+// ReplicasPath is the path of the replica count; nil without replicas.
+func (in *Interpreter) ReplicasPath() []string { return in.replicas }

@@ -125,6 +125,10 @@ func checkPath(s *structuralschema.Structural, p []string, want string) error {
 		ok = node.Type == "integer"
 	case "number":
 		ok = node.Type == "integer" || node.Type == "number"
+	case "generation": // an integer, or one written as a string
+		ok = node.Type == "integer" || node.Type == "string"
+	case "scalar":
+		ok = node.Type == "integer" || node.Type == "number" || node.Type == "string"
 	case "object":
 		ok = node.Type == "object"
 	case "collection":

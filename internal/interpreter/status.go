@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -86,7 +87,11 @@ func (in *Interpreter) AggregateStatus(template *unstructured.Unstructured, memb
 		}
 	}
 	if in.observed != nil && in.allObserved(sorted) {
-		if err := unstructured.SetNestedField(holder, template.GetGeneration(), in.observed...); err != nil {
+		var gen any = template.GetGeneration()
+		if writesGenerationAsText(sorted, in.observed) {
+			gen = strconv.FormatInt(template.GetGeneration(), 10)
+		}
+		if err := unstructured.SetNestedField(holder, gen, in.observed...); err != nil {
 			fail(fmt.Errorf("set %s: %w", strings.Join(in.observed, "."), err))
 		}
 	}
@@ -111,6 +116,21 @@ func (in *Interpreter) allObserved(members []Member) bool {
 		}
 	}
 	return true
+}
+
+// writesGenerationAsText reports whether the members write their observed
+// generation as a string: the host's must then be one too (the kind's
+// schema says so).
+func writesGenerationAsText(members []Member, path []string) bool {
+	for _, m := range members {
+		if m.Object == nil {
+			continue
+		}
+		raw, _, _ := unstructured.NestedFieldNoCopy(m.Object.Object, path...)
+		_, isText := raw.(string)
+		return isText
+	}
+	return false
 }
 
 // statusVars are the variables of status expressions.
@@ -164,9 +184,18 @@ func aggregate(how v1alpha1.StatusAggregate, path []string, members []Member) (a
 	return nil, fmt.Errorf("%s: aggregate %q is not known", strings.Join(path, "."), how)
 }
 
-// numbers sums or picks the extreme of integer or float values; a Sum of
-// nothing is 0, a Max or Min of nothing is absent.
+// numbers sums or picks the extreme of integer or float values (Max and
+// Min also of strings, compared as text: RFC 3339 times in UTC order so);
+// a Sum of nothing is 0, a Max or Min of nothing is absent.
 func numbers(how v1alpha1.StatusAggregate, path []string, values []any) (any, error) {
+	if how != v1alpha1.AggregateSum && len(values) > 0 {
+		if s, ok := texts(values); ok {
+			if how == v1alpha1.AggregateMax {
+				return slices.Max(s), nil
+			}
+			return slices.Min(s), nil
+		}
+	}
 	var ints []int64
 	var floats []float64
 	for _, v := range values {
@@ -204,6 +233,19 @@ func numbers(how v1alpha1.StatusAggregate, path []string, values []any) (any, er
 		return slices.Max(floats), nil
 	}
 	return slices.Min(floats), nil
+}
+
+// texts returns the values as strings when they all are.
+func texts(values []any) ([]string, bool) {
+	out := make([]string, 0, len(values))
+	for _, v := range values {
+		s, ok := v.(string)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, s)
+	}
+	return out, true
 }
 
 // merge merges maps (the first member wins a key) or lists (concatenated

@@ -3,6 +3,8 @@ package localenv
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -29,7 +31,7 @@ const ControllerManager = "flotilla-controller-manager"
 func (s *starter) startControlPlane(ctx context.Context, plans []*clusterPlan) error {
 	begin := time.Now()
 	host := plans[0]
-	ports, err := freePorts(3)
+	ports, err := freePorts(4)
 	if err != nil {
 		return err
 	}
@@ -85,7 +87,7 @@ const leaderIdentity = "flotilla-up"
 // environment's agent CA.
 func (p *clusterPlan) controllerManager(binary string, ports []int) ComponentState {
 	agentCert, agentKey := AgentSignerFiles(p.stateDir)
-	return ComponentState{
+	c := ComponentState{
 		Name: ControllerManager, Binary: binary, Port: ports[1], Ports: ports,
 		HealthURL: fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[1]),
 		Log:       p.log(ControllerManager),
@@ -102,7 +104,24 @@ func (p *clusterPlan) controllerManager(binary string, ports []int) ComponentSta
 			"--agent-signing-key-file=" + agentKey,
 		},
 	}
+	// WorkloadInterpreters are validated at admission by the
+	// controller-manager, with a certificate from the environment's CA
+	// (an environment created before there was one goes without).
+	if _, err := os.Stat(p.pki(filepath.Join(webhookCertDir, "tls.crt"))); err == nil && len(ports) > 3 {
+		c.Args = append(c.Args,
+			fmt.Sprintf("--webhook-port=%d", ports[3]),
+			"--webhook-bind-host=127.0.0.1",
+			"--webhook-cert-dir="+p.pki(webhookCertDir),
+			fmt.Sprintf("--webhook-url=https://127.0.0.1:%d", ports[3]),
+			"--webhook-ca-file="+p.caCert(),
+		)
+	}
+	return c
 }
+
+// webhookCertDir is the directory (under the host's pki) of the
+// controller-manager's webhook serving certificate.
+const webhookCertDir = "controller-manager-webhook"
 
 // grantControllerManager gives the controller-manager's identity in the
 // host its permissions, as the admin: the namespace flotilla-system, the

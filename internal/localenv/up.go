@@ -225,6 +225,16 @@ func (p *clusterPlan) prepare(ca *authority, token, controllerToken, gatewayToke
 		if err := writeKubeconfig(controllerKubeconfigFor(p.name, p.server(), ca.certPEM, controllerToken), p.controllerKubeconfig()); err != nil {
 			return ClusterState{}, err
 		}
+		webhookCert, webhookKey, err := ca.issueServing(ControllerManager)
+		if err != nil {
+			return ClusterState{}, err
+		}
+		if err := writeFiles(map[string][]byte{
+			p.pki(filepath.Join(webhookCertDir, "tls.crt")): webhookCert,
+			p.pki(filepath.Join(webhookCertDir, "tls.key")): webhookKey,
+		}); err != nil {
+			return ClusterState{}, err
+		}
 		line, err := p.prepareGateway(ca, gatewayToken)
 		if err != nil {
 			return ClusterState{}, err

@@ -14,6 +14,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/controller/agentsigner"
 	"github.com/flotilla-io/flotilla/internal/controller/cluster"
 	"github.com/flotilla-io/flotilla/internal/controller/federate"
+	"github.com/flotilla-io/flotilla/internal/controller/interpreters"
 	"github.com/flotilla-io/flotilla/internal/controller/migrate"
 	"github.com/flotilla-io/flotilla/internal/controller/propagate"
 	"github.com/flotilla-io/flotilla/internal/controller/schedule"
@@ -31,6 +32,9 @@ type Shared struct {
 	Templates *templates.Cache
 	// Dynamic reads and writes any host kind.
 	Dynamic dynamic.Interface
+	// Interpreters compiles the WorkloadInterpreters into
+	// workload.Interpreters.
+	Interpreters *interpreters.Loader
 }
 
 // Controller is a controller the manager can run.
@@ -99,6 +103,14 @@ var Controllers = []Controller{
 			Pool:                    shared.Pool,
 			Recorder:                mgr.GetEventRecorder("flotilla-" + propagate.Name),
 			MaxConcurrentReconciles: opts.ConcurrentPropagationSyncs,
+		}
+		return r.SetupWithManager(mgr)
+	}},
+	{Name: interpreters.Name, Setup: func(mgr ctrl.Manager, _ Options, shared *Shared) error {
+		r := &interpreters.Reconciler{
+			Client:   mgr.GetClient(),
+			Loader:   shared.Interpreters,
+			Recorder: mgr.GetEventRecorder("flotilla-" + interpreters.Name),
 		}
 		return r.SetupWithManager(mgr)
 	}},

@@ -32,9 +32,11 @@ import (
 	"github.com/flotilla-io/flotilla/internal/agentcert"
 	"github.com/flotilla-io/flotilla/internal/controller/cluster"
 	"github.com/flotilla-io/flotilla/internal/controller/fedobj"
+	"github.com/flotilla-io/flotilla/internal/controller/interpreters"
 	"github.com/flotilla-io/flotilla/internal/member"
 	hostscheme "github.com/flotilla-io/flotilla/internal/scheme"
 	"github.com/flotilla-io/flotilla/internal/templates"
+	"github.com/flotilla-io/flotilla/internal/workload"
 )
 
 // Permissions of the manager itself (leader election and its events, its
@@ -85,6 +87,21 @@ type Options struct {
 	// MetricsCertDir holds the HTTPS certificate (tls.crt, tls.key) of
 	// MetricsSecure; a self-signed one is used when it is absent.
 	MetricsCertDir string
+	// WebhookPort serves the admission webhook that validates
+	// WorkloadInterpreters (0: none; they are then checked only by the
+	// loader, which reports a condition).
+	WebhookPort int
+	// WebhookHost is the address the webhook server binds (default: all).
+	WebhookHost string
+	// WebhookCertDir holds the webhook's serving certificate (tls.crt,
+	// tls.key).
+	WebhookCertDir string
+	// WebhookURL is how the host apiserver reaches the webhook server
+	// (https://...); with WebhookCAFile, the leader installs the
+	// ValidatingWebhookConfiguration.
+	WebhookURL string
+	// WebhookCAFile is the CA bundle that signs the webhook's certificate.
+	WebhookCAFile string
 	// ProbeAddr serves /healthz and /readyz ("0" disables; default
 	// loopback only).
 	ProbeAddr string
@@ -245,7 +262,8 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		// the lease (they reconcile only once it does), so a replica that
 		// takes over, a standby or a restarted process, lists the host
 		// while the previous holder's lease runs out, not after.
-		Controller: config.Controller{EnableWarmup: ptr.To(true)},
+		Controller:    config.Controller{EnableWarmup: ptr.To(true)},
+		WebhookServer: webhookServer(opts),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)
@@ -264,6 +282,9 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	}
 	if err := mgr.Add(admissionInstaller{cfg: cfg, sets: sets, logger: mgr.GetLogger().WithName("admission")}); err != nil {
 		return nil, fmt.Errorf("add the admission policy install: %w", err)
+	}
+	if err := addInterpreterWebhook(mgr, opts); err != nil {
+		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("add health check: %w", err)
@@ -299,7 +320,17 @@ func NewShared(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts Opt
 	if err != nil {
 		return nil, fmt.Errorf("dynamic host client: %w", err)
 	}
-	return &Shared{Pool: member.NewPool(), Templates: tc, Dynamic: dyn}, nil
+	// Custom kinds are read through their WorkloadInterpreters from the
+	// first reconcile on: templates are not served until the loader has
+	// compiled every interpreter, and a changed interpreter makes the
+	// controllers look at its kind's objects again.
+	loader := interpreters.NewLoader(mgr.GetCache(), mgr.GetAPIReader(), mgr.GetRESTMapper(), workload.Interpreters)
+	if err := mgr.Add(loader); err != nil {
+		return nil, fmt.Errorf("add the workload interpreter loader: %w", err)
+	}
+	tc.RequireAlso(loader.Synced())
+	workload.Interpreters.Subscribe(tc.Touch)
+	return &Shared{Pool: member.NewPool(), Templates: tc, Dynamic: dyn, Interpreters: loader}, nil
 }
 
 // PrepareHost creates the CRDs the host lacks (without touching existing

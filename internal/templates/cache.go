@@ -52,8 +52,10 @@ type Cache struct {
 	mu       sync.RWMutex
 	kinds    map[schema.GroupKind]*watched
 	handlers []func(Key)
-	ctx      context.Context
-	primed   chan struct{} // closed after the first discovery started its informers
+	// gates are what else must be ready before templates are served.
+	gates  []<-chan struct{}
+	ctx    context.Context
+	primed chan struct{} // closed after the first discovery started its informers
 
 	access      access
 	discoveries atomic.Uint64
@@ -94,6 +96,45 @@ func New(cfg *rest.Config, interval time.Duration) (*Cache, error) {
 	return &Cache{client: client, disco: disco, interval: interval, kick: make(chan struct{}, 1),
 		kinds: map[schema.GroupKind]*watched{}, primed: make(chan struct{}),
 		access: access{authz: authz, onDemand: map[schema.GroupKind]Wanted{}, skipped: map[schema.GroupKind]string{}, idle: map[schema.GroupKind]int{}}}, nil
+}
+
+// RequireAlso makes the cache serve templates (Get, GetSynced) only once
+// ready is closed as well as its own informers have synced: how the
+// controllers wait for what they read templates through. Call before
+// Start.
+func (c *Cache) RequireAlso(ready <-chan struct{}) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gates = append(c.gates, ready)
+}
+
+// gatesOpen reports whether every RequireAlso channel is closed.
+func (c *Cache) gatesOpen() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, g := range c.gates {
+		select {
+		case <-g:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// waitGates waits for every RequireAlso channel, or ctx's end.
+func (c *Cache) waitGates(ctx context.Context) bool {
+	c.mu.RLock()
+	gates := c.gates
+	c.mu.RUnlock()
+	for _, g := range gates {
+		select {
+		case <-g:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
 }
 
 // Subscribe registers h for changes of any template; call before Start. h
@@ -182,6 +223,9 @@ func (c *Cache) Lookup(gk schema.GroupKind) (Kind, bool) {
 // Get returns a template, nil if it does not exist, ErrUnknownKind or
 // ErrNotSynced. The object is shared: callers must not modify it.
 func (c *Cache) Get(k Key) (*unstructured.Unstructured, error) {
+	if !c.gatesOpen() {
+		return nil, ErrNotSynced
+	}
 	w, err := c.informer(k.GroupKind())
 	if err != nil {
 		return nil, err
@@ -219,6 +263,9 @@ func (c *Cache) GetSynced(ctx context.Context, k Key) (*unstructured.Unstructure
 	case <-ctx.Done():
 		return nil, err
 	}
+	if !c.waitGates(ctx) {
+		return nil, err
+	}
 	c.mu.RLock()
 	w, ok := c.kinds[k.GroupKind()]
 	c.mu.RUnlock()
@@ -248,6 +295,28 @@ func (c *Cache) List(gk schema.GroupKind, namespace string) ([]*unstructured.Uns
 		}
 	}
 	return out, nil
+}
+
+// Touch tells the subscribers about every cached template of a kind, as
+// if each had changed: how a change in the way the kind is read (its
+// WorkloadInterpreter) reaches the controllers. A kind not watched has
+// nothing to tell.
+func (c *Cache) Touch(gk schema.GroupKind) {
+	c.mu.Lock()
+	w, ok := c.kinds[gk]
+	handlers := c.handlers
+	c.mu.Unlock()
+	if !ok || w == nil {
+		return
+	}
+	for _, it := range w.informer.GetStore().List() {
+		if u, ok := it.(*unstructured.Unstructured); ok {
+			key := KeyOf(u)
+			for _, h := range handlers {
+				h(key)
+			}
+		}
+	}
 }
 
 // LabelledFor returns the keys of the templates, of every kind, that name a

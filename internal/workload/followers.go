@@ -25,8 +25,9 @@ var containerLists = []string{"initContainers", "containers", "ephemeralContaine
 var secretRefPlugins = []string{"cephfs", "cinder", "flexVolume", "iscsi", "rbd", "scaleIO", "storageos"}
 
 // Followers returns the ConfigMaps, Secrets, ServiceAccounts and
-// PersistentVolumeClaims the object's pod spec references, sorted by kind
-// then name, without duplicates. Objects without a pod spec (PodSpecPath
+// PersistentVolumeClaims the object's pod spec references, and those its
+// kind's WorkloadInterpreter names, sorted by kind then name, without
+// duplicates. Objects without a pod spec (PodSpecPath
 // nil) have none. The PersistentVolumeClaims a StatefulSet's
 // volumeClaimTemplates or an ephemeral volume stands for are not followers:
 // each member creates its own.
@@ -34,17 +35,25 @@ func Followers(obj *unstructured.Unstructured) []v1alpha1.ObjectReference {
 	if obj == nil {
 		return nil
 	}
+	refs := followerSet{}
+	if in := interpreterOf(obj); in != nil {
+		// A failing expression names no extra followers; the pod
+		// template's still follow.
+		extra, _ := in.Followers(obj)
+		for _, r := range extra {
+			refs.add(r.Kind, r.Name)
+		}
+	}
 	path := PodSpecPath(obj)
 	if path == nil {
-		return nil
+		return refs.sorted()
 	}
 	raw, found, err := unstructured.NestedFieldNoCopy(obj.Object, path...)
 	spec, isMap := raw.(map[string]any)
 	if err != nil || !found || !isMap {
-		return nil
+		return refs.sorted()
 	}
 
-	refs := followerSet{}
 	refs.volumes(spec["volumes"])
 	for _, list := range containerLists {
 		for _, c := range maps(spec[list]) {

@@ -27,6 +27,9 @@ func PodSpecPath(obj *unstructured.Unstructured) []string {
 	if p, ok := podSpecPaths[gk]; ok {
 		return p
 	}
+	if in := Interpreters.Get(gk); in != nil {
+		return in.PodSpecPath()
+	}
 	generic := []string{"spec", "template", "spec"}
 	if m, ok, _ := unstructured.NestedMap(obj.Object, generic...); ok && m != nil {
 		if _, has := m["containers"]; has {
@@ -46,12 +49,16 @@ var replicatedKinds = map[schema.GroupKind]bool{
 }
 
 // Replicas returns an object's desired replicas: spec.replicas of the
-// replicated native kinds, or an integer spec.replicas of any other kind
-// except the native kinds that have none. ok is false when the object has
-// no replicas to split. A replicated kind without spec.replicas has 1 (the
+// replicated native kinds, what the WorkloadInterpreter of a kind that has
+// one says, or an integer spec.replicas of any other kind except the
+// native kinds that have none. ok is false when the object has no
+// replicas to split. A replicated kind without spec.replicas has 1 (the
 // API default).
 func Replicas(obj *unstructured.Unstructured) (replicas int32, ok bool) {
 	gk := obj.GroupVersionKind().GroupKind()
+	if in := Interpreters.Get(gk); in != nil && !replicatedKinds[gk] {
+		return in.Replicas(obj)
+	}
 	n, found, err := unstructured.NestedInt64(obj.Object, "spec", "replicas")
 	switch {
 	case replicatedKinds[gk] && !found:
@@ -66,8 +73,13 @@ func Replicas(obj *unstructured.Unstructured) (replicas int32, ok bool) {
 	return 0, false
 }
 
-// SetReplicas sets spec.replicas; it fails when spec is not an object.
+// SetReplicas sets the object's replicas (spec.replicas, or the path of
+// its kind's WorkloadInterpreter); it fails when the path does not lead
+// through objects.
 func SetReplicas(obj *unstructured.Unstructured, n int32) error {
+	if in := interpreterOf(obj); in != nil && !replicatedKinds[obj.GroupVersionKind().GroupKind()] {
+		return in.SetReplicas(obj, n)
+	}
 	if err := unstructured.SetNestedField(obj.Object, int64(n), "spec", "replicas"); err != nil {
 		return fmt.Errorf("set spec.replicas: %w", err)
 	}
@@ -82,4 +94,22 @@ func isNativeGroup(group string) bool {
 		return true
 	}
 	return false
+}
+
+// ReplicasPath is the path of obj's replica count: its kind's
+// WorkloadInterpreter's, else spec.replicas.
+func ReplicasPath(obj *unstructured.Unstructured) []string {
+	if in := interpreterOf(obj); in != nil && in.HasReplicas() && !replicatedKinds[obj.GroupVersionKind().GroupKind()] {
+		return in.ReplicasPath()
+	}
+	return []string{"spec", "replicas"}
+}
+
+// Retained lists the fields of obj's kind a member owns (its
+// WorkloadInterpreter's retain list): copies keep the member's values.
+func Retained(obj *unstructured.Unstructured) [][]string {
+	if in := interpreterOf(obj); in != nil {
+		return in.Retain()
+	}
+	return nil
 }

@@ -56,8 +56,11 @@ func shapeOf(obj *unstructured.Unstructured) (podShape, bool) {
 // Migratable reports whether application failover can move obj's replicas
 // between members: whether it knows the kind's pod selector and counts.
 func Migratable(obj *unstructured.Unstructured) bool {
-	_, ok := shapeOf(obj)
-	return ok
+	if _, ok := shapeOf(obj); ok {
+		return true
+	}
+	in := interpreterOf(obj)
+	return in != nil && in.Migratable()
 }
 
 // PodOwner names a Migratable workload.
@@ -79,6 +82,8 @@ func PodOwners(kind schema.GroupKind, name string, podLabels map[string]string) 
 	var out []PodOwner
 	if _, ok := migratableKinds[kind]; ok {
 		out = append(out, PodOwner{GroupKind: kind, Name: name})
+	} else if in := Interpreters.Get(kind); in != nil && in.Migratable() {
+		out = append(out, PodOwner{GroupKind: kind, Name: name})
 	}
 	deployment := schema.GroupKind{Group: kind.Group, Kind: "Deployment"}
 	if _, ok := migratableKinds[deployment]; ok && kind.Kind == "ReplicaSet" {
@@ -96,6 +101,9 @@ func PodOwners(kind schema.GroupKind, name string, podLabels map[string]string) 
 func PodSelector(obj *unstructured.Unstructured) (selector labels.Selector, ok bool) {
 	shape, ok := shapeOf(obj)
 	if !ok {
+		if in := interpreterOf(obj); in != nil && in.Migratable() {
+			return in.Selector(obj)
+		}
 		return nil, false
 	}
 	m, found, err := unstructured.NestedMap(obj.Object, shape.selector...)
@@ -119,6 +127,10 @@ func PodSelector(obj *unstructured.Unstructured) (selector labels.Selector, ok b
 // may describe an older spec until then. A status without the field counts
 // zero ready pods.
 func ReadyReplicas(obj *unstructured.Unstructured) (ready int32, ok bool) {
+	if in := interpreterOf(obj); in != nil && in.Migratable() {
+		n, ok, _ := in.ReadyReplicas(obj) // a failing expression: not known
+		return n, ok
+	}
 	return statusCount(obj, func(s podShape) []string { return s.ready })
 }
 
@@ -126,6 +138,10 @@ func ReadyReplicas(obj *unstructured.Unstructured) (ready int32, ok bool) {
 // of obj (status.replicas of the native kinds), whether ready or not, with
 // ReadyReplicas' rules for ok.
 func PodCount(obj *unstructured.Unstructured) (pods int32, ok bool) {
+	if in := interpreterOf(obj); in != nil && in.Migratable() {
+		n, ok, _ := in.Pods(obj) // a failing expression: not known
+		return n, ok
+	}
 	return statusCount(obj, func(s podShape) []string { return s.pods })
 }
 

@@ -10,19 +10,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/flotilla-io/flotilla/internal/interpreter"
 )
 
 // Member is one cluster's copy of an object as the status aggregation sees
 // it.
-type Member struct {
-	// Cluster is the MemberCluster's name.
-	Cluster string
-	// Object is the member's copy; nil when the member has none (yet).
-	Object *unstructured.Unstructured
-	// Current says whether the copy holds the template's current generation
-	// (the caller knows this from its propagation records).
-	Current bool
-}
+type Member = interpreter.Member
 
 // statusFunc computes one kind's host status. prev is the template's
 // status decoded into the kind's status type (nil when it does not
@@ -58,7 +52,7 @@ func AggregateStatus(template *unstructured.Unstructured, members []Member, now 
 	}
 	compute, ok := statusFuncs[template.GroupVersionKind().GroupKind()]
 	if !ok {
-		return nil, false
+		return interpreted(template, members, now)
 	}
 	sorted := slices.Clone(members)
 	slices.SortStableFunc(sorted, func(a, b Member) int { return cmp.Compare(a.Cluster, b.Cluster) })
@@ -176,6 +170,27 @@ func addCount(sum, v *int32) *int32 {
 // Aggregated reports whether the host status of obj's kind is aggregated
 // from its member copies.
 func Aggregated(obj *unstructured.Unstructured) bool {
-	_, ok := statusFuncs[obj.GroupVersionKind().GroupKind()]
-	return ok
+	if _, ok := statusFuncs[obj.GroupVersionKind().GroupKind()]; ok {
+		return true
+	}
+	in := interpreterOf(obj)
+	return in != nil && in.Aggregates()
+}
+
+// interpreted is AggregateStatus for a kind with a WorkloadInterpreter: a
+// rule that fails leaves its field as the template has it.
+func interpreted(template *unstructured.Unstructured, members []Member, now metav1.Time) (map[string]any, bool) {
+	in := interpreterOf(template)
+	if in == nil || !in.Aggregates() {
+		return nil, false
+	}
+	status, _ := in.AggregateStatus(template, members, now.Rfc3339Copy())
+	current, _, _ := unstructured.NestedFieldNoCopy(template.Object, "status")
+	if m, ok := current.(map[string]any); ok && equality.Semantic.DeepEqual(status, m) {
+		return status, false
+	}
+	if current == nil && len(status) == 0 {
+		return status, false
+	}
+	return status, true
 }

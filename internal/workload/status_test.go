@@ -24,7 +24,7 @@ const memberGeneration = 7
 
 // toUnstructured converts a typed object the way it reads back from the
 // apiserver.
-func toUnstructured(t *testing.T, obj runtime.Object) *unstructured.Unstructured {
+func toUnstructured(t testing.TB, obj runtime.Object) *unstructured.Unstructured {
 	t.Helper()
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
@@ -60,7 +60,7 @@ func withStatus(t *testing.T, template *unstructured.Unstructured, status map[st
 	return back
 }
 
-func deploymentTemplate(t *testing.T, generation int64, status appsv1.DeploymentStatus) *unstructured.Unstructured {
+func deploymentTemplate(t testing.TB, generation int64, status appsv1.DeploymentStatus) *unstructured.Unstructured {
 	return toUnstructured(t, &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", Generation: generation},
@@ -69,7 +69,7 @@ func deploymentTemplate(t *testing.T, generation int64, status appsv1.Deployment
 }
 
 // deploymentCopy is a member's copy with the given status.
-func deploymentCopy(t *testing.T, status appsv1.DeploymentStatus) *unstructured.Unstructured {
+func deploymentCopy(t testing.TB, status appsv1.DeploymentStatus) *unstructured.Unstructured {
 	return deploymentTemplate(t, memberGeneration, status)
 }
 

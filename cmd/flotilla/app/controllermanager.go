@@ -106,6 +106,11 @@ Controllers: ` + strings.Join(manager.ControllerNames(), ", ") + `.`,
 	fs.StringVar(&m.MetricsAddr, "metrics-bind-address", m.MetricsAddr, "address serving Prometheus /metrics ('0' disables; ':8080' for all interfaces, then add --metrics-secure)")
 	fs.BoolVar(&m.MetricsSecure, "metrics-secure", m.MetricsSecure, "serve /metrics over HTTPS to callers the host authenticates and authorizes (get on the non-resource URL /metrics)")
 	fs.StringVar(&m.MetricsCertDir, "metrics-cert-dir", m.MetricsCertDir, "directory with tls.crt and tls.key for --metrics-secure (default: a self-signed certificate)")
+	fs.IntVar(&m.WebhookPort, "webhook-port", m.WebhookPort, "port of the admission webhook server that validates WorkloadInterpreters (0: none; they are then checked only after they are stored, and a broken one shows Ready=False)")
+	fs.StringVar(&m.WebhookHost, "webhook-bind-host", m.WebhookHost, "address the webhook server binds (default: every interface)")
+	fs.StringVar(&m.WebhookCertDir, "webhook-cert-dir", m.WebhookCertDir, "directory with the webhook server's tls.crt and tls.key")
+	fs.StringVar(&m.WebhookURL, "webhook-url", m.WebhookURL, "https URL at which the host apiserver reaches the webhook server; with --webhook-ca-file the leader installs the ValidatingWebhookConfiguration "+manager.InterpreterWebhookName+" (empty: install it yourself)")
+	fs.StringVar(&m.WebhookCAFile, "webhook-ca-file", m.WebhookCAFile, "CA bundle that signs the webhook server's certificate, for the host apiserver")
 	fs.StringVar(&m.ProbeAddr, "health-probe-bind-address", m.ProbeAddr, "address serving /healthz and /readyz ('0' disables; ':8081' for all interfaces, e.g. for kubelet probes)")
 	fs.StringVar(&m.PprofAddr, "pprof-bind-address", m.PprofAddr, "address serving the Go profiler's /debug/pprof/ endpoints ('0' disables; keep it on a loopback address)")
 	fs.StringVar(&m.CredentialsNamespace, "credentials-namespace", m.CredentialsNamespace, "namespace of the member credentials Secrets")
@@ -200,6 +205,9 @@ func (o *ControllerManagerOptions) Validate() error {
 	if o.Manager.TemplateDiscoveryInterval <= 0 {
 		return fmt.Errorf("--template-discovery-interval must be positive")
 	}
+	if err := validateWebhook(o.Manager); err != nil {
+		return err
+	}
 	if o.Manager.MetricsCertDir != "" && !o.Manager.MetricsSecure {
 		return fmt.Errorf("--metrics-cert-dir needs --metrics-secure")
 	}
@@ -246,4 +254,21 @@ func (o *ControllerManagerOptions) Run(cmd *cobra.Command) error {
 		return manager.Restart("lost the leader lease")
 	}
 	return err
+}
+
+// validateWebhook checks the webhook flags belong together.
+func validateWebhook(m manager.Options) error {
+	switch {
+	case m.WebhookPort < 0 || m.WebhookPort > 65535:
+		return fmt.Errorf("--webhook-port must be 0 (none) or a port, got %d", m.WebhookPort)
+	case m.WebhookPort == 0 && (m.WebhookCertDir != "" || m.WebhookURL != "" || m.WebhookCAFile != ""):
+		return fmt.Errorf("--webhook-cert-dir, --webhook-url and --webhook-ca-file need --webhook-port")
+	case m.WebhookPort != 0 && m.WebhookCertDir == "":
+		return fmt.Errorf("--webhook-port needs --webhook-cert-dir (tls.crt and tls.key the host apiserver can verify)")
+	case (m.WebhookURL == "") != (m.WebhookCAFile == ""):
+		return fmt.Errorf("--webhook-url and --webhook-ca-file go together")
+	case m.WebhookURL != "" && !strings.HasPrefix(m.WebhookURL, "https://"):
+		return fmt.Errorf("--webhook-url must be an https:// URL, got %q", m.WebhookURL)
+	}
+	return nil
 }

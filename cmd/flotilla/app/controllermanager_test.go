@@ -93,3 +93,31 @@ func TestControllerManagerMemoryLimitFlag(t *testing.T) {
 		})
 	}
 }
+
+func TestValidateWebhook(t *testing.T) {
+	tests := []struct {
+		name string
+		m    manager.Options
+		want string // "" when valid
+	}{
+		{name: "off"},
+		{name: "served and installed", m: manager.Options{WebhookPort: 9443, WebhookCertDir: "/pki", WebhookURL: "https://127.0.0.1:9443", WebhookCAFile: "/ca.crt"}},
+		{name: "served, installed by the admin", m: manager.Options{WebhookPort: 9443, WebhookCertDir: "/pki"}},
+		{name: "no certificate", m: manager.Options{WebhookPort: 9443}, want: "--webhook-cert-dir"},
+		{name: "flags without a port", m: manager.Options{WebhookURL: "https://x"}, want: "need --webhook-port"},
+		{name: "URL without CA", m: manager.Options{WebhookPort: 9443, WebhookCertDir: "/pki", WebhookURL: "https://x"}, want: "go together"},
+		{name: "plain http", m: manager.Options{WebhookPort: 9443, WebhookCertDir: "/pki", WebhookURL: "http://x", WebhookCAFile: "/ca"}, want: "https://"},
+		{name: "bad port", m: manager.Options{WebhookPort: 70000, WebhookCertDir: "/pki"}, want: "--webhook-port"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := validateWebhook(tc.m)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("error %v, want one with %q", err, tc.want)
+			}
+		})
+	}
+}

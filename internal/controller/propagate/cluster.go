@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -16,6 +17,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/member"
 	"github.com/flotilla-io/flotilla/internal/policy"
 	"github.com/flotilla-io/flotilla/internal/render"
+	"github.com/flotilla-io/flotilla/internal/workload"
 )
 
 // syncCluster brings one cluster's copy up to date. The write runs as a
@@ -60,9 +62,9 @@ func (r *Reconciler) syncCluster(ctx context.Context, fo types.NamespacedName, t
 	if err != nil {
 		return fail(v1alpha1.PropagationApplyFailed, err.Error())
 	}
-	opts := dispatch.Options{Adopt: env.adopt}
+	opts := dispatch.Options{Adopt: env.adopt, KeepLive: workload.Retained(tmpl)}
 	if render.RetainsReplicas(tmpl) {
-		opts.KeepLive = [][]string{{"spec", "replicas"}}
+		opts.KeepLive = append(slices.Clip(opts.KeepLive), workload.ReplicasPath(tmpl))
 	}
 	job := func() result {
 		res := result{status: st}

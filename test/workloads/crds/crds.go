@@ -6,6 +6,7 @@ package crds
 import (
 	"embed"
 	"fmt"
+	"io/fs"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
@@ -25,6 +26,37 @@ func Load(name string) (*apiextensionsv1.CustomResourceDefinition, error) {
 		return nil, fmt.Errorf("CRD %s: %w", name, err)
 	}
 	return crd, nil
+}
+
+// All returns every embedded CRD, by file name.
+func All() (map[string]*apiextensionsv1.CustomResourceDefinition, error) {
+	names, err := fs.Glob(files, "*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*apiextensionsv1.CustomResourceDefinition{}
+	for _, n := range names {
+		crd, err := Load(n)
+		if err != nil {
+			return nil, err
+		}
+		out[n] = crd
+	}
+	return out, nil
+}
+
+// For returns the CRD of a group and kind, or nil.
+func For(group, kind string) (*apiextensionsv1.CustomResourceDefinition, error) {
+	all, err := All()
+	if err != nil {
+		return nil, err
+	}
+	for _, crd := range all {
+		if crd.Spec.Group == group && crd.Spec.Names.Kind == kind {
+			return crd, nil
+		}
+	}
+	return nil, nil
 }
 
 // CloneSet is the CRD of apps.kruise.io/v1alpha1 CloneSet (the stand-in

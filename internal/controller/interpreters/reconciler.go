@@ -1,0 +1,110 @@
+package interpreters
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+)
+
+// Name is the controller's name for --controllers.
+const Name = "interpreters"
+
+// Permissions: read WorkloadInterpreters and write their status; CRDs
+// are read for their schemas (the manager's role has that already).
+//
+// +kubebuilder:rbac:groups=flotilla.io,resources=workloadinterpreters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=flotilla.io,resources=workloadinterpreters/status,verbs=get;update;patch
+
+// Condition reasons of a WorkloadInterpreter's Ready condition.
+const (
+	// ReasonTypeChecked: compiled and checked against the CRD's schema.
+	ReasonTypeChecked = "TypeChecked"
+	// ReasonCompiled: compiled; the kind has no CRD on the host (yet), so
+	// fields are checked only when the expressions run.
+	ReasonCompiled = "Compiled"
+	// ReasonInvalid: it does not compile; the kind is propagated without
+	// interpretation.
+	ReasonInvalid = "Invalid"
+)
+
+// Reconciler writes each WorkloadInterpreter's Ready condition from the
+// loader's outcome.
+type Reconciler struct {
+	// Client reads and writes WorkloadInterpreters (cached).
+	Client client.Client
+	// Loader holds the outcomes.
+	Loader *Loader
+	// Recorder records an event when an interpreter goes out of use.
+	Recorder events.EventRecorder
+}
+
+// SetupWithManager registers the controller, and the loader with it.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(Name).
+		For(&v1alpha1.WorkloadInterpreter{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WatchesRawSource(source.Channel(r.Loader.changed, &handler.EnqueueRequestForObject{})).
+		Complete(r)
+}
+
+// Reconcile writes one interpreter's Ready condition.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	wi := &v1alpha1.WorkloadInterpreter{}
+	if err := r.Client.Get(ctx, req.NamespacedName, wi); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	out, ok := r.Loader.Outcome(wi.Name)
+	if !ok || out.Generation != wi.Generation {
+		// The loader compiles from the same cache and wakes this
+		// controller when it has; this only covers a lost wake-up.
+		return reconcile.Result{RequeueAfter: 5 * time.Second}, nil
+	}
+	cond := Condition(out, wi.Generation)
+	prev := meta.FindStatusCondition(wi.Status.Conditions, cond.Type)
+	if !meta.SetStatusCondition(&wi.Status.Conditions, cond) && wi.Status.ObservedGeneration == wi.Generation {
+		return reconcile.Result{}, nil
+	}
+	wi.Status.ObservedGeneration = wi.Generation
+	if err := r.Client.Status().Update(ctx, wi); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("update the status of WorkloadInterpreter %s: %w", wi.Name, err))
+	}
+	if cond.Status == metav1.ConditionFalse && (prev == nil || prev.Status != metav1.ConditionFalse || prev.Message != cond.Message) {
+		r.Recorder.Eventf(wi, nil, "Warning", ReasonInvalid, "Interpret", "%s", cond.Message)
+	}
+	return reconcile.Result{}, nil
+}
+
+// Condition is the Ready condition an outcome gives.
+func Condition(out Outcome, generation int64) metav1.Condition {
+	c := metav1.Condition{Type: "Ready", ObservedGeneration: generation}
+	switch {
+	case out.Err != nil:
+		c.Status, c.Reason = metav1.ConditionFalse, ReasonInvalid
+		c.Message = fmt.Sprintf("not in use, %s objects are propagated as they are: %v", out.Kind.String(), out.Err)
+	case out.CRD != "":
+		crd, _, _ := strings.Cut(out.CRD, "@")
+		c.Status, c.Reason = metav1.ConditionTrue, ReasonTypeChecked
+		c.Message = fmt.Sprintf("in use for %s; expressions checked against the schema of CustomResourceDefinition %s", out.Kind.String(), crd)
+	default:
+		c.Status, c.Reason = metav1.ConditionTrue, ReasonCompiled
+		c.Message = fmt.Sprintf("in use for %s; no CustomResourceDefinition of the kind on the host, so fields are checked only when expressions run", out.Kind.String())
+	}
+	if len(c.Message) > 32768 {
+		c.Message = c.Message[:32765] + "..."
+	}
+	return c
+}
