@@ -59,7 +59,7 @@ generate: $(CONTROLLER_GEN) ## Regenerate generated code (deepcopy, CRDs, RBAC).
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) crd paths=./test/workloads/... output:crd:artifacts:config=test/workloads/crds
-	rm -rf bin/upstream-crds && cd hack/upstreamcrds && ../../$(CONTROLLER_GEN) crd:maxDescLen=0 \
+	rm -rf bin/upstream-crds && cd hack/upstreamcrds && ../../$(CONTROLLER_GEN) crd:maxDescLen=0,generateEmbeddedObjectMeta=true \
 		paths=github.com/argoproj/argo-rollouts/pkg/apis/rollouts/v1alpha1 output:crd:artifacts:config=../../bin/upstream-crds
 	cp bin/upstream-crds/argoproj.io_rollouts.yaml test/workloads/crds/
 	$(CONTROLLER_GEN) rbac:roleName=flotilla-controller-manager paths=./internal/... output:rbac:artifacts:config=config/rbac

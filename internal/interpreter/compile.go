@@ -36,9 +36,25 @@ type Interpreter struct {
 
 	fields     []statusField
 	conditions []v1alpha1.StatusCondition
+	// conditionUpdateTime says whether host conditions carry
+	// lastUpdateTime: as the kind's schema says, else as the members'
+	// conditions do.
+	conditionUpdateTime schemaAnswer
 
 	ready, failed, readyReplicas, pods, followers *program
 }
+
+// schemaAnswer is what the kind's schema says of a field.
+type schemaAnswer int
+
+const (
+	// schemaUnknown: no schema to ask.
+	schemaUnknown schemaAnswer = iota
+	// schemaSays: the schema has the field.
+	schemaSays
+	// schemaSaysNo: the schema does not have it.
+	schemaSaysNo
+)
 
 // statusField is one compiled status field rule.
 type statusField struct {
@@ -142,6 +158,12 @@ func Compile(spec *v1alpha1.WorkloadInterpreterSpec, opts Options) (*Interpreter
 			}
 		}
 		in.conditions = append(in.conditions, s.Conditions...)
+		if opts.Schema != nil && len(s.Conditions) > 0 {
+			in.conditionUpdateTime = schemaSaysNo
+			if conditionsHave(opts.Schema, "lastUpdateTime") {
+				in.conditionUpdateTime = schemaSays
+			}
+		}
 	}
 	if len(errs) > 0 {
 		return nil, errs

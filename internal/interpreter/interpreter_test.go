@@ -472,3 +472,64 @@ func TestEvaluationStopsAtTheBudget(t *testing.T) {
 		t.Fatalf("a small list: %v, %v", h, err)
 	}
 }
+
+// TestConditionsFollowTheKindsShape: a kind whose schema's conditions
+// have lastUpdateTime (Argo Rollouts requires it) gets it on the host's
+// conditions; one whose schema does not, does not; without a schema the
+// members' conditions decide.
+func TestConditionsFollowTheKindsShape(t *testing.T) {
+	crd, err := crds.For("argoproj.io", "Rollout")
+	if err != nil || crd == nil {
+		t.Fatalf("Rollout CRD: %v", err)
+	}
+	s, err := SchemaOf(crd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := &shipped(t, "rollout.argoproj.io").Spec
+	now := metav1.NewTime(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+	member := Member{Cluster: "a", Current: true, Object: obj(t, `{kind: Rollout, status: {conditions: [{type: Available, status: 'True', reason: AvailableReason, message: ok}]}}`)}
+	bare := Member{Cluster: "a", Current: true, Object: obj(t, `{kind: Rollout, status: {conditions: [{type: Available, status: 'True'}]}}`)}
+	for _, tc := range []struct {
+		name    string
+		schema  bool
+		members []Member
+		want    bool
+	}{
+		{"schema has it", true, []Member{bare}, true},
+		{"no schema, members without it", false, []Member{bare}, false},
+		{"no schema, members with it", false, []Member{{Cluster: "a", Current: true, Object: obj(t, `{kind: Rollout, status: {conditions: [{type: Available, status: 'True', lastUpdateTime: '2026-11-25T11:00:00Z'}]}}`)}}, true},
+		{"schema has it, no member reports", true, []Member{{Cluster: "a"}}, true},
+		{"the member's own", true, []Member{member}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := Options{}
+			if tc.schema {
+				opts.Schema = s
+			}
+			in, errs := Compile(spec, opts)
+			if len(errs) > 0 {
+				t.Fatal(errs.ToAggregate())
+			}
+			got, err := in.AggregateStatus(obj(t, "kind: Rollout"), tc.members, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			conds, _, _ := unstructured.NestedSlice(got, "conditions")
+			var available map[string]any
+			for _, c := range conds {
+				if m := c.(map[string]any); m["type"] == "Available" {
+					available = m
+				}
+			}
+			if _, has := available["lastUpdateTime"]; available == nil || has != tc.want {
+				t.Fatalf("Available condition %v: want lastUpdateTime present %v", available, tc.want)
+			}
+		})
+	}
+	// The CloneSet's schema has no lastUpdateTime in its conditions.
+	cs, errs := Compile(&shipped(t, "cloneset.apps.kruise.io").Spec, Options{Schema: cloneSetSchema(t)})
+	if len(errs) > 0 || cs.conditionUpdateTime != schemaSaysNo && len(cs.conditions) > 0 {
+		t.Fatalf("CloneSet: %v, %v", errs, cs.conditionUpdateTime)
+	}
+}

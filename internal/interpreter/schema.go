@@ -141,3 +141,18 @@ func checkPath(s *structuralschema.Structural, p []string, want string) error {
 	}
 	return nil
 }
+
+// conditionsHave reports whether the schema's status.conditions items
+// have a field.
+func conditionsHave(s *structuralschema.Structural, field string) bool {
+	status, ok := s.Properties["status"]
+	if !ok {
+		return false
+	}
+	conds, ok := status.Properties["conditions"]
+	if !ok || conds.Items == nil {
+		return false
+	}
+	_, ok = conds.Items.Properties[field]
+	return ok
+}

@@ -99,7 +99,11 @@ func (in *Interpreter) AggregateStatus(template *unstructured.Unstructured, memb
 		old, _, _ := unstructured.NestedSlice(status, "conditions")
 		conds := make([]any, 0, len(in.conditions))
 		for _, c := range in.conditions {
-			conds = append(conds, stampCondition(c.Type, conditionVerdict(c, sorted), old, now))
+			updateTime := in.conditionUpdateTime == schemaSays
+			if in.conditionUpdateTime == schemaUnknown {
+				updateTime = updateTimeIn(sorted, c.Type)
+			}
+			conds = append(conds, stampCondition(c.Type, conditionVerdict(c, sorted), old, now, updateTime))
 		}
 		status["conditions"] = conds
 	}
@@ -312,6 +316,9 @@ func conditionVerdict(c v1alpha1.StatusCondition, members []Member) verdict {
 		if len(holders) > 0 {
 			return verdict{"True", "TrueInSomeClusters", "True in " + strings.Join(holders, ", ")}
 		}
+		if len(holding) == 0 {
+			return verdict{"False", "NoCluster", "no cluster holds a copy"}
+		}
 		return verdict{"False", "FalseInEveryCluster", strings.Join(holding, ", ")}
 	default:
 		if len(holding) == 0 {
@@ -348,18 +355,29 @@ func memberCondition(m Member, t string) (status, reason string) {
 }
 
 // stampCondition builds the condition, keeping the previous condition's
-// lastTransitionTime while its status stays the same.
-func stampCondition(t string, v verdict, old []any, now metav1.Time) map[string]any {
-	transition := now.UTC().Format(time.RFC3339)
+// lastTransitionTime while its status stays the same. With updateTime it
+// also carries lastUpdateTime (Deployment-style conditions, which some
+// kinds' schemas require): now whenever status, reason or message
+// changed, else the previous one.
+func stampCondition(t string, v verdict, old []any, now metav1.Time, updateTime bool) map[string]any {
+	stamp := now.UTC().Format(time.RFC3339)
+	transition, update := stamp, stamp
 	for _, raw := range old {
 		c, _ := raw.(map[string]any)
-		if c["type"] == t && c["status"] == v.status {
-			if prev, ok := c["lastTransitionTime"].(string); ok && prev != "" {
-				transition = prev
-			}
+		if c["type"] != t || c["status"] != v.status {
+			continue
+		}
+		if prev, ok := c["lastTransitionTime"].(string); ok && prev != "" {
+			transition = prev
+		}
+		if prev, ok := c["lastUpdateTime"].(string); ok && prev != "" && c["reason"] == nonEmpty(v.reason) && c["message"] == nonEmpty(v.message) {
+			update = prev
 		}
 	}
 	out := map[string]any{"type": t, "status": v.status, "lastTransitionTime": transition}
+	if updateTime {
+		out["lastUpdateTime"] = update
+	}
 	if v.reason != "" {
 		out["reason"] = v.reason
 	}
@@ -367,4 +385,31 @@ func stampCondition(t string, v verdict, old []any, now metav1.Time) map[string]
 		out["message"] = v.message
 	}
 	return out
+}
+
+// nonEmpty is s, or nil when s is empty (as a field left out reads).
+func nonEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// updateTimeIn reports whether the members' conditions of type t carry a
+// lastUpdateTime: without a schema, the conditions are shaped like theirs.
+func updateTimeIn(members []Member, t string) bool {
+	for _, m := range members {
+		if m.Object == nil {
+			continue
+		}
+		conds, _, _ := unstructured.NestedSlice(m.Object.Object, "status", "conditions")
+		for _, raw := range conds {
+			if c, _ := raw.(map[string]any); c["type"] == t {
+				if _, ok := c["lastUpdateTime"]; ok {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }

@@ -3,7 +3,6 @@ package workload
 import (
 	"sync"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/flotilla-io/flotilla/internal/interpreter"
@@ -76,12 +75,4 @@ func (r *Registry) Subscribe(f func(schema.GroupKind)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.subs = append(r.subs, f)
-}
-
-// interpreterOf returns the interpreter of obj's kind, or nil.
-func interpreterOf(obj *unstructured.Unstructured) *interpreter.Interpreter {
-	if obj == nil {
-		return nil
-	}
-	return Interpreters.Get(obj.GroupVersionKind().GroupKind())
 }

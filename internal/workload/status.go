@@ -3,6 +3,7 @@ package workload
 import (
 	"cmp"
 	"fmt"
+	stdmaps "maps"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -75,6 +76,24 @@ func AggregateStatus(template *unstructured.Unstructured, members []Member, now 
 		return status, false
 	}
 	return status, true
+}
+
+// fromDefinition computes the status fields the kind's built-in
+// definition names (counts, revisions, the observed generation) into a
+// fresh S: nothing else of the template's status is carried over, and
+// observed is the host's observed generation until every member has seen
+// the template's.
+func fromDefinition[S any](template *unstructured.Unstructured, members []Member, now metav1.Time, observed int64) S {
+	var out S
+	in := builtins[template.GroupVersionKind().GroupKind()]
+	if in == nil {
+		return out
+	}
+	t := &unstructured.Unstructured{Object: stdmaps.Clone(template.Object)}
+	t.Object["status"] = map[string]any{"observedGeneration": observed}
+	status, _ := in.AggregateStatus(t, members, now) // a failing rule leaves its field zero
+	_ = runtime.DefaultUnstructuredConverter.FromUnstructured(status, &out)
+	return out
 }
 
 // decodeStatus decodes obj's .status into into; an object without status

@@ -16,22 +16,17 @@ const (
 	reasonProgressDeadlineExceeded   = "ProgressDeadlineExceeded"
 )
 
-// deploymentStatus sums the members' replica counts; the host's
-// conditions say whether every member is available and rolled out.
+// deploymentStatus sums the members' replica counts (the built-in
+// definition); the host's conditions say whether every member is available
+// and rolled out (Go: deploymentConditions).
 func deploymentStatus(template *unstructured.Unstructured, members []Member, now metav1.Time) (prev, next any) {
 	prev, old := templateStatus[appsv1.DeploymentStatus](template)
 	ms := decodeMembers[appsv1.DeploymentStatus](members)
-	sum := appsv1.DeploymentStatus{CollisionCount: old.CollisionCount}
+	sum := fromDefinition[appsv1.DeploymentStatus](template, members, now, old.ObservedGeneration)
+	sum.CollisionCount = old.CollisionCount
 	for _, m := range ms {
-		s := m.status
-		sum.Replicas += s.Replicas
-		sum.UpdatedReplicas += s.UpdatedReplicas
-		sum.ReadyReplicas += s.ReadyReplicas
-		sum.AvailableReplicas += s.AvailableReplicas
-		sum.UnavailableReplicas += s.UnavailableReplicas
-		sum.TerminatingReplicas = addCount(sum.TerminatingReplicas, s.TerminatingReplicas)
+		sum.TerminatingReplicas = addCount(sum.TerminatingReplicas, m.status.TerminatingReplicas)
 	}
-	sum.ObservedGeneration = observedGeneration(template, old.ObservedGeneration, ms, deploymentObserved)
 	sum.Conditions = deploymentConditions(ms, old.Conditions, now)
 	return prev, &sum
 }
@@ -130,77 +125,33 @@ func stampDeploymentCondition(t appsv1.DeploymentConditionType, v verdict, old [
 	}
 }
 
-// statefulSetStatus sums the members' replica counts. The revisions are
+// statefulSetStatus sums the members' replica counts; the revisions are
 // those of the first member (in cluster-name order) still rolling out, so
 // the host shows a rollout until every member finished it; when none is,
-// both are the first member's current revision.
-func statefulSetStatus(template *unstructured.Unstructured, members []Member, _ metav1.Time) (prev, next any) {
+// both are the first member's current revision (the built-in definition).
+func statefulSetStatus(template *unstructured.Unstructured, members []Member, now metav1.Time) (prev, next any) {
 	prev, old := templateStatus[appsv1.StatefulSetStatus](template)
-	ms := decodeMembers[appsv1.StatefulSetStatus](members)
-	sum := appsv1.StatefulSetStatus{CollisionCount: old.CollisionCount}
-	var first, rolling *appsv1.StatefulSetStatus
-	for i := range ms {
-		if !ms[i].valid {
-			continue
-		}
-		s := &ms[i].status
-		sum.Replicas += s.Replicas
-		sum.ReadyReplicas += s.ReadyReplicas
-		sum.CurrentReplicas += s.CurrentReplicas
-		sum.UpdatedReplicas += s.UpdatedReplicas
-		sum.AvailableReplicas += s.AvailableReplicas
-		if first == nil {
-			first = s
-		}
-		if rolling == nil && s.CurrentRevision != s.UpdateRevision {
-			rolling = s
-		}
-	}
-	switch {
-	case rolling != nil:
-		sum.CurrentRevision, sum.UpdateRevision = rolling.CurrentRevision, rolling.UpdateRevision
-	case first != nil:
-		sum.CurrentRevision, sum.UpdateRevision = first.CurrentRevision, first.CurrentRevision
-	}
-	sum.ObservedGeneration = observedGeneration(template, old.ObservedGeneration, ms,
-		func(s appsv1.StatefulSetStatus) int64 { return s.ObservedGeneration })
+	sum := fromDefinition[appsv1.StatefulSetStatus](template, members, now, old.ObservedGeneration)
+	sum.CollisionCount = old.CollisionCount
 	return prev, &sum
 }
 
-// daemonSetStatus sums the members' scheduling counts.
-func daemonSetStatus(template *unstructured.Unstructured, members []Member, _ metav1.Time) (prev, next any) {
+// daemonSetStatus sums the members' scheduling counts (the built-in
+// definition).
+func daemonSetStatus(template *unstructured.Unstructured, members []Member, now metav1.Time) (prev, next any) {
 	prev, old := templateStatus[appsv1.DaemonSetStatus](template)
-	ms := decodeMembers[appsv1.DaemonSetStatus](members)
-	sum := appsv1.DaemonSetStatus{CollisionCount: old.CollisionCount}
-	for _, m := range ms {
-		s := m.status
-		sum.CurrentNumberScheduled += s.CurrentNumberScheduled
-		sum.NumberMisscheduled += s.NumberMisscheduled
-		sum.DesiredNumberScheduled += s.DesiredNumberScheduled
-		sum.NumberReady += s.NumberReady
-		sum.UpdatedNumberScheduled += s.UpdatedNumberScheduled
-		sum.NumberAvailable += s.NumberAvailable
-		sum.NumberUnavailable += s.NumberUnavailable
-	}
-	sum.ObservedGeneration = observedGeneration(template, old.ObservedGeneration, ms,
-		func(s appsv1.DaemonSetStatus) int64 { return s.ObservedGeneration })
+	sum := fromDefinition[appsv1.DaemonSetStatus](template, members, now, old.ObservedGeneration)
+	sum.CollisionCount = old.CollisionCount
 	return prev, &sum
 }
 
-// replicaSetStatus sums the members' replica counts.
-func replicaSetStatus(template *unstructured.Unstructured, members []Member, _ metav1.Time) (prev, next any) {
+// replicaSetStatus sums the members' replica counts (the built-in
+// definition; the optional terminating count in Go).
+func replicaSetStatus(template *unstructured.Unstructured, members []Member, now metav1.Time) (prev, next any) {
 	prev, old := templateStatus[appsv1.ReplicaSetStatus](template)
-	ms := decodeMembers[appsv1.ReplicaSetStatus](members)
-	var sum appsv1.ReplicaSetStatus
-	for _, m := range ms {
-		s := m.status
-		sum.Replicas += s.Replicas
-		sum.FullyLabeledReplicas += s.FullyLabeledReplicas
-		sum.ReadyReplicas += s.ReadyReplicas
-		sum.AvailableReplicas += s.AvailableReplicas
-		sum.TerminatingReplicas = addCount(sum.TerminatingReplicas, s.TerminatingReplicas)
+	sum := fromDefinition[appsv1.ReplicaSetStatus](template, members, now, old.ObservedGeneration)
+	for _, m := range decodeMembers[appsv1.ReplicaSetStatus](members) {
+		sum.TerminatingReplicas = addCount(sum.TerminatingReplicas, m.status.TerminatingReplicas)
 	}
-	sum.ObservedGeneration = observedGeneration(template, old.ObservedGeneration, ms,
-		func(s appsv1.ReplicaSetStatus) int64 { return s.ObservedGeneration })
 	return prev, &sum
 }

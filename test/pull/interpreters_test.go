@@ -110,13 +110,12 @@ func TestCustomWorkloads(t *testing.T) {
 	t.Cleanup(func() { _, _ = kubectlGatewayErr("delete", "namespace", ns, "--wait=false") })
 
 	statusCtx, stopStatus := context.WithCancel(ctx)
-	defer stopStatus()
 	var wg sync.WaitGroup
+	defer func() { stopStatus(); wg.Wait() }()
 	for _, m := range []string{push, push2, pull} {
 		wg.Add(1)
 		go func() { defer wg.Done(); playWorkloadController(statusCtx, dyn[m], ns) }()
 	}
-	defer wg.Wait()
 
 	all := []string{push, push2, pull}
 	for _, k := range customKinds {
