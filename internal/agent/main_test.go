@@ -14,8 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/klog/v2/textlogger"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
@@ -29,10 +27,9 @@ import (
 	"github.com/flotilla-io/flotilla/internal/controller/status"
 	"github.com/flotilla-io/flotilla/internal/join"
 	"github.com/flotilla-io/flotilla/internal/localenv"
-	"github.com/flotilla-io/flotilla/internal/manager"
-	"github.com/flotilla-io/flotilla/internal/member"
 	hostscheme "github.com/flotilla-io/flotilla/internal/scheme"
 	"github.com/flotilla-io/flotilla/internal/testenv"
+	"github.com/flotilla-io/flotilla/internal/testenv/controlplane"
 )
 
 var env *testenv.Environment
@@ -62,10 +59,7 @@ var (
 
 // fastSession is the member timing of the tests: a silent agent counts as
 // unreachable 2 s after its heartbeat goes stale.
-var fastSession = member.Options{
-	ProbeInterval: 500 * time.Millisecond, ProbeTimeout: time.Second, DiscoveryInterval: 2 * time.Second,
-	FailureThreshold: 2 * time.Second, SuccessThreshold: time.Second, NotifyInterval: 200 * time.Millisecond,
-}
+var fastSession = controlplane.FastMembers()
 
 // startControlPlane runs the controllers in-process as the
 // controller-manager's identity, registers the pull member, starts its
@@ -75,24 +69,12 @@ func startControlPlane(t *testing.T) client.Client {
 	testenv.Need(t, env)
 	startOnce.Do(func() {
 		ctx := context.Background()
-		ctrl.SetLogger(textlogger.NewLogger(textlogger.NewConfig()))
-		opts := manager.DefaultOptions()
-		opts.Controllers = []string{agentsigner.Name, cluster.Name, federate.Name, schedule.Name, propagate.Name, status.Name}
-		opts.LeaderElect, opts.MetricsAddr, opts.ProbeAddr = false, "0", "0"
-		opts.Cluster = fastSession
+		opts := controlplane.Options(agentsigner.Name, cluster.Name, federate.Name, schedule.Name, propagate.Name, status.Name)
 		// The agent signer with the environment's agent CA, and
 		// certificates short enough for a test to see one renewed.
 		opts.AgentSigningCertFile, opts.AgentSigningKeyFile = localenv.AgentSignerFiles(env.StateDir)
 		opts.AgentCertificateLifetime = certLifetime
-		cfg := env.ControllerConfig(t)
-		if err := manager.PrepareHost(ctx, cfg, opts); err != nil {
-			t.Fatalf("prepare host: %v", err)
-		}
-		go func() {
-			if err := manager.Run(ctx, cfg, opts); err != nil {
-				fmt.Fprintf(os.Stderr, "controller-manager: %v\n", err)
-			}
-		}()
+		controlplane.Start(t, env, opts)
 		admin = newClient(t)
 		// Registered as `flotilla join --mode pull --agent-kubeconfig`
 		// does: the agent runs with the token it writes.

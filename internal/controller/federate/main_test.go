@@ -3,7 +3,6 @@ package federate_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -14,8 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/klog/v2/textlogger"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -25,10 +22,9 @@ import (
 	"github.com/flotilla-io/flotilla/internal/controller/propagate"
 	"github.com/flotilla-io/flotilla/internal/controller/schedule"
 	"github.com/flotilla-io/flotilla/internal/join"
-	"github.com/flotilla-io/flotilla/internal/manager"
-	"github.com/flotilla-io/flotilla/internal/member"
 	hostscheme "github.com/flotilla-io/flotilla/internal/scheme"
 	"github.com/flotilla-io/flotilla/internal/testenv"
+	"github.com/flotilla-io/flotilla/internal/testenv/controlplane"
 )
 
 var env *testenv.Environment
@@ -56,28 +52,12 @@ func startControlPlane(t *testing.T) client.Client {
 	testenv.Need(t, env)
 	startOnce.Do(func() {
 		ctx := context.Background()
-		// Controller logs go to stderr, which go test shows for failures.
-		ctrl.SetLogger(textlogger.NewLogger(textlogger.NewConfig()))
-		opts := manager.DefaultOptions()
-		opts.Controllers = []string{cluster.Name, federate.Name, schedule.Name, propagate.Name}
-		opts.LeaderElect, opts.MetricsAddr, opts.ProbeAddr = false, "0", "0"
-		opts.Cluster = member.Options{
-			ProbeInterval: 500 * time.Millisecond, ProbeTimeout: time.Second, DiscoveryInterval: 2 * time.Second,
-			FailureThreshold: 2 * time.Second, SuccessThreshold: time.Second, NotifyInterval: 200 * time.Millisecond,
-		}
-		opts.Failover = testFailover
 		// The controllers run as the controller-manager's ServiceAccount
-		// with the shipped role, as in `flotilla up`. The CRDs first:
-		// joining needs them.
-		cfg := env.ControllerConfig(t)
-		if err := manager.PrepareHost(ctx, cfg, opts); err != nil {
-			t.Fatalf("prepare host: %v", err)
-		}
-		go func() {
-			if err := manager.Run(ctx, cfg, opts); err != nil {
-				fmt.Fprintf(os.Stderr, "controller-manager: %v\n", err)
-			}
-		}()
+		// with the shipped role, as in `flotilla up`; their logs go to
+		// stderr, which go test shows for failures.
+		opts := controlplane.Options(cluster.Name, federate.Name, schedule.Name, propagate.Name)
+		opts.Failover = testFailover
+		controlplane.Start(t, env, opts)
 		m := env.Cluster(memberName)
 		if err := join.Join(ctx, join.Options{Name: memberName, Host: env.Host.Config, Member: m.Config, Labels: m.Labels}); err != nil {
 			t.Fatalf("join %s: %v", memberName, err)

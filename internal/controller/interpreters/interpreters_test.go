@@ -17,6 +17,7 @@ import (
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	"github.com/flotilla-io/flotilla/config/interpreters"
+	"github.com/flotilla-io/flotilla/internal/manager"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
 
@@ -217,6 +218,7 @@ func TestCloneSetIsDividedAndItsStatusAggregated(t *testing.T) {
 	waitHostStatus(t, ns, "web", 4, 2)
 
 	// Admission refuses a broken change, with the field path.
+	waitWebhookInstalled(t)
 	testenv.Eventually(t, waitTimeout, "a broken change refused at admission", func(ctx context.Context) error {
 		cur := &v1alpha1.WorkloadInterpreter{}
 		if err := c.Get(ctx, client.ObjectKey{Name: wi.Name}, cur); err != nil {
@@ -224,8 +226,13 @@ func TestCloneSetIsDividedAndItsStatusAggregated(t *testing.T) {
 		}
 		cur.Spec.Health.Ready = "object.status.redyReplicas > 0"
 		err := c.Update(ctx, cur)
-		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.health.ready") || !strings.Contains(err.Error(), "undefined field 'redyReplicas'") {
-			return fmt.Errorf("update: %v; want 422 naming spec.health.ready and the undefined field", err)
+		switch {
+		case err == nil:
+			t.Fatalf("a broken interpreter was stored: the webhook did not refuse it")
+		case apierrors.IsConflict(err):
+			return err // try again on the newer version
+		case !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.health.ready") || !strings.Contains(err.Error(), "undefined field 'redyReplicas'"):
+			t.Fatalf("update: %v; want 422 naming spec.health.ready and the undefined field", err)
 		}
 		return nil
 	})
@@ -290,6 +297,7 @@ func waitHostStatus(t *testing.T, ns, name string, replicas, ready int64) {
 // nothing.
 func TestAdmissionRefusesBadInterpreters(t *testing.T) {
 	c := startControlPlane(t)
+	waitWebhookInstalled(t)
 	base := shippedCloneSet(t)
 	cases := []struct {
 		name   string
@@ -326,4 +334,14 @@ func TestAdmissionRefusesBadInterpreters(t *testing.T) {
 			}
 		})
 	}
+}
+
+// waitWebhookInstalled waits until the leader has installed the
+// WorkloadInterpreter webhook configuration.
+func waitWebhookInstalled(t *testing.T) {
+	t.Helper()
+	testenv.Eventually(t, waitTimeout, "ValidatingWebhookConfiguration "+manager.InterpreterWebhookName, func(ctx context.Context) error {
+		_, err := env.Host.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, manager.InterpreterWebhookName, metav1.GetOptions{})
+		return err
+	})
 }

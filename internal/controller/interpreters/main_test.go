@@ -16,8 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	certutil "k8s.io/client-go/util/cert"
-	"k8s.io/klog/v2/textlogger"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
@@ -29,9 +27,9 @@ import (
 	"github.com/flotilla-io/flotilla/internal/controller/status"
 	"github.com/flotilla-io/flotilla/internal/join"
 	"github.com/flotilla-io/flotilla/internal/manager"
-	"github.com/flotilla-io/flotilla/internal/member"
 	hostscheme "github.com/flotilla-io/flotilla/internal/scheme"
 	"github.com/flotilla-io/flotilla/internal/testenv"
+	"github.com/flotilla-io/flotilla/internal/testenv/controlplane"
 	"github.com/flotilla-io/flotilla/test/workloads/crds"
 )
 
@@ -42,7 +40,7 @@ func TestMain(m *testing.M) {
 }
 
 // waitTimeout bounds each wait of the tests.
-const waitTimeout = 90 * time.Second
+const waitTimeout = 2 * time.Minute
 
 var (
 	startOnce sync.Once
@@ -63,7 +61,6 @@ func startControlPlane(t *testing.T) client.Client {
 	testenv.Need(t, env)
 	startOnce.Do(func() {
 		ctx := context.Background()
-		ctrl.SetLogger(textlogger.NewLogger(textlogger.NewConfig()))
 		crd, err := crds.CloneSet()
 		if err != nil {
 			t.Fatal(err)
@@ -73,24 +70,10 @@ func startControlPlane(t *testing.T) client.Client {
 		}
 		admin = newClient(t)
 		grantCloneSets(t)
-		opts := manager.DefaultOptions()
-		opts.Controllers = []string{cluster.Name, federate.Name, schedule.Name, propagate.Name, status.Name, interpreters.Name}
-		opts.LeaderElect, opts.MetricsAddr, opts.ProbeAddr = false, "0", "0"
+		opts := controlplane.Options(cluster.Name, federate.Name, schedule.Name, propagate.Name, status.Name, interpreters.Name)
 		opts.TemplateDiscoveryInterval = 2 * time.Second
-		opts.Cluster = member.Options{
-			ProbeInterval: 500 * time.Millisecond, ProbeTimeout: time.Second, DiscoveryInterval: 2 * time.Second,
-			FailureThreshold: 2 * time.Second, SuccessThreshold: time.Second, NotifyInterval: 200 * time.Millisecond,
-		}
 		webhookOptions(t, &opts)
-		cfg := env.ControllerConfig(t)
-		if err := manager.PrepareHost(ctx, cfg, opts); err != nil {
-			t.Fatalf("prepare host: %v", err)
-		}
-		go func() {
-			if err := manager.Run(ctx, cfg, opts); err != nil {
-				fmt.Fprintf(os.Stderr, "controller-manager: %v\n", err)
-			}
-		}()
+		controlplane.Start(t, env, opts)
 		for _, m := range env.Members {
 			if err := join.Join(ctx, join.Options{Name: m.Name, Host: env.Host.Config, Member: m.Config, Labels: m.Labels}); err != nil {
 				t.Fatalf("join %s: %v", m.Name, err)
