@@ -146,9 +146,14 @@ type StatusRule struct {
 // `object`, the member's copy with its status.
 type HealthRule struct {
 	// Ready is true when the copy serves as it should (e.g. every replica
-	// ready).
+	// ready). Graceful eviction waits for it on the new members when the
+	// kind has no ready-replica count.
 	// +optional
 	Ready Expression `json:"ready,omitempty"`
+	// Progressing is true while the copy moves towards its spec (a
+	// rollout or scale in progress).
+	// +optional
+	Progressing Expression `json:"progressing,omitempty"`
 	// Failed is true when the copy cannot get well without a change (e.g.
 	// its rollout exceeded a deadline).
 	// +optional

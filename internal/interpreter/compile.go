@@ -41,7 +41,7 @@ type Interpreter struct {
 	// conditions do.
 	conditionUpdateTime schemaAnswer
 
-	ready, failed, readyReplicas, pods, followers *program
+	ready, progressing, failed, readyReplicas, pods, followers *program
 }
 
 // schemaAnswer is what the kind's schema says of a field.
@@ -116,6 +116,7 @@ func Compile(spec *v1alpha1.WorkloadInterpreterSpec, opts Options) (*Interpreter
 	if h := spec.Health; h != nil {
 		hf := fld.Child("health")
 		in.ready = c.compile(hf.Child("ready"), h.Ready, objectScope, cel.BoolType, &errs)
+		in.progressing = c.compile(hf.Child("progressing"), h.Progressing, objectScope, cel.BoolType, &errs)
 		in.failed = c.compile(hf.Child("failed"), h.Failed, objectScope, cel.BoolType, &errs)
 		in.readyReplicas = c.compile(hf.Child("readyReplicas"), h.ReadyReplicas, objectScope, cel.IntType, &errs)
 		in.pods = c.compile(hf.Child("pods"), h.Pods, objectScope, cel.IntType, &errs)

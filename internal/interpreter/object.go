@@ -148,10 +148,13 @@ func (in *Interpreter) count(p *program, obj *unstructured.Unstructured) (int32,
 	return n, true, nil
 }
 
+// JudgesReadiness reports whether the interpreter has a ready expression.
+func (in *Interpreter) JudgesReadiness() bool { return in.ready != nil }
+
 // Health is a member copy's health as the interpreter judges it; nil
 // fields are unknown (no expression, or it failed).
 type Health struct {
-	Ready, Failed *bool
+	Ready, Progressing, Failed *bool
 }
 
 // Health judges a member's copy. The error is the first expression that
@@ -166,7 +169,7 @@ func (in *Interpreter) Health(obj *unstructured.Unstructured) (Health, error) {
 	for _, q := range []struct {
 		p   *program
 		out **bool
-	}{{in.ready, &h.Ready}, {in.failed, &h.Failed}} {
+	}{{in.ready, &h.Ready}, {in.progressing, &h.Progressing}, {in.failed, &h.Failed}} {
 		if q.p == nil {
 			continue
 		}

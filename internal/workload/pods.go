@@ -90,3 +90,23 @@ func PodCount(obj *unstructured.Unstructured) (pods int32, ok bool) {
 	n, ok, _ := in.Pods(obj) // a failing expression: not known
 	return n, ok
 }
+
+// JudgesReadiness reports whether obj's kind has a health.ready
+// expression (a WorkloadInterpreter's): graceful eviction then waits for
+// the copies in the new clusters to be Ready when it cannot count ready
+// replicas.
+func JudgesReadiness(obj *unstructured.Unstructured) bool {
+	in := interpreterOf(obj)
+	return in != nil && in.JudgesReadiness()
+}
+
+// Ready reports whether a member's copy is Ready by its kind's health.ready
+// expression; false when it is not, cannot say, or fails.
+func Ready(obj *unstructured.Unstructured) bool {
+	in := interpreterOf(obj)
+	if in == nil {
+		return false
+	}
+	h, _ := in.Health(obj)
+	return h.Ready != nil && *h.Ready
+}

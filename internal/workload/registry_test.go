@@ -117,6 +117,16 @@ func TestInterpretedKindsFollowTheirInterpreter(t *testing.T) {
 		t.Fatalf("PodCount = %d, %v", n, ok)
 	}
 
+	// Health: graceful eviction reads a copy's readiness from health.ready.
+	if !JudgesReadiness(obj) || Ready(live) {
+		t.Fatalf("JudgesReadiness %v, Ready %v (2 of 6 ready): want true, false", JudgesReadiness(obj), Ready(live))
+	}
+	ready := live.DeepCopy()
+	ready.Object["status"] = map[string]any{"observedGeneration": int64(1), "replicas": int64(6), "readyReplicas": int64(6), "updatedReadyReplicas": int64(6)}
+	if !Ready(ready) {
+		t.Fatal("a copy with every replica ready and updated is not Ready")
+	}
+
 	// Status: computed, then unchanged once the template holds it.
 	members := []Member{{Cluster: "member-1", Object: live, Current: true}}
 	status, changed := AggregateStatus(obj, members, metav1.Now())

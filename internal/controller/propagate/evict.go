@@ -37,6 +37,18 @@ type replacements struct {
 	// those are Ready.
 	measurable  bool
 	ready, want int64
+	// copies: want and ready count healthy copies (a kind whose
+	// interpreter judges a copy's health but knows no ready replicas),
+	// not replicas.
+	copies bool
+}
+
+// unit is what want and ready count.
+func (r replacements) unit() string {
+	if r.copies {
+		return "copies"
+	}
+	return "replicas"
 }
 
 // replacements counts the replicas the placed clusters are meant to run
@@ -50,15 +62,24 @@ func (r *Reconciler) replacements(ctx context.Context, fo *v1alpha1.FederatedObj
 		}
 	}
 	total, ok := workload.Replicas(tmpl)
-	if !ok || !workload.Migratable(tmpl) {
+	byReplicas := ok && workload.Migratable(tmpl)
+	if !byReplicas && !workload.JudgesReadiness(tmpl) {
 		return rep
 	}
 	kind, ok := r.Templates.Lookup(templates.KeyOf(tmpl).GroupKind())
 	if !ok {
 		return rep
 	}
-	rep.measurable = true
+	rep.measurable, rep.copies = true, !byReplicas
 	for _, p := range fo.Placement() {
+		if rep.copies {
+			rep.want++
+			c := copies.Of(ctx, r.Pool, env.clusters[p.Cluster], p.Cluster, kind.GVR, tmpl.GetNamespace(), tmpl.GetName())
+			if c.Known() && c.Live != nil && workload.Ready(c.Live) {
+				rep.ready++
+			}
+			continue
+		}
 		n := int64(total)
 		if p.Replicas != nil {
 			n = int64(*p.Replicas)
@@ -121,13 +142,13 @@ func decideEviction(in evictionInput) eviction {
 	case !rep.measurable || in.period <= 0:
 		return eviction{message: fmt.Sprintf("%d/%d placed clusters hold a copy", rep.applied, rep.placed)}
 	case rep.ready >= rep.want:
-		return eviction{replaced: true, message: fmt.Sprintf("the %d replacement replicas are Ready", rep.want)}
+		return eviction{replaced: true, message: fmt.Sprintf("the %d replacement %s are Ready", rep.want, rep.unit())}
 	case !in.now.Before(deadline) && rep.ready > 0:
-		return eviction{message: fmt.Sprintf("the graceful eviction period (%s) passed with %d/%d replacement replicas Ready", in.period, rep.ready, rep.want)}
+		return eviction{message: fmt.Sprintf("the graceful eviction period (%s) passed with %d/%d replacement %s Ready", in.period, rep.ready, rep.want, rep.unit())}
 	case !in.now.Before(deadline):
-		return blocked(fmt.Sprintf("the graceful eviction period (%s) passed but none of the %d replacement replicas is Ready: the copy keeps running, not counted, until one is", in.period, rep.want))
+		return blocked(fmt.Sprintf("the graceful eviction period (%s) passed but none of the %d replacement %s is Ready: the copy keeps running, not counted, until one is", in.period, rep.want, rep.unit()))
 	}
-	return eviction{keep: true, deadline: deadline, message: fmt.Sprintf("the cluster left the placement; its copy keeps running, not counted, until the replacement replicas are Ready in the other clusters (%d/%d now), at most until %s", rep.ready, rep.want, deadline.UTC().Format(time.RFC3339))}
+	return eviction{keep: true, deadline: deadline, message: fmt.Sprintf("the cluster left the placement; its copy keeps running, not counted, until the replacement %s are Ready in the other clusters (%d/%d now), at most until %s", rep.unit(), rep.ready, rep.want, deadline.UTC().Format(time.RFC3339))}
 }
 
 // gracefulPeriod is the policy's graceful eviction period.

@@ -1,6 +1,7 @@
 package propagate
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -15,6 +16,7 @@ func TestDecideEviction(t *testing.T) {
 		keep, gone   bool
 		replaced     bool
 		blockedState bool
+		message      string // a part of the message ("" for any)
 	}{
 		// The bug: "0 of 0 replacements ready" counted as done.
 		{name: "empty placement keeps the last copy", in: evictionInput{leftAt: old, period: period, rep: replacements{measurable: true}}, keep: true, blockedState: true},
@@ -28,6 +30,8 @@ func TestDecideEviction(t *testing.T) {
 		{name: "period passed with none ready", in: evictionInput{leftAt: old, period: period, rep: replacements{placed: 1, applied: 1, measurable: true, want: 3}}, keep: true, blockedState: true},
 		{name: "zero period needs a placed copy", in: evictionInput{leftAt: recent, rep: replacements{placed: 1, measurable: true, want: 3}}, keep: true, blockedState: true},
 		{name: "zero period with a placed copy", in: evictionInput{leftAt: recent, rep: replacements{placed: 1, applied: 1, measurable: true, want: 3}}, gone: true},
+		{name: "healthy replacement copies", in: evictionInput{leftAt: recent, period: period, rep: replacements{placed: 2, applied: 2, measurable: true, copies: true, ready: 2, want: 2}}, gone: true, replaced: true, message: "the 2 replacement copies are Ready"},
+		{name: "waiting for replacement copies", in: evictionInput{leftAt: recent, period: period, rep: replacements{placed: 2, applied: 2, measurable: true, copies: true, ready: 1, want: 2}}, keep: true, message: "until the replacement copies are Ready in the other clusters (1/2 now)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -35,6 +39,9 @@ func TestDecideEviction(t *testing.T) {
 			got := decideEviction(tc.in)
 			if got.keep != tc.keep || got.keep == tc.gone || got.replaced != tc.replaced || got.blocked != tc.blockedState {
 				t.Errorf("decideEviction = %+v, want keep=%v replaced=%v blocked=%v", got, tc.keep, tc.replaced, tc.blockedState)
+			}
+			if !strings.Contains(got.message, tc.message) {
+				t.Errorf("message %q, want one with %q", got.message, tc.message)
 			}
 			if got.message == "" {
 				t.Error("no message")
