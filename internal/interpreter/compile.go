@@ -14,8 +14,6 @@ import (
 
 // program is one compiled expression.
 type program struct {
-	// source is the expression as written, for messages.
-	source string
 	// path is where it sits in the spec, for messages.
 	path string
 	prg  cel.Program
@@ -73,8 +71,7 @@ type Options struct {
 }
 
 // Compile checks spec and compiles its expressions. The errors carry
-// field paths under fld (spec.health.ready: ...), as admission reports
-// them.
+// field paths (spec.health.ready: ...), as admission reports them.
 func Compile(spec *v1alpha1.WorkloadInterpreterSpec, opts Options) (*Interpreter, field.ErrorList) {
 	fld := field.NewPath("spec")
 	var errs field.ErrorList
@@ -110,8 +107,16 @@ func Compile(spec *v1alpha1.WorkloadInterpreterSpec, opts Options) (*Interpreter
 		errs = append(errs, c.checkPath(fld.Child("selector", "path"), p.Path, "object")...)
 	}
 	for i, p := range spec.Retain {
-		in.retain = append(in.retain, splitPath(p))
-		errs = append(errs, c.checkPath(fld.Child("retain").Index(i), p, "")...)
+		path := splitPath(p)
+		in.retain = append(in.retain, path)
+		switch path[0] {
+		case "apiVersion", "kind", "metadata", "status":
+			// Identity and ownership labels are Flotilla's, and status is
+			// never written to a member.
+			errs = append(errs, field.Invalid(fld.Child("retain").Index(i), p, "must not be under "+path[0]))
+		default:
+			errs = append(errs, c.checkPath(fld.Child("retain").Index(i), p, "")...)
+		}
 	}
 	if h := spec.Health; h != nil {
 		hf := fld.Child("health")
@@ -126,6 +131,9 @@ func Compile(spec *v1alpha1.WorkloadInterpreterSpec, opts Options) (*Interpreter
 		sf := fld.Child("status")
 		if s.ObservedGeneration != nil {
 			in.observed = splitPath(s.ObservedGeneration.Path)
+			if len(in.observed) < 2 || in.observed[0] != "status" {
+				errs = append(errs, field.Invalid(sf.Child("observedGeneration", "path"), s.ObservedGeneration.Path, "must be a field under status"))
+			}
 			errs = append(errs, c.checkPath(sf.Child("observedGeneration", "path"), s.ObservedGeneration.Path, "generation")...)
 		}
 		for i, f := range s.Fields {
@@ -221,7 +229,7 @@ func (c compiler) compile(fld *field.Path, expr v1alpha1.Expression, s scope, wa
 		*errs = append(*errs, field.Invalid(fld, src, "program: "+err.Error()))
 		return nil
 	}
-	return &program{source: src, path: fld.String(), prg: prg}
+	return &program{path: fld.String(), prg: prg}
 }
 
 // checkPath checks, with a schema, that a field path exists in it and

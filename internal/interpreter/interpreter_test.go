@@ -133,6 +133,10 @@ func TestCompileRefusesBadSpecs(t *testing.T) {
 		{"over the cost budget", func(s *v1alpha1.WorkloadInterpreterSpec) {
 			s.Health.Ready = "object.status.conditions.all(c, object.status.conditions.all(d, object.status.conditions.all(e, c.type != d.type || d.type != e.type)))"
 		}, true, "exceeds the budget"},
+		{"retaining metadata", func(s *v1alpha1.WorkloadInterpreterSpec) { s.Retain = []v1alpha1.FieldPath{"metadata.labels"} }, false,
+			"spec.retain[0]: Invalid value: \"metadata.labels\": must not be under metadata"},
+		{"observed generation outside status", func(s *v1alpha1.WorkloadInterpreterSpec) { s.Status.ObservedGeneration.Path = "metadata.generation" }, false,
+			"spec.status.observedGeneration.path"},
 		{"followers not a list", func(s *v1alpha1.WorkloadInterpreterSpec) { s.Followers = "1" }, false,
 			"must evaluate to list(dyn)"},
 		{"template path in preserved fields is not checked", func(s *v1alpha1.WorkloadInterpreterSpec) { s.PodTemplate.Path = "spec.template.spec" }, true,
