@@ -52,8 +52,10 @@ type Cache struct {
 	mu       sync.RWMutex
 	kinds    map[schema.GroupKind]*watched
 	handlers []func(Key)
-	// gates are what else must be ready before templates are served.
+	// gates are what else must be ready before templates are served;
+	// opened records that they all were.
 	gates  []<-chan struct{}
+	opened atomic.Bool
 	ctx    context.Context
 	primed chan struct{} // closed after the first discovery started its informers
 
@@ -108,8 +110,13 @@ func (c *Cache) RequireAlso(ready <-chan struct{}) {
 	c.gates = append(c.gates, ready)
 }
 
-// gatesOpen reports whether every RequireAlso channel is closed.
+// gatesOpen reports whether every RequireAlso channel is closed (once
+// they are, without taking the lock again: Get is on every reconcile's
+// path).
 func (c *Cache) gatesOpen() bool {
+	if c.opened.Load() {
+		return true
+	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	for _, g := range c.gates {
@@ -119,6 +126,7 @@ func (c *Cache) gatesOpen() bool {
 			return false
 		}
 	}
+	c.opened.Store(true)
 	return true
 }
 
