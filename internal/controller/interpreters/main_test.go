@@ -168,8 +168,10 @@ func webhookOptions(t *testing.T, opts *manager.Options) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir, err := os.MkdirTemp("", "flotilla-webhook-")
-	if err != nil {
+	// In the environment's state directory: removed with the
+	// environment, and there for as long as the controller-manager runs.
+	dir := filepath.Join(env.StateDir, "webhook")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	for name, b := range map[string][]byte{"tls.crt": certPEM, "tls.key": keyPEM, "ca.crt": certPEM} {
