@@ -85,25 +85,5 @@ func object(raw []byte) (*unstructured.Unstructured, bool) {
 		return nil, false
 	}
 	// Numbers as the apiserver's decoder gives them: int64 when whole.
-	return &unstructured.Unstructured{Object: normaliseJSON(m).(map[string]any)}, true
-}
-
-// normaliseJSON turns whole float64s into int64s, as unstructured
-// decoding does.
-func normaliseJSON(v any) any {
-	switch x := v.(type) {
-	case float64:
-		if x == float64(int64(x)) {
-			return int64(x)
-		}
-	case map[string]any:
-		for k, e := range x {
-			x[k] = normaliseJSON(e)
-		}
-	case []any:
-		for i, e := range x {
-			x[i] = normaliseJSON(e)
-		}
-	}
-	return v
+	return &unstructured.Unstructured{Object: normalise(m).(map[string]any)}, true
 }
