@@ -25,6 +25,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/localenv"
 	hostscheme "github.com/flotilla-io/flotilla/internal/scheme"
 	"github.com/flotilla-io/flotilla/internal/testenv"
+	"github.com/flotilla-io/flotilla/test/workloads/crds"
 )
 
 // TestScheduling drives the scheduler as a user does: policies, profiles,
@@ -227,12 +228,7 @@ func installCRD(t *testing.T, kubeconfig string, crd *apiextensionsv1.CustomReso
 		if err := c.Get(ctx, types.NamespacedName{Name: crd.Name}, got); err != nil {
 			return err
 		}
-		for _, cond := range got.Status.Conditions {
-			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-				return nil
-			}
-		}
-		return fmt.Errorf("conditions %+v", got.Status.Conditions)
+		return crds.Established(got)
 	})
 }
 

@@ -73,12 +73,7 @@ func TestCustomWorkloads(t *testing.T) {
 				if err := cl.Get(ctx, client.ObjectKey{Name: crd.Name}, got); err != nil {
 					return err
 				}
-				for _, c := range got.Status.Conditions {
-					if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-						return nil
-					}
-				}
-				return fmt.Errorf("not established")
+				return crds.Established(got)
 			})
 		}
 	}

@@ -102,12 +102,7 @@ func installCRD(t *testing.T, c *testenv.Cluster, crd *apiextensionsv1.CustomRes
 		if err := cl.Get(ctx, client.ObjectKey{Name: crd.Name}, got); err != nil {
 			return err
 		}
-		for _, cond := range got.Status.Conditions {
-			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-				return nil
-			}
-		}
-		return fmt.Errorf("not established: %v", got.Status.Conditions)
+		return crds.Established(got)
 	})
 }
 

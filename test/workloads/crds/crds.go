@@ -64,3 +64,14 @@ func For(group, kind string) (*apiextensionsv1.CustomResourceDefinition, error) 
 func CloneSet() (*apiextensionsv1.CustomResourceDefinition, error) {
 	return Load("apps.kruise.io_clonesets.yaml")
 }
+
+// Established returns nil once a CRD read back from an apiserver is
+// established (served), else an error naming its conditions.
+func Established(crd *apiextensionsv1.CustomResourceDefinition) error {
+	for _, c := range crd.Status.Conditions {
+		if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+			return nil
+		}
+	}
+	return fmt.Errorf("CRD %s not established: conditions %+v", crd.Name, crd.Status.Conditions)
+}
