@@ -64,6 +64,15 @@ type Options struct {
 	// and heartbeats); 0 keeps the defaults.
 	HubQPS   float32
 	HubBurst int
+	// Gateway is the URL of the federation's gateway: the agent keeps a
+	// tunnel open to it that carries the gateway's reads of the member's
+	// pods, events, nodes, endpointslices and replicasets and a pod's
+	// logs, exec and port-forward ("": no tunnel, and the gateway leaves
+	// the member out).
+	Gateway string
+	// GatewayCA is the PEM CA bundle the gateway's serving certificate is
+	// checked against (nil: the hub's CA).
+	GatewayCA []byte
 }
 
 // The default limits of the agent's hub client: a create burst of a
@@ -180,6 +189,15 @@ func New(o Options) (ctrl.Manager, *member.Pool, error) {
 	}
 	if err := mgr.Add(&heartbeat{hub: mgr.GetClient(), cluster: o.Cluster, identity: o.Identity, pool: pool, kick: kick, interval: o.Heartbeat}); err != nil {
 		return nil, nil, err
+	}
+	if o.Gateway != "" {
+		t, err := gatewayTunnel(o)
+		if err != nil {
+			return nil, nil, fmt.Errorf("gateway tunnel: %w", err)
+		}
+		if err := mgr.Add(t); err != nil {
+			return nil, nil, err
+		}
 	}
 	r := &Reconciler{Hub: mgr.GetClient(), Cluster: o.Cluster, Pool: pool, Workers: o.Workers}
 	if err := r.SetupWithManager(mgr); err != nil {

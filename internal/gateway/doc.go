@@ -7,9 +7,12 @@
 // (TokenReview, SubjectAccessReview; client certificates against the
 // host's client CA). Requests for host kinds are proxied to the host as
 // the authenticated user (impersonation, proxy.go), so the host's RBAC,
-// admission and error messages apply unchanged. The gateway's own paths
-// (/healthz, /livez, /readyz, /metrics) are served locally.
-//
-// Still to come (docs/design/gateway.md): member-only kinds from a
-// multi-cluster cache, routed pod operations, admission protections.
+// admission and error messages apply unchanged. Member-only kinds (pods,
+// events, nodes, EndpointSlices, ReplicaSets) are served from a
+// multi-cluster cache (memberserve.go, memberwatch.go) that members.go
+// feeds from every member: push members with their credentials Secret,
+// pull members through the tunnel their agent opens (tunnel.go,
+// internal/tunnel). A pod's logs, exec, attach, port-forward and deletion
+// are routed to the member that runs it (route.go). The gateway's own
+// paths (/healthz, /livez, /readyz, /metrics) are served locally.
 package gateway

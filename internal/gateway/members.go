@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
@@ -23,12 +24,15 @@ import (
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/member"
 	"github.com/flotilla-io/flotilla/internal/membercache"
+	"github.com/flotilla-io/flotilla/internal/tunnel"
 )
 
-// members keeps one member-cache feed per push MemberCluster: it watches
-// the MemberClusters and their credentials Secrets on the host and
-// starts, replaces (new endpoint or credentials) or stops each member's
-// feed. A renewed bearer token is swapped in without a relist.
+// members keeps one member-cache feed per MemberCluster: it watches the
+// MemberClusters and their credentials Secrets on the host and starts,
+// replaces (new endpoint, credentials or agent tunnel) or stops each
+// member's feed. A renewed bearer token is swapped in without a relist.
+// A pull member is fed through the tunnel its agent opens to the
+// gateway (tunnel.go).
 type members struct {
 	cache   *membercache.Cache
 	host    kubernetes.Interface
@@ -41,6 +45,13 @@ type members struct {
 
 	mcs     cache.GenericLister
 	secrets cache.GenericLister
+
+	// tunnels are the pull members' agents' tunnels; authz re-checks an
+	// agent's right to keep its tunnel; base is the context tunnels live
+	// in (the gateway's).
+	tunnels *tunnel.Registry
+	authz   authorizer.Authorizer
+	base    context.Context
 }
 
 // feed is one member's running cache feed.
@@ -53,7 +64,8 @@ type feed struct {
 
 // memberStatus is what the gateway knows of a member besides its feed.
 type memberStatus struct {
-	// pull is true for syncMode Pull: the gateway has no way in.
+	// pull is true for syncMode Pull: the gateway reaches the member
+	// through its agent's tunnel.
 	pull bool
 	// problem says why no feed runs ("" when one does).
 	problem string
@@ -73,7 +85,9 @@ func newMembers(c *membercache.Cache, hostCfg *rest.Config) (*members, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &members{cache: c, host: host, dynamic: dyn, feeds: map[string]*feed{}, status: map[string]memberStatus{}, kick: make(chan struct{}, 1)}, nil
+	m := &members{cache: c, host: host, dynamic: dyn, feeds: map[string]*feed{}, status: map[string]memberStatus{}, kick: make(chan struct{}, 1)}
+	m.tunnels = tunnel.NewRegistry(func(string) { m.trigger() })
+	return m, nil
 }
 
 // run watches the host until ctx ends. With events among the cached
@@ -106,6 +120,7 @@ func (m *members) run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			m.stopAll()
+			m.tunnels.CloseAll()
 			return
 		case <-m.kick:
 			m.sync(ctx)
@@ -165,36 +180,28 @@ func (m *members) syncOne(ctx context.Context, mc *v1alpha1.MemberCluster) {
 	} else {
 		st.ready, st.readyReason = false, "not probed yet"
 	}
-	var secret *corev1.Secret
-	switch {
-	case st.pull:
-		st.problem = "the gateway does not reach pull members yet"
-	case mc.Spec.SecretRef == nil:
-		st.problem = "it names no credentials Secret"
-	default:
-		o, err := m.secrets.ByNamespace(v1alpha1.SystemNamespace).Get(mc.Spec.SecretRef.Name)
-		if err != nil {
-			st.problem = fmt.Sprintf("its credentials Secret %s/%s: %v", v1alpha1.SystemNamespace, mc.Spec.SecretRef.Name, err)
-		} else {
-			secret = o.(*corev1.Secret)
-		}
-	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	old := m.feeds[mc.Name]
-	if secret == nil {
+	w := m.way(mc)
+	switch {
+	case w.problem != "" && st.pull && old != nil:
+		// The agent's tunnel closed: what it last fed stays, marked
+		// stale by its failing watches, until the agent is back.
+		m.status[mc.Name] = st
+		return
+	case w.problem != "":
 		if old != nil {
 			old.cancel()
 			delete(m.feeds, mc.Name)
 			m.cache.RemoveCluster(mc.Name)
 		}
+		st.problem = w.problem
 		m.status[mc.Name] = st
 		return
-	}
-	hash := member.ConfigHash(mc, secret)
-	if old != nil && old.hash == hash {
-		if old.token != nil {
-			old.token.Set(string(secret.Data[member.KeyToken]))
+	case old != nil && old.hash == w.hash:
+		if old.token != nil && w.secret != nil {
+			old.token.Set(string(w.secret.Data[member.KeyToken]))
 		}
 		m.status[mc.Name] = st
 		return
@@ -203,7 +210,7 @@ func (m *members) syncOne(ctx context.Context, mc *v1alpha1.MemberCluster) {
 		old.cancel()
 		delete(m.feeds, mc.Name)
 	}
-	cfg, tok, err := member.RESTConfigWithToken(mc, secret)
+	cfg, tok, err := w.config()
 	if err == nil {
 		cfg.UserAgent = "flotilla-gateway/" + mc.Name
 		var cs kubernetes.Interface
@@ -213,8 +220,8 @@ func (m *members) syncOne(ctx context.Context, mc *v1alpha1.MemberCluster) {
 		}
 		if err == nil {
 			fctx, cancel := context.WithCancel(ctx)
-			m.feeds[mc.Name] = &feed{hash: hash, token: tok, cancel: cancel, route: rt}
-			klog.FromContext(ctx).Info("Caching member objects", "cluster", mc.Name, "endpoint", mc.Spec.APIEndpoint)
+			m.feeds[mc.Name] = &feed{hash: w.hash, token: tok, cancel: cancel, route: rt}
+			klog.FromContext(ctx).Info("Caching member objects", "cluster", mc.Name, "through", w.through)
 			m.cache.Run(klog.NewContext(fctx, klog.FromContext(ctx).WithValues("cluster", mc.Name)), mc.Name, cs)
 		}
 	}
@@ -222,6 +229,40 @@ func (m *members) syncOne(ctx context.Context, mc *v1alpha1.MemberCluster) {
 		st.problem = fmt.Sprintf("its client: %v", err)
 	}
 	m.status[mc.Name] = st
+}
+
+// way is how the gateway reaches a member: a push member's endpoint with
+// its credentials Secret, or a pull member's agent tunnel.
+type way struct {
+	// problem says why there is none.
+	problem string
+	// hash changes when the way does (the feed then restarts).
+	hash string
+	// through names it in logs.
+	through string
+	secret  *corev1.Secret
+	config  func() (*rest.Config, *member.Token, error)
+}
+
+func (m *members) way(mc *v1alpha1.MemberCluster) way {
+	if mc.Spec.SyncMode == v1alpha1.SyncModePull {
+		s, ok := m.tunnels.Current(mc.Name)
+		if !ok {
+			return way{problem: "its agent has no tunnel open to this gateway (flotilla agent --gateway-url)"}
+		}
+		return way{hash: fmt.Sprintf("tunnel/%d", s.Seq), through: fmt.Sprintf("the agent's tunnel %d (%s)", s.Seq, s.Agent),
+			config: func() (*rest.Config, *member.Token, error) { return s.Config(), nil, nil }}
+	}
+	if mc.Spec.SecretRef == nil {
+		return way{problem: "it names no credentials Secret"}
+	}
+	o, err := m.secrets.ByNamespace(v1alpha1.SystemNamespace).Get(mc.Spec.SecretRef.Name)
+	if err != nil {
+		return way{problem: fmt.Sprintf("its credentials Secret %s/%s: %v", v1alpha1.SystemNamespace, mc.Spec.SecretRef.Name, err)}
+	}
+	secret := o.(*corev1.Secret)
+	return way{hash: member.ConfigHash(mc, secret), through: mc.Spec.APIEndpoint, secret: secret,
+		config: func() (*rest.Config, *member.Token, error) { return member.RESTConfigWithToken(mc, secret) }}
 }
 
 func (m *members) stopAll() {
@@ -270,12 +311,21 @@ func (m *members) warnings(gr schema.GroupResource) []string {
 			out = append(out, fmt.Sprintf("member %s is left out: its %s are %s", n, gr.Resource, why))
 		case !st.ready:
 			out = append(out, fmt.Sprintf("member %s is not ready (%s): its %s are as last seen", n, st.readyReason, gr.Resource))
+		case st.pull && !m.hasTunnel(n):
+			out = append(out, fmt.Sprintf("member %s's agent has no tunnel open to the gateway: its %s are as last seen", n, gr.Resource))
+		case src.Err != "":
+			out = append(out, fmt.Sprintf("member %s does not answer the gateway's watch (%s): its %s are as last seen", n, src.Err, gr.Resource))
 		}
 	}
 	if src, ok := sources[""]; ok && !src.Synced {
 		out = append(out, fmt.Sprintf("the host's own %s are left out: not listed yet %s", gr.Resource, src.Err))
 	}
 	return out
+}
+
+func (m *members) hasTunnel(cluster string) bool {
+	_, ok := m.tunnels.Current(cluster)
+	return ok
 }
 
 func toMemberCluster(o runtime.Object) (*v1alpha1.MemberCluster, error) {

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
+	"github.com/flotilla-io/flotilla/internal/apiproxy"
 	"github.com/flotilla-io/flotilla/internal/membercache"
 )
 
@@ -28,7 +29,7 @@ type memberRoute struct {
 }
 
 func newMemberRoute(name string, cfg *rest.Config) (*memberRoute, error) {
-	host, h, err := newUpgradeAwareProxy(cfg, "member "+name+"'s apiserver", nil)
+	host, h, err := apiproxy.New(cfg, errorResponder{what: "member " + name + "'s apiserver"}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("member %s: %w", name, err)
 	}

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/flotilla-io/flotilla/internal/membercache"
+	"github.com/flotilla-io/flotilla/internal/tunnel"
 )
 
 // scheme and codecs encode the Status objects the gateway itself answers
@@ -139,7 +140,7 @@ func (o *Options) Validate() error {
 // and streams.
 var longRunning = genericfilters.BasicLongRunningRequestCheck(
 	sets.NewString("watch", "proxy"),
-	sets.NewString("attach", "exec", "proxy", "log", "portforward"),
+	sets.NewString("attach", "exec", "proxy", "log", "portforward", tunnel.Subresource),
 )
 
 // ownPaths are served by the gateway itself; member kinds come from the
@@ -211,9 +212,14 @@ func New(o *Options) (*Server, error) {
 	cfg.EnableMetrics = true
 	cfg.BuildHandlerChainFunc = func(own http.Handler, c *genericapiserver.Config) http.Handler {
 		memberKinds.authz = c.Authorization.Authorizer
+		mem.authz = c.Authorization.Authorizer
 		route := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if ownPath(r.URL.Path) {
 				own.ServeHTTP(w, r)
+				return
+			}
+			if isTunnel(r) {
+				mem.acceptTunnel(w, r)
 				return
 			}
 			if memberKinds.serves(r) {
@@ -248,6 +254,7 @@ func New(o *Options) (*Server, error) {
 // fills in the background: until a member is listed, reads of member
 // kinds say so in a warning.
 func (s *Server) Run(ctx context.Context) error {
+	s.members.base = ctx
 	go s.members.run(ctx)
 	return s.generic.PrepareRun().RunWithContext(ctx)
 }

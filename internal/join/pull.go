@@ -66,8 +66,8 @@ type PullCredentials struct {
 // cluster's hub namespace, the ServiceAccounts AgentServiceAccount and
 // v1alpha1.AgentBootstrapServiceAccount there, a RoleBinding of the
 // ClusterRole rbac.AgentClusterRole in that namespace only, a ClusterRole
-// and binding AgentRoleName(NAME) for get on the MemberCluster and patch
-// on its status, and a binding of rbac.AgentCertificatesClusterRole (ask
+// and binding AgentRoleName(NAME) for get on the MemberCluster, patch
+// on its status and create on its tunnel (to the gateway), and a binding of rbac.AgentCertificatesClusterRole (ask
 // for a certificate and read the request back). The agent's rights go to
 // the user rbac.AgentUser(NAME), the subject of the certificate the hub
 // signs once the member is accepted, and to AgentServiceAccount; the
@@ -215,6 +215,9 @@ func agentAccess(mc *v1alpha1.MemberCluster) []client.Object {
 			Rules: []rbacv1.PolicyRule{
 				{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"memberclusters"}, ResourceNames: one, Verbs: []string{"get"}},
 				{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"memberclusters/status"}, ResourceNames: one, Verbs: []string{"get", "patch"}},
+				// Open the member's tunnel to the gateway (flotilla agent
+				// --gateway-url).
+				{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"memberclusters/tunnel"}, ResourceNames: one, Verbs: []string{"create"}},
 			},
 		},
 		&rbacv1.ClusterRoleBinding{

@@ -38,7 +38,7 @@ func (s *starter) joinPull(ctx context.Context, hostCfg *rest.Config, p *cluster
 	if err != nil {
 		return err
 	}
-	c := p.agent(s.opts.Flotilla, bootstrap, ports)
+	c := p.agent(s.opts.Flotilla, bootstrap, s.gateway, ports)
 	pr, err := startProcess(c, c.Args, s.opts.Detach)
 	if err != nil {
 		return fmt.Errorf("%s: %w", p.name, err)
@@ -52,10 +52,11 @@ func (s *starter) joinPull(ctx context.Context, hostCfg *rest.Config, p *cluster
 // agent renders a pull member's agent component: it asks the hub for its
 // certificate with join's bootstrap kubeconfig, keeps it in the member's
 // agent-pki directory, reaches the member as its admin, elects itself through a Lease
-// in the member's kube-system namespace, and serves metrics and probes on
-// the given ports.
-func (p *clusterPlan) agent(binary, bootstrapKubeconfig string, ports []int) ComponentState {
-	return ComponentState{
+// in the member's kube-system namespace, serves metrics and probes on
+// the given ports, and keeps a tunnel open to the gateway (if it runs) so
+// that the gateway serves the member's pods.
+func (p *clusterPlan) agent(binary, bootstrapKubeconfig, gateway string, ports []int) ComponentState {
+	c := ComponentState{
 		Name: Agent, Binary: binary, Port: ports[1], Ports: ports,
 		HealthURL: fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[1]),
 		Log:       p.log(Agent),
@@ -71,4 +72,8 @@ func (p *clusterPlan) agent(binary, bootstrapKubeconfig string, ports []int) Com
 			fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", ports[1]),
 		},
 	}
+	if gateway != "" {
+		c.Args = append(c.Args, "--gateway-url="+gateway)
+	}
+	return c
 }

@@ -113,6 +113,7 @@ func (s *starter) startGateway(ctx context.Context, host *clusterPlan) error {
 		return err
 	}
 	server := fmt.Sprintf("https://127.0.0.1:%d", ports[0])
+	s.gateway = server
 	if err := writeKubeconfig(kubeconfigFor("gateway", server, caPEM, s.prober.token), GatewayAdminKubeconfig(host.stateDir)); err != nil {
 		return err
 	}

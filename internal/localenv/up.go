@@ -115,6 +115,9 @@ type starter struct {
 	mu     sync.Mutex // guards st, procs and output
 	procs  *[]*process
 	prober *prober
+	// gateway is the gateway's URL once it runs: pull agents open their
+	// tunnels to it.
+	gateway string
 }
 
 func (e *Environment) start(ctx context.Context, set components.Set, dir string, opts Options) error {

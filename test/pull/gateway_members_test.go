@@ -26,8 +26,8 @@ func kubectlGatewayErr(args ...string) (string, error) {
 // TestGatewayServesMemberPods drives member pods through the gateway with
 // stock kubectl: get -A -o wide with a CLUSTER column, get -w sees a new
 // pod, logs, exec, port-forward and delete reach the member running the
-// pod, describe node shows the node's pods; the pull member is named in a
-// warning.
+// pod, describe node shows the node's pods. The pull member's pods come
+// through its agent's tunnel: listed, logs, exec and port-forward too.
 func TestGatewayServesMemberPods(t *testing.T) {
 	if env == nil {
 		t.Skip("no environment (-short)")
@@ -44,7 +44,7 @@ metadata:
   name: echo
   namespace: %[1]s
 spec:
-  replicas: 4
+  replicas: 6
   selector:
     matchLabels: {app: echo}
   template:
@@ -64,7 +64,7 @@ spec:
   resourceSelectors:
   - {apiVersion: apps/v1, kind: Deployment, name: echo}
   placement:
-    clusterNames: [member-1, member-2]
+    clusterNames: [member-1, member-2, member-3]
     replicaScheduling: {type: Divide}
 `, ns))
 	t.Cleanup(func() { _, _ = kubectlGatewayErr("delete", "namespace", ns, "--wait=false") })
@@ -72,7 +72,7 @@ spec:
 	kubectlGateway(t, "rollout", "status", "deployment/echo", "-n", ns, "--timeout=2m")
 
 	var pods map[string]string // name -> cluster
-	eventually(t, "4 Running echo pods listed with their members", func(context.Context) error {
+	eventually(t, "6 Running echo pods listed with their members", func(context.Context) error {
 		out, err := kubectlGatewayErr("get", "pods", "-A", "-o", "wide")
 		if err != nil {
 			return fmt.Errorf("%v: %s", err, out)
@@ -91,24 +91,36 @@ spec:
 		if len(header) < 3 || header[2] != "CLUSTER" || !strings.Contains(strings.Join(header, " "), "NODE") {
 			return fmt.Errorf("header %v, want NAMESPACE NAME CLUSTER ... NODE", header)
 		}
-		if !strings.Contains(out, "member member-3 is left out") {
-			return fmt.Errorf("no warning about the pull member:\n%s", out)
+		if strings.Contains(out, "member-3 is left out") || strings.Contains(out, "member-3's agent") {
+			return fmt.Errorf("the pull member is left out:\n%s", out)
 		}
 		per := map[string]int{}
 		for _, c := range pods {
 			per[c]++
 		}
-		if len(pods) != 4 || per["member-1"] != 2 || per["member-2"] != 2 {
-			return fmt.Errorf("running echo pods %v, want 2 in member-1 and 2 in member-2\n%s", pods, out)
+		if len(pods) != 6 || per["member-1"] == 0 || per["member-2"] == 0 || per["member-3"] == 0 {
+			return fmt.Errorf("running echo pods %v, want 6 spread over member-1, member-2 and member-3\n%s", pods, out)
 		}
 		return nil
 	})
-	var pod, cluster string
+	var pod, cluster, pulled string
 	for p, c := range pods {
-		if c == "member-2" {
+		switch c {
+		case "member-2":
 			pod, cluster = p, c
+		case "member-3":
+			pulled = p
 		}
 	}
+
+	// The pull member's pod, through its agent's tunnel.
+	if out := kubectlGateway(t, "logs", "-n", ns, pulled); !strings.Contains(out, "fake container of member member-3: serving") {
+		t.Errorf("kubectl logs %s (pull member) through the gateway:\n%s", pulled, out)
+	}
+	if out := kubectlGateway(t, "exec", "-n", ns, pulled, "--", "sh", "-c", "echo exec-ok in $FLOTILLA_MEMBER"); !strings.Contains(out, "exec-ok in member-3") {
+		t.Errorf("kubectl exec %s (pull member) through the gateway:\n%s", pulled, out)
+	}
+	portForwardEchoes(t, ns, pulled)
 
 	out := kubectlGateway(t, "logs", "-n", ns, pod)
 	if !strings.Contains(out, "fake container of member "+cluster+": serving") {
@@ -289,7 +301,7 @@ spec:
   resourceSelectors:
   - {apiVersion: apps/v1, kind: Deployment, name: app}
   placement:
-    clusterNames: [member-1, member-2]
+    clusterNames: [member-1, member-2, member-3]
     replicaScheduling: {type: Divide}
 `, ns))
 	t.Cleanup(func() {

@@ -3,6 +3,8 @@ package app
 import (
 	"errors"
 	"fmt"
+	"net/url"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -27,6 +29,9 @@ type AgentOptions struct {
 	BootstrapKubeconfig string
 	// Kubeconfig and Context locate the member (default: in-cluster).
 	Kubeconfig, Context string
+	// GatewayCAFile holds the CA the gateway's certificate is checked
+	// against (default: the hub kubeconfig's).
+	GatewayCAFile string
 	// Verbosity is the log verbosity (--v).
 	Verbosity int
 }
@@ -66,6 +71,14 @@ When the hub cannot be reached the agent keeps what it last applied and
 keeps reverting drift; the hub marks the cluster Unknown once its
 heartbeat is missed for the usual thresholds, and fails its workloads
 over. When the hub returns, unchanged intents write nothing to the member.
+
+With --gateway-url the agent also keeps a tunnel open to the federation's
+gateway (` + "`flotilla gateway`" + `), presenting the same hub identity: the gateway
+then serves this member's pods, events, nodes, endpointslices and
+replicasets and routes a pod's logs, exec, attach, port-forward and
+deletion to it. The agent forwards only those requests, with its own member
+credentials, and refuses anything else (403); the gateway's users are
+authorized by the hub's RBAC first.
 
 With leader election (default, a Lease in the member's
 --leader-election-namespace) several replicas may run; one works at a time.
@@ -111,6 +124,8 @@ metrics on --metrics-bind-address.`,
 	fs.DurationVar(&a.Heartbeat, "heartbeat-interval", a.Heartbeat, "time between renewals of the heartbeat Lease (the hub counts the agent silent after 12s without one)")
 	fs.DurationVar(&a.Session.ProbeInterval, "probe-interval", a.Session.ProbeInterval, "time between health probes of the member's apiserver")
 	fs.DurationVar(&a.Session.DiscoveryInterval, "discovery-interval", a.Session.DiscoveryInterval, "time between API discoveries of the member")
+	fs.StringVar(&a.Gateway, "gateway-url", "", "URL of the federation's gateway (https://HOST:PORT): keep a tunnel open to it so that it serves this member's pods, logs and exec (default: none)")
+	fs.StringVar(&o.GatewayCAFile, "gateway-ca-file", "", "with --gateway-url: CA bundle to check the gateway's certificate against (default: the hub kubeconfig's CA)")
 	fs.IntVarP(&o.Verbosity, "v", "v", 0, "log verbosity")
 	return cmd
 }
@@ -135,6 +150,13 @@ func (o *AgentOptions) Validate() error {
 		return errors.New("--concurrent-syncs must be at least 1")
 	case a.HubQPS <= 0 || a.HubBurst < 1:
 		return errors.New("--hub-api-qps must be positive and --hub-api-burst at least 1")
+	case o.GatewayCAFile != "" && a.Gateway == "":
+		return errors.New("--gateway-ca-file needs --gateway-url")
+	}
+	if a.Gateway != "" {
+		if u, err := url.Parse(a.Gateway); err != nil || u.Scheme != "https" || u.Host == "" || (u.Path != "" && u.Path != "/") {
+			return fmt.Errorf("--gateway-url must be https://HOST[:PORT], got %q", a.Gateway)
+		}
 	}
 	return nil
 }
@@ -160,6 +182,11 @@ func (o *AgentOptions) Run(cmd *cobra.Command) error {
 	}
 	mem.UserAgent = "flotilla-agent"
 	o.Agent.Member = mem
+	if o.GatewayCAFile != "" {
+		if o.Agent.GatewayCA, err = os.ReadFile(o.GatewayCAFile); err != nil {
+			return fmt.Errorf("--gateway-ca-file: %w", err)
+		}
+	}
 	if o.BootstrapKubeconfig != "" {
 		o.Agent.Bootstrap = hub
 	} else {

@@ -1,0 +1,90 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/endpoints/filters"
+	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
+	"k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/klog/v2"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/tunnel"
+)
+
+// tunnelRecheck is how often the gateway re-authorizes an agent that
+// holds a tunnel open (and checks its certificate's expiry).
+const tunnelRecheck = time.Minute
+
+// isTunnel reports whether r is for a MemberCluster's tunnel subresource.
+func isTunnel(r *http.Request) bool {
+	info, ok := request.RequestInfoFrom(r.Context())
+	return ok && info.IsResourceRequest && info.APIGroup == v1alpha1.GroupVersion.Group &&
+		info.Resource == memberClustersGVR.Resource && info.Subresource == tunnel.Subresource && info.Name != ""
+}
+
+// acceptTunnel makes an authorized tunnel request of a pull member's
+// agent (create on memberclusters/tunnel for the member: the filters
+// checked it) the member's tunnel.
+func (m *members) acceptTunnel(w http.ResponseWriter, r *http.Request) {
+	info, _ := request.RequestInfoFrom(r.Context())
+	gr := memberClustersGVR.GroupResource()
+	fail := func(err error) {
+		responsewriters.ErrorNegotiated(err, codecs, schema.GroupVersion{Version: "v1"}, w, r)
+	}
+	if info.Verb != "create" {
+		fail(statusError(http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, gr, info.Name,
+			fmt.Sprintf("a tunnel is opened by the member's agent with POST and Upgrade: %s (flotilla agent --gateway-url)", tunnel.Protocol)))
+		return
+	}
+	if !tunnel.IsUpgrade(r) {
+		fail(apierrors.NewBadRequest(fmt.Sprintf("a tunnel request must ask to upgrade the connection to %s", tunnel.Protocol)))
+		return
+	}
+	m.mu.Lock()
+	st, known := m.status[info.Name]
+	m.mu.Unlock()
+	switch {
+	case m.base == nil:
+		fail(apierrors.NewServiceUnavailable("the gateway is not serving members yet"))
+		return
+	case !known:
+		fail(apierrors.NewNotFound(gr, info.Name))
+		return
+	case !st.pull:
+		fail(apierrors.NewConflict(gr, info.Name, errors.New("it is a push member: the gateway reaches it with its credentials Secret, not through an agent")))
+		return
+	}
+	u, _ := request.UserFrom(r.Context())
+	attrs, err := filters.GetAuthorizerAttributes(r.Context())
+	if err != nil {
+		fail(apierrors.NewInternalError(err))
+		return
+	}
+	var expires time.Time
+	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
+		expires = r.TLS.PeerCertificates[0].NotAfter
+	}
+	check := func(ctx context.Context) error {
+		if !expires.IsZero() && time.Now().After(expires) {
+			return fmt.Errorf("the agent's certificate expired at %s", expires.UTC().Format(time.RFC3339))
+		}
+		d, reason, err := m.authz.Authorize(ctx, attrs)
+		if d != authorizer.DecisionAllow {
+			return fmt.Errorf("the agent may no longer open the tunnel: %s %v", reason, err)
+		}
+		return nil
+	}
+	ctx := klog.NewContext(m.base, klog.FromContext(m.base).WithName("tunnels"))
+	if err := m.tunnels.Accept(ctx, w, r, info.Name, u.GetName(), tunnelRecheck, check); err != nil {
+		klog.FromContext(r.Context()).Error(err, "Opening a tunnel", "cluster", info.Name, "agent", u.GetName())
+	}
+}

@@ -1,0 +1,126 @@
+package tunnel
+
+import (
+	"fmt"
+	"net/http"
+	"path"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
+	apirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+
+	"github.com/flotilla-io/flotilla/internal/apiproxy"
+)
+
+// Readable are the kinds the gateway may read through a tunnel (get,
+// list, watch): those its member cache can hold.
+var Readable = []schema.GroupResource{
+	{Resource: "pods"}, {Resource: "events"}, {Resource: "nodes"},
+	{Group: "discovery.k8s.io", Resource: "endpointslices"}, {Group: "apps", Resource: "replicasets"},
+}
+
+// podStreams are the pod subresources the gateway routes to the member
+// running the pod, with the verbs their requests come as (a WebSocket
+// client sends GET, SPDY sends POST).
+var podStreams = map[string]sets.Set[string]{
+	"log":         sets.New("get"),
+	"exec":        sets.New("get", "create"),
+	"attach":      sets.New("get", "create"),
+	"portforward": sets.New("get", "create"),
+}
+
+var readable = sets.New(Readable...)
+
+var requestInfo = &apirequest.RequestInfoFactory{
+	APIPrefixes:          sets.NewString("api", "apis"),
+	GrouplessAPIPrefixes: sets.NewString("api"),
+}
+
+// Allowed reports why the agent refuses to forward r, or nil: a tunnel
+// carries only reads of Readable kinds, a pod's log, exec, attach and
+// port-forward, and the deletion of one pod. Paths must be clean, so that
+// what is checked is what the member serves.
+func Allowed(r *http.Request) error {
+	p := r.URL.Path
+	if r.URL.RawPath != "" || path.Clean(p) != p || strings.Contains(p, "//") {
+		return fmt.Errorf("path %q is not in canonical form", r.URL.Path)
+	}
+	info, err := requestInfo.NewRequestInfo(r)
+	if err != nil {
+		return fmt.Errorf("path %q: %w", p, err)
+	}
+	if !info.IsResourceRequest {
+		return fmt.Errorf("%s %s is not a resource request", r.Method, p)
+	}
+	gr := schema.GroupResource{Group: info.APIGroup, Resource: info.Resource}
+	pods := gr == schema.GroupResource{Resource: "pods"}
+	switch {
+	case info.Subresource == "" && readable.Has(gr) && (info.Verb == "get" || info.Verb == "list" || info.Verb == "watch"):
+		return nil
+	case pods && info.Name != "" && podStreams[info.Subresource].Has(info.Verb):
+		return nil
+	case pods && info.Name != "" && info.Subresource == "" && info.Verb == "delete":
+		return nil
+	}
+	what := gr.String()
+	if info.Subresource != "" {
+		what += "/" + info.Subresource
+	}
+	return fmt.Errorf("%s of %s is not carried: a tunnel carries reads of pods, events, nodes, endpointslices and replicasets, a pod's log, exec, attach and portforward, and the deletion of a pod", info.Verb, what)
+}
+
+// identityHeaders are request headers that claim an identity: the agent
+// drops them, so that the hub cannot act as anyone but the agent.
+var identityHeaders = []string{"Authorization", "Proxy-Authorization"}
+
+var identityPrefixes = []string{"Impersonate-", "X-Remote-"}
+
+// MemberHandler serves a tunnel's requests on the agent: it refuses what
+// Allowed refuses (403, with the reason) and forwards the rest to the
+// member with the agent's own credentials (member), after dropping any
+// header that claims an identity.
+func MemberHandler(cluster string, member *rest.Config) (http.Handler, error) {
+	host, h, err := apiproxy.New(member, errorResponder{cluster: cluster}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("proxy to member %s: %w", cluster, err)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := Allowed(r); err != nil {
+			klog.FromContext(r.Context()).V(2).Info("Refusing a tunnel request", "cluster", cluster, "method", r.Method, "path", r.URL.Path, "reason", err.Error())
+			writeStatus(w, r, apierrors.NewForbidden(schema.GroupResource{}, "", fmt.Errorf("the agent of member %s: %w", cluster, err)))
+			return
+		}
+		out := r.Clone(r.Context())
+		for k := range out.Header {
+			for _, p := range identityPrefixes {
+				if strings.HasPrefix(http.CanonicalHeaderKey(k), p) {
+					out.Header.Del(k)
+				}
+			}
+		}
+		for _, k := range identityHeaders {
+			out.Header.Del(k)
+		}
+		out.URL.Scheme, out.URL.Host, out.Host = host.Scheme, host.Host, host.Host
+		h.ServeHTTP(w, out)
+	}), nil
+}
+
+// errorResponder answers 503 when the member's apiserver cannot be
+// reached, as the gateway does for a push member.
+type errorResponder struct{ cluster string }
+
+func (e errorResponder) Error(w http.ResponseWriter, r *http.Request, err error) {
+	klog.FromContext(r.Context()).Error(err, "Forwarding a tunnel request failed", "cluster", e.cluster, "path", r.URL.Path)
+	writeStatus(w, r, apierrors.NewServiceUnavailable(fmt.Sprintf("member %s's apiserver did not answer its agent: %v", e.cluster, err)))
+}
+
+func writeStatus(w http.ResponseWriter, r *http.Request, err error) {
+	responsewriters.ErrorNegotiated(err, scheme.Codecs, schema.GroupVersion{Version: "v1"}, w, r)
+}
