@@ -52,6 +52,13 @@ type ClusterPlacement struct {
 	// template's own replicas.
 	// +optional
 	Replicas *int32 `json:"replicas,omitempty"`
+	// OrdinalStart is the first ordinal of the cluster's pods for a
+	// divided StatefulSet (its copy's spec.ordinals.start): each cluster
+	// holds a disjoint range, so that every ordinal exists once in the
+	// federation. Unset for other kinds.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	OrdinalStart *int32 `json:"ordinalStart,omitempty"`
 }
 
 // FederatedObjectSpec says what is propagated, by which policy, and where.

@@ -171,6 +171,16 @@ const (
 	// AnnotationRetainReplicas: "true" leaves spec.replicas of the member
 	// copies to member-side actors (a member HPA).
 	AnnotationRetainReplicas = "flotilla.io/retain-replicas"
+	// AnnotationOrdinals, on a StatefulSet divided over clusters, says how
+	// its ordinals are numbered: OrdinalsFederation (the default) gives
+	// each cluster a disjoint range, so that every pod identity exists once
+	// in the federation; OrdinalsPerMember numbers every cluster's pods
+	// from the template's own start (each member has its own db-0).
+	AnnotationOrdinals = "flotilla.io/ordinals"
+	// AnnotationSticky, on a propagated object, overrides its policy's
+	// sticky: "true" or "false". StatefulSets are sticky unless it says
+	// "false".
+	AnnotationSticky = "flotilla.io/sticky"
 	// AnnotationClusterNames, on a propagated object, narrows its policy's
 	// clusters to these (comma-separated names); it can never add a cluster
 	// the policy does not allow.
@@ -233,3 +243,13 @@ const (
 
 // ClusterNamespace is the hub namespace of a pull member's intents.
 func ClusterNamespace(cluster string) string { return ClusterNamespacePrefix + cluster }
+
+// Values of AnnotationOrdinals.
+const (
+	// OrdinalsFederation gives each cluster of a divided StatefulSet a
+	// disjoint range of ordinals (the default).
+	OrdinalsFederation = "federation"
+	// OrdinalsPerMember numbers each cluster's pods from the template's
+	// own start, as if each member ran its own StatefulSet.
+	OrdinalsPerMember = "per-member"
+)

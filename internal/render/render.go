@@ -32,10 +32,32 @@ func Render(in Input) (*unstructured.Unstructured, error) {
 			return nil, err
 		}
 	}
+	if err := setOrdinalStart(obj, in.Placement.OrdinalStart); err != nil {
+		return nil, err
+	}
 	if err := override.Apply(obj, in.Overrides); err != nil {
 		return nil, err
 	}
 	return obj, nil
+}
+
+// setOrdinalStart numbers a StatefulSet's pods in the cluster from start
+// (its range of the federation's ordinals). A start of 0 is the default
+// and is left out, so that a member without spec.ordinals (before
+// Kubernetes 1.27) takes the first range.
+func setOrdinalStart(obj *unstructured.Unstructured, start *int32) error {
+	gvk := obj.GroupVersionKind()
+	if start == nil || gvk.Group != "apps" || gvk.Kind != "StatefulSet" {
+		return nil
+	}
+	if *start == 0 {
+		unstructured.RemoveNestedField(obj.Object, "spec", "ordinals", "start")
+		if o, found, _ := unstructured.NestedMap(obj.Object, "spec", "ordinals"); found && len(o) == 0 {
+			unstructured.RemoveNestedField(obj.Object, "spec", "ordinals")
+		}
+		return nil
+	}
+	return unstructured.SetNestedField(obj.Object, int64(*start), "spec", "ordinals", "start")
 }
 
 // withoutStatus is a deep copy of tmpl without its status, which a

@@ -129,3 +129,36 @@ func TestRequests(t *testing.T) {
 		t.Errorf("ConfigMap requests = %v, want nil", got)
 	}
 }
+
+func TestSticky(t *testing.T) {
+	sts := schema.GroupKind{Group: "apps", Kind: "StatefulSet"}
+	deploy := schema.GroupKind{Group: "apps", Kind: "Deployment"}
+	kruise := schema.GroupKind{Group: "apps.kruise.io", Kind: "StatefulSet"}
+	cases := []struct {
+		name       string
+		policy     bool
+		gk         schema.GroupKind
+		annotation string
+		want       bool
+	}{
+		{"a StatefulSet is sticky by default", false, sts, "", true},
+		{"a StatefulSet may ask not to be", false, sts, "false", false},
+		{"a Deployment is not sticky by default", false, deploy, "", false},
+		{"a Deployment may ask to be", false, deploy, "true", true},
+		{"another group's StatefulSet is not a StatefulSet", false, kruise, "", false},
+		{"the annotation cannot unstick a sticky policy", true, sts, "false", true},
+		{"nor for a Deployment", true, deploy, "false", true},
+		{"an unknown value keeps the default", false, sts, "maybe", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ann := map[string]string{}
+			if c.annotation != "" {
+				ann[v1alpha1.AnnotationSticky] = c.annotation
+			}
+			if got := sticky(&v1alpha1.Placement{Sticky: c.policy}, c.gk, ann); got != c.want {
+				t.Errorf("sticky = %v, want %v", got, c.want)
+			}
+		})
+	}
+}

@@ -20,7 +20,8 @@ import (
 // kind, replicas, one replica's requests, the active capacity limits from
 // its status, and the policy's placement
 // narrowed by the object's own annotations (AnnotationClusterNames,
-// AnnotationMaxClusters). Annotations can only narrow: a user who may edit
+// AnnotationMaxClusters) and made sticky where the object asks or is a
+// StatefulSet (AnnotationSticky). Annotations can only narrow: a user who may edit
 // the object cannot escape the policy owner's constraints.
 func NewUnit(fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured, placement *v1alpha1.Placement) *framework.Unit {
 	u := &framework.Unit{
@@ -34,6 +35,9 @@ func NewUnit(fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured, plac
 	}
 	if n, ok := workload.Replicas(tmpl); ok {
 		u.Replicas = ptr.To(n)
+	}
+	if u.Placement != nil {
+		u.Placement.Sticky = sticky(u.Placement, u.GVK.GroupKind(), tmpl.GetAnnotations())
 	}
 	for _, l := range fo.Status.CapacityLimits {
 		if l.LiftedAt != nil {

@@ -1,0 +1,86 @@
+package schedule
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/scheduler/framework"
+)
+
+func TestWithOrdinals(t *testing.T) {
+	sts := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "StatefulSet"}
+	deploy := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+	divide := &v1alpha1.Placement{ReplicaScheduling: v1alpha1.ReplicaScheduling{Type: v1alpha1.ReplicaSchedulingDivide}}
+	duplicate := &v1alpha1.Placement{}
+	tmpl := func(annotations map[string]string, start *int64) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"replicas": int64(4)}}}
+		u.SetAnnotations(annotations)
+		if start != nil {
+			_ = unstructured.SetNestedField(u.Object, *start, "spec", "ordinals", "start")
+		}
+		return u
+	}
+	at := func(c string, n, start int32) v1alpha1.ClusterPlacement {
+		return v1alpha1.ClusterPlacement{Cluster: c, Replicas: ptr.To(n), OrdinalStart: ptr.To(start)}
+	}
+	plain := func(c string, n int32) v1alpha1.ClusterPlacement {
+		return v1alpha1.ClusterPlacement{Cluster: c, Replicas: ptr.To(n)}
+	}
+	cases := []struct {
+		name      string
+		gvk       schema.GroupVersionKind
+		placement *v1alpha1.Placement
+		tmpl      *unstructured.Unstructured
+		current   []v1alpha1.ClusterPlacement
+		next      []v1alpha1.ClusterPlacement
+		want      []v1alpha1.ClusterPlacement
+		inForce   bool // ordinalsInForce(current)
+	}{
+		{"a divided StatefulSet gets ranges", sts, divide, tmpl(nil, nil), nil,
+			[]v1alpha1.ClusterPlacement{plain("a", 2), plain("b", 2)}, []v1alpha1.ClusterPlacement{at("a", 2, 0), at("b", 2, 2)}, true},
+		{"from the template's start", sts, divide, tmpl(nil, ptr.To[int64](7)), []v1alpha1.ClusterPlacement{at("a", 2, 0), at("b", 2, 2)},
+			[]v1alpha1.ClusterPlacement{plain("a", 2), plain("b", 2)}, []v1alpha1.ClusterPlacement{at("a", 2, 7), at("b", 2, 9)}, false},
+		{"kept where they are", sts, divide, tmpl(nil, nil), []v1alpha1.ClusterPlacement{at("a", 2, 0), at("b", 2, 2)},
+			[]v1alpha1.ClusterPlacement{plain("a", 1), plain("b", 3)}, []v1alpha1.ClusterPlacement{at("a", 2, 0), at("b", 2, 2)}, true},
+		{"a placement from before ordinals is decided again", sts, divide, tmpl(nil, nil), []v1alpha1.ClusterPlacement{plain("a", 2), plain("b", 2)},
+			[]v1alpha1.ClusterPlacement{plain("a", 2), plain("b", 2)}, []v1alpha1.ClusterPlacement{at("a", 2, 0), at("b", 2, 2)}, false},
+		{"per-member ordinals carry none", sts, divide, tmpl(map[string]string{v1alpha1.AnnotationOrdinals: v1alpha1.OrdinalsPerMember}, nil),
+			[]v1alpha1.ClusterPlacement{at("a", 2, 0), at("b", 2, 2)},
+			[]v1alpha1.ClusterPlacement{at("a", 2, 0), at("b", 2, 2)}, []v1alpha1.ClusterPlacement{plain("a", 2), plain("b", 2)}, false},
+		{"a duplicated StatefulSet carries none", sts, duplicate, tmpl(nil, nil), nil,
+			[]v1alpha1.ClusterPlacement{{Cluster: "a"}}, []v1alpha1.ClusterPlacement{{Cluster: "a"}}, true},
+		{"a Deployment carries none", deploy, divide, tmpl(nil, nil), nil,
+			[]v1alpha1.ClusterPlacement{plain("a", 2)}, []v1alpha1.ClusterPlacement{plain("a", 2)}, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			u := &framework.Unit{GVK: c.gvk, Placement: c.placement, Replicas: ptr.To[int32](4)}
+			got := withOrdinals(u, c.tmpl, c.current, c.next)
+			if format(got) != format(c.want) {
+				t.Errorf("withOrdinals = %s, want %s", format(got), format(c.want))
+			}
+			if in := ordinalsInForce(u, c.tmpl, c.current); in != c.inForce {
+				t.Errorf("ordinalsInForce = %v, want %v", in, c.inForce)
+			}
+		})
+	}
+}
+
+func format(ps []v1alpha1.ClusterPlacement) string {
+	s := ""
+	for _, p := range ps {
+		s += p.Cluster
+		if p.Replicas != nil {
+			s += "=" + string(rune('0'+*p.Replicas))
+		}
+		if p.OrdinalStart != nil {
+			s += "@" + string(rune('0'+*p.OrdinalStart))
+		}
+		s += " "
+	}
+	return s
+}

@@ -1,0 +1,58 @@
+package render
+
+import (
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/override"
+)
+
+func TestRenderOrdinalStart(t *testing.T) {
+	sts := func(apiVersion string, ordinals map[string]any) *unstructured.Unstructured {
+		spec := map[string]any{"replicas": int64(6), "selector": map[string]any{"matchLabels": map[string]any{"app": "db"}},
+			"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "db"}}}}
+		if ordinals != nil {
+			spec["ordinals"] = ordinals
+		}
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": "StatefulSet",
+			"metadata": map[string]any{"name": "db", "namespace": "shop"}, "spec": spec}}
+	}
+	pin := []override.Source{{Policy: "OverridePolicy/shop/pin", Overriders: v1alpha1.Overriders{JSONPatch: []v1alpha1.JSONPatchOperation{
+		{Op: "add", Path: "/spec/ordinals", Value: &apiextensionsv1.JSON{Raw: []byte(`{"start":100}`)}},
+	}}}}
+	tests := []struct {
+		name      string
+		template  *unstructured.Unstructured
+		start     *int32
+		overrides []override.Source
+		want      any // spec.ordinals.start, nil when absent
+		wantOrd   bool
+	}{
+		{"a range's start", sts("apps/v1", nil), ptr.To[int32](4), nil, int64(4), true},
+		{"the first range leaves the default", sts("apps/v1", nil), ptr.To[int32](0), nil, nil, false},
+		{"the template's start 0 is dropped with it", sts("apps/v1", map[string]any{"start": int64(0)}), ptr.To[int32](0), nil, nil, false},
+		{"the template's base is replaced by the range", sts("apps/v1", map[string]any{"start": int64(10)}), ptr.To[int32](12), nil, int64(12), true},
+		{"no range: the template's own", sts("apps/v1", map[string]any{"start": int64(10)}), nil, nil, int64(10), true},
+		{"another group's StatefulSet is not touched", sts("apps.kruise.io/v1beta1", nil), ptr.To[int32](4), nil, nil, false},
+		{"an override wins", sts("apps/v1", nil), ptr.To[int32](4), pin, int64(100), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Render(Input{Template: tt.template, Placement: v1alpha1.ClusterPlacement{Cluster: "m", Replicas: ptr.To[int32](2), OrdinalStart: tt.start}, Overrides: tt.overrides})
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, found, _ := unstructured.NestedFieldNoCopy(got.Object, "spec", "ordinals", "start")
+			if found != (tt.want != nil) || (found && v != tt.want) {
+				t.Errorf("spec.ordinals.start = %v (found %v), want %v", v, found, tt.want)
+			}
+			if _, found := got.Object["spec"].(map[string]any)["ordinals"]; found != tt.wantOrd {
+				t.Errorf("spec.ordinals present = %v, want %v", found, tt.wantOrd)
+			}
+		})
+	}
+}
