@@ -121,7 +121,9 @@ func checkChain(t *testing.T, next, out []v1alpha1.ClusterPlacement, base int32)
 	if sum != total {
 		t.Fatalf("replicas %d, want %d: %s", sum, total, format(out))
 	}
-	sort.Slice(rs, func(i, j int) bool { return rs[i].start < rs[j].start || (rs[i].start == rs[j].start && rs[i].count < rs[j].count) })
+	sort.Slice(rs, func(i, j int) bool {
+		return rs[i].start < rs[j].start || (rs[i].start == rs[j].start && rs[i].count < rs[j].count)
+	})
 	at := base
 	for _, r := range rs {
 		if r.start != at {
