@@ -162,3 +162,16 @@ func TestSticky(t *testing.T) {
 		})
 	}
 }
+
+func TestNewUnitCronJob(t *testing.T) {
+	cron := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "batch/v1", "kind": "CronJob",
+		"metadata": map[string]any{"name": "report", "namespace": "shop"}, "spec": map[string]any{"schedule": "* * * * *"}}}
+	fo := &v1alpha1.FederatedObject{}
+	divide := &v1alpha1.Placement{ReplicaScheduling: v1alpha1.ReplicaScheduling{Type: v1alpha1.ReplicaSchedulingDivide}}
+	if u := NewUnit(fo, cron, divide); u.Replicas == nil || *u.Replicas != 1 || !u.Divide() {
+		t.Errorf("a divided CronJob: replicas %v, want one run to divide", u.Replicas)
+	}
+	if u := NewUnit(fo, cron, &v1alpha1.Placement{}); u.Replicas != nil {
+		t.Errorf("a duplicated CronJob: replicas %v, want none (a copy everywhere)", *u.Replicas)
+	}
+}

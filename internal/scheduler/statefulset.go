@@ -8,7 +8,10 @@ import (
 	"github.com/flotilla-io/flotilla/internal/scheduler/framework"
 )
 
-var statefulSet = schema.GroupKind{Group: "apps", Kind: "StatefulSet"}
+var (
+	statefulSet = schema.GroupKind{Group: "apps", Kind: "StatefulSet"}
+	cronJob     = schema.GroupKind{Group: "batch", Kind: "CronJob"}
+)
 
 // sticky says whether an object stays on its clusters: when its policy
 // says so, when it asks with AnnotationSticky "true", and for a

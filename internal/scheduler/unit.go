@@ -38,6 +38,10 @@ func NewUnit(fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured, plac
 	}
 	if u.Placement != nil {
 		u.Placement.Sticky = sticky(u.Placement, u.GVK.GroupKind(), tmpl.GetAnnotations())
+		if u.Replicas == nil && u.GVK.GroupKind() == cronJob && u.Placement.ReplicaScheduling.Type == v1alpha1.ReplicaSchedulingDivide {
+			// Divided, a CronJob's one run goes to one cluster.
+			u.Replicas = ptr.To[int32](1)
+		}
 	}
 	for _, l := range fo.Status.CapacityLimits {
 		if l.LiftedAt != nil {
