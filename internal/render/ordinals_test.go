@@ -56,3 +56,43 @@ func TestRenderOrdinalStart(t *testing.T) {
 		})
 	}
 }
+
+func TestRenderDividedJob(t *testing.T) {
+	job := func(mode string) *unstructured.Unstructured {
+		spec := map[string]any{"completions": int64(6), "parallelism": int64(3),
+			"template": map[string]any{"spec": map[string]any{"containers": []any{
+				map[string]any{"name": "work", "image": "w", "env": []any{map[string]any{"name": "A", "value": "1"}}},
+			}}}}
+		if mode != "" {
+			spec["completionMode"] = mode
+		}
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "batch/v1", "kind": "Job",
+			"metadata": map[string]any{"name": "crunch", "namespace": "shop"}, "spec": spec}}
+	}
+	got, err := Render(Input{Template: job("Indexed"), Placement: v1alpha1.ClusterPlacement{Cluster: "m", Replicas: ptr.To[int32](2), OrdinalStart: ptr.To[int32](4)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, _, _ := unstructured.NestedInt64(got.Object, "spec", "completions"); c != 2 {
+		t.Errorf("completions = %d, want the share 2", c)
+	}
+	if p, _, _ := unstructured.NestedInt64(got.Object, "spec", "parallelism"); p != 1 {
+		t.Errorf("parallelism = %d, want 1 (3 x 2/6)", p)
+	}
+	cs, _, _ := unstructured.NestedSlice(got.Object, "spec", "template", "spec", "containers")
+	env := cs[0].(map[string]any)["env"].([]any)
+	if len(env) != 2 || env[1].(map[string]any)["name"] != "FLOTILLA_COMPLETION_INDEX_OFFSET" || env[1].(map[string]any)["value"] != "4" {
+		t.Errorf("env = %v, want A and the offset 4", env)
+	}
+	got, err = Render(Input{Template: job(""), Placement: v1alpha1.ClusterPlacement{Cluster: "m", Replicas: ptr.To[int32](5)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, _, _ := unstructured.NestedInt64(got.Object, "spec", "parallelism"); p != 3 {
+		t.Errorf("parallelism = %d, want 3 (3 x 5/6 rounded up)", p)
+	}
+	cs, _, _ = unstructured.NestedSlice(got.Object, "spec", "template", "spec", "containers")
+	if env := cs[0].(map[string]any)["env"].([]any); len(env) != 1 {
+		t.Errorf("a non-indexed Job's env = %v, want the template's", env)
+	}
+}

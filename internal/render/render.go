@@ -44,9 +44,14 @@ func Render(in Input) (*unstructured.Unstructured, error) {
 // setOrdinalStart numbers a StatefulSet's pods in the cluster from start
 // (its range of the federation's ordinals). A start of 0 is the default
 // and is left out, so that a member without spec.ordinals (before
-// Kubernetes 1.27) takes the first range.
+// Kubernetes 1.27) takes the first range. An Indexed Job's containers are
+// told their range's first index instead (Kubernetes numbers a Job's
+// indexes from 0).
 func setOrdinalStart(obj *unstructured.Unstructured, start *int32) error {
 	gvk := obj.GroupVersionKind()
+	if start != nil && workload.IndexedJob(obj) {
+		return workload.SetCompletionIndexOffset(obj, *start)
+	}
 	if start == nil || gvk.Group != "apps" || gvk.Kind != "StatefulSet" {
 		return nil
 	}

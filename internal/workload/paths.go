@@ -34,11 +34,15 @@ func PodSpecPath(obj *unstructured.Unstructured) []string {
 // Replicas returns an object's desired replicas: what its kind's
 // interpreter says (built-in: spec.replicas of Deployments, StatefulSets,
 // ReplicaSets and ReplicationControllers, 1 when absent, the API default;
-// none for the other native kinds), or an integer spec.replicas of a
+// a Job's spec.completions when set, its work to divide; none for the
+// other native kinds), or an integer spec.replicas of a
 // custom kind without an interpreter. ok is false when the object has no
 // replicas to split.
 func Replicas(obj *unstructured.Unstructured) (replicas int32, ok bool) {
 	gk := obj.GroupVersionKind().GroupKind()
+	if gk == jobKind {
+		return jobCompletions(obj)
+	}
 	if in := interpreterFor(gk); in != nil {
 		return in.Replicas(obj)
 	}
@@ -53,8 +57,12 @@ func Replicas(obj *unstructured.Unstructured) (replicas int32, ok bool) {
 }
 
 // SetReplicas sets the object's replicas (at its interpreter's path, else
-// spec.replicas); it fails when the path does not lead through objects.
+// spec.replicas; for a Job its completions and a matching share of its
+// parallelism); it fails when the path does not lead through objects.
 func SetReplicas(obj *unstructured.Unstructured, n int32) error {
+	if obj.GroupVersionKind().GroupKind() == jobKind {
+		return setJobCompletions(obj, n)
+	}
 	if in := interpreterOf(obj); in != nil && in.HasReplicas() {
 		return in.SetReplicas(obj, n)
 	}
@@ -67,6 +75,9 @@ func SetReplicas(obj *unstructured.Unstructured, n int32) error {
 // ReplicasPath is the path of obj's replica count: its interpreter's,
 // else spec.replicas.
 func ReplicasPath(obj *unstructured.Unstructured) []string {
+	if obj.GroupVersionKind().GroupKind() == jobKind {
+		return []string{"spec", "completions"}
+	}
 	if in := interpreterOf(obj); in != nil && in.HasReplicas() {
 		return in.ReplicasPath()
 	}

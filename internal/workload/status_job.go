@@ -1,6 +1,9 @@
 package workload
 
 import (
+	"fmt"
+	"strings"
+
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,7 +34,11 @@ const (
 //     unless the Job is suspended.
 //
 // The Job is Complete when every member's copy is Complete (not with no
-// members); completionTime is then the latest member's.
+// members) and, with completions, the members' successes reach the
+// host's (a divided Job whose member is gone stays incomplete);
+// completionTime is then the latest member's, and the message says what
+// each cluster ran. succeeded never exceeds the host's completions
+// (Duplicate: each member runs them all).
 func jobStatus(template *unstructured.Unstructured, members []Member, now metav1.Time) (prev, next any) {
 	prev, old := templateStatus[batchv1.JobStatus](template)
 	if prev != nil && (jobConditionTrue(old.Conditions, batchv1.JobComplete) || jobConditionTrue(old.Conditions, batchv1.JobFailed)) {
@@ -69,6 +76,18 @@ func jobStatus(template *unstructured.Unstructured, members []Member, now metav1
 			latest = s.CompletionTime
 		}
 	}
+	var perCluster []string
+	for _, m := range ms {
+		if m.valid {
+			perCluster = append(perCluster, fmt.Sprintf("%s %d", m.Cluster, m.status.Succeeded))
+		}
+	}
+	// Members that each ran every completion (Duplicate) do not make the
+	// host's Job succeed more often than it asks.
+	completions, hasCompletions := jobCompletions(template)
+	if hasCompletions {
+		sum.Succeeded = min(sum.Succeeded, completions)
+	}
 	sum.Succeeded = max(sum.Succeeded, old.Succeeded)
 	sum.Failed = max(sum.Failed, old.Failed)
 	sum.StartTime = earliest
@@ -96,9 +115,9 @@ func jobStatus(template *unstructured.Unstructured, members []Member, now metav1
 				sum.StartTime = &now
 			}
 		}
-	case complete && idle:
+	case complete && idle && (!hasCompletions || sum.Succeeded >= completions):
 		done := verdict{Status: string(corev1.ConditionTrue), Reason: reasonCompletionsReached,
-			Message: "Job completed in every cluster."}
+			Message: "Job completed in every cluster (succeeded: " + strings.Join(perCluster, ", ") + ")."}
 		sum.Conditions = []batchv1.JobCondition{
 			stampJobCondition(batchv1.JobSuccessCriteriaMet, done, old.Conditions, now),
 			stampJobCondition(batchv1.JobComplete, done, old.Conditions, now),

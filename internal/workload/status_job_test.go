@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -55,7 +56,7 @@ func jobCondition(t batchv1.JobConditionType, reason, message string) batchv1.Jo
 func ptrTo(n int32) *int32 { return &n }
 
 func TestAggregateJob(t *testing.T) {
-	done := "Job completed in every cluster."
+	done := "Job completed in every cluster (succeeded: a 2, b 1)."
 	tests := []struct {
 		name     string
 		template batchv1.JobStatus
@@ -207,5 +208,46 @@ func TestAggregateServiceWithoutLoadBalancer(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[string]any{"loadBalancer": map[string]any{}}, status); diff != "" {
 		t.Errorf("status mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestAggregateJobCompletions(t *testing.T) {
+	withCompletions := func(n int32, s batchv1.JobStatus) *unstructured.Unstructured {
+		return toUnstructured(t, &batchv1.Job{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+			ObjectMeta: metav1.ObjectMeta{Name: "crunch", Namespace: "shop", Generation: 1},
+			Spec:       batchv1.JobSpec{Completions: &n},
+			Status:     s,
+		})
+	}
+	complete := func(status map[string]any) bool {
+		s := decodeInto[batchv1.JobStatus](t, status)
+		return jobConditionTrue(s.Conditions, batchv1.JobComplete)
+	}
+	// Duplicate: three members each ran the 6 completions.
+	var dup []Member
+	for _, c := range []string{"a", "b", "c"} {
+		dup = append(dup, Member{Cluster: c, Object: withCompletions(6, completed(6, at(1), at(5))), Current: true})
+	}
+	status, _ := AggregateStatus(withCompletions(6, batchv1.JobStatus{}), dup, t1)
+	if s := decodeInto[batchv1.JobStatus](t, status); s.Succeeded != 6 || !complete(status) {
+		t.Errorf("duplicated: succeeded %d complete %v, want 6 and Complete", s.Succeeded, complete(status))
+	}
+	if s := decodeInto[batchv1.JobStatus](t, status); len(s.Conditions) < 2 || !strings.Contains(s.Conditions[1].Message, "a 6, b 6, c 6") {
+		t.Errorf("conditions %+v, want what each cluster ran", s.Conditions)
+	}
+	// Divided 2/2/2: complete once every share is.
+	var div []Member
+	for _, c := range []string{"a", "b", "c"} {
+		div = append(div, Member{Cluster: c, Object: withCompletions(2, completed(2, at(1), at(5))), Current: true})
+	}
+	status, _ = AggregateStatus(withCompletions(6, batchv1.JobStatus{}), div, t1)
+	if s := decodeInto[batchv1.JobStatus](t, status); s.Succeeded != 6 || !complete(status) {
+		t.Errorf("divided: succeeded %d complete %v, want 6 and Complete", s.Succeeded, complete(status))
+	}
+	// A member whose share is gone: 4 of 6, not complete.
+	status, _ = AggregateStatus(withCompletions(6, batchv1.JobStatus{}), div[:2], t1)
+	if s := decodeInto[batchv1.JobStatus](t, status); s.Succeeded != 4 || complete(status) {
+		t.Errorf("a share lost: succeeded %d complete %v, want 4 and not Complete", s.Succeeded, complete(status))
 	}
 }

@@ -59,11 +59,12 @@ func TestWithOrdinals(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			u := &framework.Unit{GVK: c.gvk, Placement: c.placement, Replicas: ptr.To[int32](4)}
-			got := withOrdinals(u, c.tmpl, c.current, c.next)
+			all := func(string) bool { return true }
+			got := withOrdinals(u, c.tmpl, c.current, c.next, all)
 			if format(got) != format(c.want) {
 				t.Errorf("withOrdinals = %s, want %s", format(got), format(c.want))
 			}
-			if in := ordinalsInForce(u, c.tmpl, c.current); in != c.inForce {
+			if in := ordinalsInForce(u, c.tmpl, c.current, all); in != c.inForce {
 				t.Errorf("ordinalsInForce = %v, want %v", in, c.inForce)
 			}
 		})
@@ -83,4 +84,58 @@ func format(ps []v1alpha1.ClusterPlacement) string {
 		s += " "
 	}
 	return s
+}
+
+func TestWithOrdinalsJobs(t *testing.T) {
+	job := schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}
+	divide := &v1alpha1.Placement{ReplicaScheduling: v1alpha1.ReplicaScheduling{Type: v1alpha1.ReplicaSchedulingDivide}}
+	tmpl := func(indexed bool) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "batch/v1", "kind": "Job", "spec": map[string]any{"completions": int64(6)}}}
+		if indexed {
+			_ = unstructured.SetNestedField(u.Object, "Indexed", "spec", "completionMode")
+		}
+		return u
+	}
+	at := func(c string, n, start int32) v1alpha1.ClusterPlacement {
+		return v1alpha1.ClusterPlacement{Cluster: c, Replicas: ptr.To(n), OrdinalStart: ptr.To(start)}
+	}
+	plain := func(c string, n int32) v1alpha1.ClusterPlacement {
+		return v1alpha1.ClusterPlacement{Cluster: c, Replicas: ptr.To(n)}
+	}
+	all := func(string) bool { return true }
+	notB := func(c string) bool { return c != "b" }
+	cases := []struct {
+		name          string
+		indexed       bool
+		current, next []v1alpha1.ClusterPlacement
+		exists        func(string) bool
+		want          []v1alpha1.ClusterPlacement
+	}{
+		{"the first placement is the scheduler's", false, nil,
+			[]v1alpha1.ClusterPlacement{plain("a", 2), plain("b", 2), plain("c", 2)}, all,
+			[]v1alpha1.ClusterPlacement{plain("a", 2), plain("b", 2), plain("c", 2)}},
+		{"an Indexed Job's first placement is numbered", true, nil,
+			[]v1alpha1.ClusterPlacement{plain("a", 2), plain("b", 2), plain("c", 2)}, all,
+			[]v1alpha1.ClusterPlacement{at("a", 2, 0), at("b", 2, 2), at("c", 2, 4)}},
+		{"once made it is kept", false, []v1alpha1.ClusterPlacement{plain("a", 2), plain("b", 2), plain("c", 2)},
+			[]v1alpha1.ClusterPlacement{plain("a", 3), plain("c", 3)}, all,
+			[]v1alpha1.ClusterPlacement{plain("a", 2), plain("b", 2), plain("c", 2)}},
+		{"with its ranges", true, []v1alpha1.ClusterPlacement{at("a", 2, 0), at("b", 2, 2), at("c", 2, 4)},
+			[]v1alpha1.ClusterPlacement{plain("a", 3), plain("c", 3)}, all,
+			[]v1alpha1.ClusterPlacement{at("a", 2, 0), at("b", 2, 2), at("c", 2, 4)}},
+		{"a cluster that is gone leaves, its share with it", true, []v1alpha1.ClusterPlacement{at("a", 2, 0), at("b", 2, 2), at("c", 2, 4)},
+			[]v1alpha1.ClusterPlacement{plain("a", 3), plain("c", 3)}, notB,
+			[]v1alpha1.ClusterPlacement{at("a", 2, 0), at("c", 2, 4)}},
+		{"a placement that did not divide these completions is decided again", false, []v1alpha1.ClusterPlacement{plain("a", 1)},
+			[]v1alpha1.ClusterPlacement{plain("a", 3), plain("c", 3)}, all,
+			[]v1alpha1.ClusterPlacement{plain("a", 3), plain("c", 3)}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			u := &framework.Unit{GVK: job, Placement: divide, Replicas: ptr.To[int32](6)}
+			if got := withOrdinals(u, tmpl(c.indexed), c.current, c.next, c.exists); format(got) != format(c.want) {
+				t.Errorf("withOrdinals = %s, want %s", format(got), format(c.want))
+			}
+		})
+	}
 }

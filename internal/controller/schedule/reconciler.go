@@ -159,7 +159,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	basis := scheduler.Basis(u, candidates, version, now)
 	last := meta.FindStatusCondition(fo.Status.Conditions, v1alpha1.ConditionScheduled)
 	if basis == fo.Status.SchedulingBasis && last != nil && last.Reason == "Scheduled" && len(fo.Spec.Placement) == 0 &&
-		ordinalsInForce(u, tmpl, fo.Placement()) {
+		ordinalsInForce(u, tmpl, fo.Placement(), clusterSet(candidates)) {
 		return next, nil // nothing the last decision depended on changed
 	}
 	res, err := profile.Schedule(ctx, u, candidates)
@@ -211,7 +211,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// rather than remove the object everywhere.
 		reason = v1alpha1.ReasonUnschedulable
 	}
-	placement = withOrdinals(u, tmpl, fo.Placement(), placement)
+	placement = withOrdinals(u, tmpl, fo.Placement(), placement, clusterSet(candidates))
 	if err := r.record(ctx, fo, placement, scheduledCondition(fo, reason == "Scheduled", reason, message), basis, message); err != nil {
 		r.evictions.ReturnAll(drops) // nothing moved
 		return reconcile.Result{}, err

@@ -6,6 +6,7 @@ import (
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/scheduler/framework"
+	"github.com/flotilla-io/flotilla/internal/workload"
 )
 
 var (
@@ -46,4 +47,16 @@ func FederatedOrdinals(u *framework.Unit, tmpl *unstructured.Unstructured) (base
 		base = int32(start)
 	}
 	return base, true
+}
+
+// DividedJob reports whether u (whose template is tmpl) is a Job whose
+// completions are divided over clusters, and whether it is Indexed (its
+// placement then carries ranges of completion indexes). A divided Job's
+// placement is kept once made: a member's Job cannot change its
+// completions.
+func DividedJob(u *framework.Unit, tmpl *unstructured.Unstructured) (indexed, ok bool) {
+	if !workload.IsJob(u.GVK.GroupKind()) || !u.Divide() {
+		return false, false
+	}
+	return workload.IndexedJob(tmpl), true
 }
