@@ -116,6 +116,12 @@ const (
 	// kept, not counted, until the replacement replicas are Ready in the
 	// other clusters or the graceful eviction period has passed.
 	PropagationEvicting PropagationReason = "Evicting"
+	// PropagationRetained: the cluster left the placement and its copy
+	// stays there, no longer updated: a PersistentVolumeClaim (or an
+	// object annotated flotilla.io/keep-on-move: "true") is not deleted by
+	// a move. It is deleted with the host object, and updated again if the
+	// object comes back to the cluster.
+	PropagationRetained PropagationReason = "Retained"
 )
 
 // ClusterPropagationStatus is the state of one cluster's copy.
@@ -123,7 +129,7 @@ type ClusterPropagationStatus struct {
 	// Cluster is the MemberCluster's name.
 	Cluster string `json:"cluster"`
 	// Reason is OK, Conflict, ClusterNotReady, ApplyFailed, Deleting,
-	// Pending or Evicting.
+	// Pending, Evicting or Retained.
 	Reason PropagationReason `json:"reason"`
 	// Message explains a Reason other than OK.
 	// +optional

@@ -177,6 +177,11 @@ const (
 	// in the federation; OrdinalsPerMember numbers every cluster's pods
 	// from the template's own start (each member has its own db-0).
 	AnnotationOrdinals = "flotilla.io/ordinals"
+	// AnnotationKeepOnMove, on a propagated object: "true" keeps its copy
+	// in a cluster that leaves its placement (no longer updated; deleted
+	// with the host object), "false" deletes it. PersistentVolumeClaims
+	// are kept unless it says "false": a move never deletes data.
+	AnnotationKeepOnMove = "flotilla.io/keep-on-move"
 	// AnnotationSticky, on a propagated object, overrides its policy's
 	// sticky: "true" or "false". StatefulSets are sticky unless it says
 	// "false".

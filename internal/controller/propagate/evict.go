@@ -169,3 +169,34 @@ func (r *Reconciler) waitingForReplacements(fo types.NamespacedName, waiting boo
 		r.evicting.Delete(fo)
 	}
 }
+
+// keepsOnMove reports whether a copy stays in a cluster that leaves the
+// placement: a PersistentVolumeClaim unless its annotation
+// flotilla.io/keep-on-move says "false" (a move never deletes data), any
+// object whose annotation says "true".
+func keepsOnMove(tmpl *unstructured.Unstructured) bool {
+	if tmpl == nil {
+		return false
+	}
+	switch tmpl.GetAnnotations()[v1alpha1.AnnotationKeepOnMove] {
+	case "true":
+		return true
+	case "false":
+		return false
+	}
+	gvk := tmpl.GroupVersionKind()
+	return gvk.Group == "" && gvk.Kind == "PersistentVolumeClaim"
+}
+
+// retain keeps the copy in a cluster that left the placement, no longer
+// updated (see keepsOnMove); a cluster that left the federation is
+// forgotten.
+func retain(mc *v1alpha1.MemberCluster, prev v1alpha1.ClusterPropagationStatus) result {
+	if mc == nil {
+		return result{status: prev, drop: true}
+	}
+	st := prev
+	st.Reason = v1alpha1.PropagationRetained
+	st.Message = "the cluster left the placement; the copy stays there, no longer updated, and is deleted with the object (" + v1alpha1.AnnotationKeepOnMove + `: "false" deletes it now)`
+	return result{status: st}
+}

@@ -4,6 +4,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 )
 
 func TestDecideEviction(t *testing.T) {
@@ -50,5 +54,43 @@ func TestDecideEviction(t *testing.T) {
 				t.Errorf("a kept copy is looked at again at %s, not after now", got.deadline)
 			}
 		})
+	}
+}
+
+func TestKeepsOnMove(t *testing.T) {
+	obj := func(apiVersion, kind, annotation string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion(apiVersion)
+		u.SetKind(kind)
+		if annotation != "" {
+			u.SetAnnotations(map[string]string{v1alpha1.AnnotationKeepOnMove: annotation})
+		}
+		return u
+	}
+	cases := []struct {
+		name string
+		obj  *unstructured.Unstructured
+		want bool
+	}{
+		{"a claim is kept", obj("v1", "PersistentVolumeClaim", ""), true},
+		{"unless it says false", obj("v1", "PersistentVolumeClaim", "false"), false},
+		{"a ConfigMap goes", obj("v1", "ConfigMap", ""), false},
+		{"unless it says true", obj("v1", "ConfigMap", "true"), true},
+		{"another group's kind named PersistentVolumeClaim goes", obj("example.com/v1", "PersistentVolumeClaim", ""), false},
+		{"no template", nil, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := keepsOnMove(c.obj); got != c.want {
+				t.Errorf("keepsOnMove = %v, want %v", got, c.want)
+			}
+		})
+	}
+	mc := &v1alpha1.MemberCluster{}
+	if r := retain(mc, v1alpha1.ClusterPropagationStatus{Cluster: "m", Reason: v1alpha1.PropagationOK}); r.drop || r.status.Reason != v1alpha1.PropagationRetained {
+		t.Errorf("retain in a member: %+v", r)
+	}
+	if r := retain(nil, v1alpha1.ClusterPropagationStatus{Cluster: "gone"}); !r.drop {
+		t.Errorf("retain in a cluster that left the federation: %+v, want it forgotten", r)
 	}
 }

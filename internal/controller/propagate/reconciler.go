@@ -285,6 +285,10 @@ func (r *Reconciler) syncAll(ctx context.Context, fo *v1alpha1.FederatedObject, 
 			mc := env.clusters[c.Cluster]
 			ev := decideEviction(evictionInput{now: now, leftAt: c.LeftAt.Time, period: env.graceful, rep: rep,
 				allowEmpty: env.allowEmpty, forced: mc != nil && scheduler.ForceDrained(mc)})
+			if keepsOnMove(tmpl) {
+				jobs = append(jobs, clusterJob{c.Cluster, func() result { return retain(mc, c) }})
+				continue
+			}
 			jobs = append(jobs, clusterJob{c.Cluster, func() result { return r.evict(fo, mc, c, ev) }})
 		}
 		results = append(results, runAll(key, jobs)...)
@@ -317,7 +321,7 @@ func runAll(fo types.NamespacedName, jobs []clusterJob) []result {
 func (r *Reconciler) status(fo *v1alpha1.FederatedObject, results []result) v1alpha1.FederatedObjectStatus {
 	st := v1alpha1.FederatedObjectStatus{ObservedGeneration: fo.Generation}
 	placed := len(fo.Placement())
-	var problems []string
+	var problems, retained []string
 	reason, ok := "", 0
 	for _, res := range results {
 		if res.drop {
@@ -326,6 +330,10 @@ func (r *Reconciler) status(fo *v1alpha1.FederatedObject, results []result) v1al
 		st.Clusters = append(st.Clusters, res.status)
 		if res.status.Reason == v1alpha1.PropagationOK {
 			ok++
+			continue
+		}
+		if res.status.Reason == v1alpha1.PropagationRetained {
+			retained = append(retained, res.status.Cluster)
 			continue
 		}
 		if reason == "" {
@@ -345,6 +353,9 @@ func (r *Reconciler) status(fo *v1alpha1.FederatedObject, results []result) v1al
 		if len(cond.Message) > 32768 {
 			cond.Message = cond.Message[:32768]
 		}
+	}
+	if len(retained) > 0 {
+		cond.Message += fmt.Sprintf("; copies kept in %s, which left the placement (%s)", strings.Join(retained, ", "), v1alpha1.AnnotationKeepOnMove)
 	}
 	st.Conditions = []metav1.Condition{fedobj.Condition(fo.Status, cond)}
 	return st
