@@ -6,13 +6,19 @@ import (
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 )
 
 // TestDividedCronJobRunsInOneMember: a CronJob divided over three members
-// is in one member only, which runs it; the host shows its schedule.
+// is in one member only, which runs it; the host shows its schedule; when
+// that member's apiserver stops, the CronJob moves to another member (and
+// the old copy is removed once the member is back).
 func TestDividedCronJobRunsInOneMember(t *testing.T) {
-	_, members := clients(t)
+	host, members := clients(t)
 	ns := "cron-once"
 	manifest := writeManifest(t, fmt.Sprintf(`apiVersion: v1
 kind: Namespace
@@ -91,4 +97,45 @@ spec:
 			t.Errorf("%s runs Jobs of the CronJob too: %d (%v)", name, len(jobs.Items), err)
 		}
 	}
+
+	// Its member's apiserver stops: the CronJob moves to another member.
+	resume := stop(t, runner, "kube-apiserver")
+	eventually(t, "the CronJob in a member other than "+runner, func(ctx context.Context) error {
+		for name, cs := range members {
+			if name == runner {
+				continue
+			}
+			if _, err := cs.BatchV1().CronJobs(ns).Get(ctx, "report", metav1.GetOptions{}); err == nil {
+				return nil
+			}
+		}
+		return fmt.Errorf("still only in %s", runner)
+	})
+	resume()
+	// The next tests expect every member Ready and untainted.
+	eventually(t, runner+" Ready again and untainted", func(ctx context.Context) error {
+		mc := &v1alpha1.MemberCluster{}
+		if err := host.Get(ctx, client.ObjectKey{Name: runner}, mc); err != nil {
+			return err
+		}
+		if len(mc.Spec.Taints) > 0 {
+			return fmt.Errorf("taints %v", mc.Spec.Taints)
+		}
+		if c := meta.FindStatusCondition(mc.Status.Conditions, v1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("Ready %+v", c)
+		}
+		return nil
+	})
+	eventually(t, "the CronJob in one member once "+runner+" is back", func(ctx context.Context) error {
+		var in []string
+		for name, cs := range members {
+			if _, err := cs.BatchV1().CronJobs(ns).Get(ctx, "report", metav1.GetOptions{}); err == nil {
+				in = append(in, name)
+			}
+		}
+		if len(in) != 1 || in[0] == runner {
+			return fmt.Errorf("in %v", in)
+		}
+		return nil
+	})
 }

@@ -107,3 +107,54 @@ spec:
 		t.Errorf("Indexed Job offsets %v, want 0, 2 and 4", offsets)
 	}
 }
+
+// TestDividedJobFailsOnTheHost: a divided Job whose pods cannot run
+// (its deadline passes in every member) is Failed on the host.
+func TestDividedJobFailsOnTheHost(t *testing.T) {
+	clients(t)
+	ns := "failing-job"
+	manifest := writeManifest(t, fmt.Sprintf(`apiVersion: v1
+kind: Namespace
+metadata:
+  name: %[1]s
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: stuck
+  namespace: %[1]s
+spec:
+  completions: 3
+  parallelism: 3
+  activeDeadlineSeconds: 5
+  template:
+    spec:
+      restartPolicy: Never
+      nodeSelector: {flotilla.io/no-such-node: "true"}
+      containers:
+      - name: work
+        image: registry.example.com/work:1.0
+---
+apiVersion: flotilla.io/v1alpha1
+kind: PropagationPolicy
+metadata:
+  name: jobs
+  namespace: %[1]s
+spec:
+  resourceSelectors:
+  - {apiVersion: batch/v1, kind: Job}
+  placement:
+    clusterNames: [member-1, member-2, member-3]
+    replicaScheduling: {type: Divide}
+`, ns))
+	t.Cleanup(func() { _, _ = kubectlGatewayErr("delete", "namespace", ns, "--wait=false") })
+	kubectlGateway(t, "apply", "-f", manifest)
+	out := kubectlGateway(t, "wait", "--for=condition=failed", "job/stuck", "-n", ns, "--timeout=2m")
+	if !strings.Contains(out, "condition met") {
+		t.Errorf("kubectl wait --for=condition=failed:\n%s", out)
+	}
+	reason := kubectlGateway(t, "get", "job", "stuck", "-n", ns, "-o", `jsonpath={.status.conditions[?(@.type=="Failed")].reason}`)
+	if reason != "DeadlineExceeded" {
+		t.Errorf("the host Job failed with reason %q, want the members' DeadlineExceeded", reason)
+	}
+}
