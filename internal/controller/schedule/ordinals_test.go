@@ -139,3 +139,15 @@ func TestWithOrdinalsJobs(t *testing.T) {
 		})
 	}
 }
+
+func TestSummaryShowsRanges(t *testing.T) {
+	got := summary([]v1alpha1.ClusterPlacement{
+		{Cluster: "a", Replicas: ptr.To[int32](2), OrdinalStart: ptr.To[int32](0)},
+		{Cluster: "b", Replicas: ptr.To[int32](0), OrdinalStart: ptr.To[int32](2)},
+		{Cluster: "c", Replicas: ptr.To[int32](3)},
+		{Cluster: "d"},
+	})
+	if want := "a=2[0..1],b=0,c=3,d"; got != want {
+		t.Errorf("summary = %q, want %q", got, want)
+	}
+}

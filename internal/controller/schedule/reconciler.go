@@ -357,9 +357,13 @@ func (r *Reconciler) followerPlacement(ctx context.Context, fo *v1alpha1.Federat
 func summary(placement []v1alpha1.ClusterPlacement) string {
 	parts := make([]string, 0, len(placement))
 	for _, p := range placement {
-		if p.Replicas != nil {
+		switch {
+		case p.Replicas != nil && p.OrdinalStart != nil && *p.Replicas > 0:
+			// A range of ordinals (StatefulSet) or indexes (Indexed Job).
+			parts = append(parts, fmt.Sprintf("%s=%d[%d..%d]", p.Cluster, *p.Replicas, *p.OrdinalStart, *p.OrdinalStart+*p.Replicas-1))
+		case p.Replicas != nil:
 			parts = append(parts, fmt.Sprintf("%s=%d", p.Cluster, *p.Replicas))
-		} else {
+		default:
 			parts = append(parts, p.Cluster)
 		}
 	}
