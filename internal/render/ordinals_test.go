@@ -96,3 +96,37 @@ func TestRenderDividedJob(t *testing.T) {
 		t.Errorf("a non-indexed Job's env = %v, want the template's", env)
 	}
 }
+
+func TestRenderPartitionCountsTheFederationsOrdinals(t *testing.T) {
+	sts := func(partition, base int64) *unstructured.Unstructured {
+		spec := map[string]any{"replicas": int64(6), "updateStrategy": map[string]any{"type": "RollingUpdate",
+			"rollingUpdate": map[string]any{"partition": partition}}}
+		if base > 0 {
+			spec["ordinals"] = map[string]any{"start": base}
+		}
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "StatefulSet",
+			"metadata": map[string]any{"name": "db", "namespace": "shop"}, "spec": spec}}
+	}
+	tests := []struct {
+		name                   string
+		partition, base, start int64
+		want                   int64
+	}{
+		{"the first range keeps the partition", 2, 0, 0, 2},
+		{"a range at the partition updates all", 2, 0, 2, 0},
+		{"a range past the partition updates all", 2, 0, 4, 0},
+		{"a range across the partition updates its upper part", 3, 0, 2, 1},
+		{"from the template's base", 3, 10, 12, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Render(Input{Template: sts(tt.partition, tt.base), Placement: v1alpha1.ClusterPlacement{Cluster: "m", Replicas: ptr.To[int32](2), OrdinalStart: ptr.To(int32(tt.start))}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p, _, _ := unstructured.NestedInt64(got.Object, "spec", "updateStrategy", "rollingUpdate", "partition"); p != tt.want {
+				t.Errorf("partition = %d, want %d", p, tt.want)
+			}
+		})
+	}
+}

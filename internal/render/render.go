@@ -55,6 +55,9 @@ func setOrdinalStart(obj *unstructured.Unstructured, start *int32) error {
 	if start == nil || gvk.Group != "apps" || gvk.Kind != "StatefulSet" {
 		return nil
 	}
+	if err := shiftPartition(obj, *start); err != nil {
+		return err
+	}
 	if *start == 0 {
 		unstructured.RemoveNestedField(obj.Object, "spec", "ordinals", "start")
 		if o, found, _ := unstructured.NestedMap(obj.Object, "spec", "ordinals"); found && len(o) == 0 {
@@ -63,6 +66,23 @@ func setOrdinalStart(obj *unstructured.Unstructured, start *int32) error {
 		return nil
 	}
 	return unstructured.SetNestedField(obj.Object, int64(*start), "spec", "ordinals", "start")
+}
+
+// shiftPartition makes a StatefulSet's rolling-update partition count
+// the federation's ordinals: Kubernetes applies a partition to the
+// position of a pod among its StatefulSet's replicas (from its
+// ordinals.start), so a copy whose range starts start-base positions into
+// the federation's (base: the template's own start) gets the host's
+// partition less that, at least 0. Called before the copy's start is
+// set.
+func shiftPartition(obj *unstructured.Unstructured, start int32) error {
+	p, found, err := unstructured.NestedInt64(obj.Object, "spec", "updateStrategy", "rollingUpdate", "partition")
+	if !found || err != nil {
+		return nil
+	}
+	base, _, _ := unstructured.NestedInt64(obj.Object, "spec", "ordinals", "start")
+	shifted := max(p-(int64(start)-base), 0)
+	return unstructured.SetNestedField(obj.Object, shifted, "spec", "updateStrategy", "rollingUpdate", "partition")
 }
 
 // withoutStatus is a deep copy of tmpl without its status, which a

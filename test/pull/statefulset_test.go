@@ -61,7 +61,8 @@ func waitOrdinals(t *testing.T, members map[string]kubernetes.Interface, ns stri
 // three members (two push, one pull) has each ordinal once in the
 // federation; scaling up appends ordinals and scaling down removes the
 // highest, without touching the other pods; the host's status and
-// `kubectl rollout status` follow a template change across members.
+// `kubectl rollout status` follow a template change across members, and a
+// partitioned one by the federation's ordinals.
 func TestStatefulSetIdentitiesAcrossMembers(t *testing.T) {
 	_, members := clients(t)
 	ns := "stateful"
@@ -154,4 +155,29 @@ spec:
 	if _, err := dbPods(context.Background(), members, ns); err != nil {
 		t.Error(err)
 	}
+
+	// A partitioned update counts the federation's ordinals: with
+	// partition 2, db-2 and db-3 take the new image in whichever member
+	// runs them, db-0 and db-1 keep theirs.
+	kubectlGateway(t, "patch", "statefulset/db", "-n", ns, "--type", "merge", "-p",
+		`{"spec":{"updateStrategy":{"type":"RollingUpdate","rollingUpdate":{"partition":2}},"template":{"spec":{"containers":[{"name":"db","image":"registry.example.com/db:3.0"}]}}}}`)
+	out = kubectlGateway(t, "rollout", "status", "statefulset/db", "-n", ns, "--timeout=3m")
+	if !strings.Contains(out, "partitioned roll out complete") {
+		t.Errorf("kubectl rollout status of a partitioned update on the host:\n%s", out)
+	}
+	eventually(t, "db-2 and db-3 on 3.0, db-0 and db-1 on 2.0", func(ctx context.Context) error {
+		want := map[string]string{"db-0": "2.0", "db-1": "2.0", "db-2": "3.0", "db-3": "3.0"}
+		for name, cs := range members {
+			l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=db"})
+			if err != nil {
+				return err
+			}
+			for _, p := range l.Items {
+				if img := p.Spec.Containers[0].Image; img != "registry.example.com/db:"+want[p.Name] {
+					return fmt.Errorf("%s/%s runs %s", name, p.Name, img)
+				}
+			}
+		}
+		return nil
+	})
 }
