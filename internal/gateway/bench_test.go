@@ -12,6 +12,7 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/flotilla-io/flotilla/config/crd"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
 
@@ -30,6 +31,11 @@ func BenchmarkPassThrough(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = env.Stop() })
+	// The gateway watches MemberClusters (none here): without the CRDs
+	// its watch would fail and retry all along.
+	if err := crd.Install(ctx, env.Host.Config); err != nil {
+		b.Fatal(err)
+	}
 	gwCfg := startGatewayFor(b, env)
 	gwCfg.BearerToken = env.Host.Config.BearerToken
 	gwCfg.QPS, gwCfg.Burst = -1, 0

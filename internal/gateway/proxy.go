@@ -3,17 +3,22 @@ package gateway
 import (
 	"fmt"
 	"net/http"
+	"net/http/httputil"
 	"net/url"
+	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/apimachinery/pkg/util/proxy"
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/transport"
 	"k8s.io/klog/v2"
+
+	"github.com/flotilla-io/flotilla/internal/apiproxy"
 )
 
 // hostProxy forwards a request to the host apiserver as the user the
@@ -21,62 +26,69 @@ import (
 // headers, so that the host authorizes, admits and answers exactly as if
 // the user had come directly.
 type hostProxy struct {
-	host    *url.URL
-	handler *proxy.UpgradeAwareHandler
+	host *url.URL
+	// whole forwards the requests that the request timeout bounds (get,
+	// list, create, apply, ...) over HTTP/1.1, on connections kept for
+	// the next request: an HTTP/1.1 exchange costs the gateway and the
+	// host less than an HTTP/2 stream, and the in-flight limits bound
+	// how many connections these requests need.
+	whole *httputil.ReverseProxy
+	// stream forwards watches and the other long-running requests that
+	// are not upgrades over HTTP/2, many to a connection.
+	stream *httputil.ReverseProxy
+	// upgrade forwards upgrade requests (exec, attach, port-forward),
+	// dialled afresh.
+	upgrade *proxy.UpgradeAwareHandler
 }
 
 // newHostProxy builds the proxy from the gateway's host client
 // configuration, which must be allowed to impersonate.
 func newHostProxy(cfg *rest.Config) (*hostProxy, error) {
-	host, h, err := newUpgradeAwareProxy(cfg, "the host apiserver", impersonating)
+	responder := errorResponder{what: "the host apiserver"}
+	host, up, err := apiproxy.New(cfg, responder, impersonating)
 	if err != nil {
 		return nil, err
 	}
-	return &hostProxy{host: host, handler: h}, nil
+	http1 := rest.CopyConfig(cfg)
+	http1.NextProtos = []string{"http/1.1"}
+	rt, err := rest.TransportFor(http1)
+	if err != nil {
+		return nil, fmt.Errorf("HTTP/1.1 transport: %w", err)
+	}
+	return &hostProxy{
+		host:    host,
+		whole:   newReverseProxy(host, impersonating(rt), up.FlushInterval, responder),
+		stream:  newReverseProxy(host, up.Transport, up.FlushInterval, responder),
+		upgrade: up,
+	}, nil
 }
 
-// newUpgradeAwareProxy builds a streaming, upgrade-aware proxy to the
-// apiserver of cfg with cfg's credentials; wrap (if not nil) wraps both
-// the plain and the upgrade transports (impersonation).
-func newUpgradeAwareProxy(cfg *rest.Config, what string, wrap func(http.RoundTripper) http.RoundTripper) (*url.URL, *proxy.UpgradeAwareHandler, error) {
-	if wrap == nil {
-		wrap = func(rt http.RoundTripper) http.RoundTripper { return rt }
+// newReverseProxy forwards a request that is not an upgrade as the
+// upgrade-aware handler does (same director, flush interval and error
+// responder), but is built once rather than for every request, and reuses
+// its copy buffers: the request's own path and query go to the host,
+// X-Forwarded-For appended and hop-by-hop headers dropped; the host's
+// answer (status, headers, body, trailers) is copied as it is, flushed at
+// least every flushInterval (at once when its length is unknown, as a
+// watch's).
+func newReverseProxy(host *url.URL, rt http.RoundTripper, flushInterval time.Duration, responder errorResponder) *httputil.ReverseProxy {
+	p := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: host.Scheme, Host: host.Host})
+	toHost := p.Director
+	p.Director = func(r *http.Request) {
+		toHost(r)
+		r.Host = host.Host
+		// Credentials and identity are the gateway's to set: the
+		// filters removed the client's Authorization and Impersonate-*
+		// headers, and anything else that claims an identity is dropped
+		// here too (r is the proxy's own copy of the request).
+		r.Header.Del("Authorization")
 	}
-	host, err := url.Parse(cfg.Host)
-	if err != nil || host.Host == "" {
-		return nil, nil, fmt.Errorf("apiserver URL %q: not a URL", cfg.Host)
-	}
-	rt, err := rest.TransportFor(cfg)
-	if err != nil {
-		return nil, nil, fmt.Errorf("transport: %w", err)
-	}
-	// Upgraded connections (exec, port-forward, attach) are dialled
-	// afresh with the apiserver's TLS (and client certificate), their
-	// request headers set by the same credentials.
-	tlsCfg, err := rest.TLSConfigFor(cfg)
-	if err != nil {
-		return nil, nil, fmt.Errorf("TLS configuration: %w", err)
-	}
-	tc, err := cfg.TransportConfig()
-	if err != nil {
-		return nil, nil, fmt.Errorf("transport configuration: %w", err)
-	}
-	headers, err := transport.HTTPWrappersForConfig(tc, proxy.MirrorRequest)
-	if err != nil {
-		return nil, nil, fmt.Errorf("request headers: %w", err)
-	}
-	conn := utilnet.SetOldTransportDefaults(&http.Transport{TLSClientConfig: tlsCfg})
-	// The handler's own location only names the apiserver: the request's
-	// path is used as it is (UseRequestLocation). Its path is "/" so that
-	// the handler does not answer a 301 to requests it thinks are for the
-	// root (it would for every request with an empty location path).
-	loc := *host
-	loc.Path = "/"
-	h := proxy.NewUpgradeAwareHandler(&loc, wrap(rt), false, false, errorResponder{what: what})
-	h.UseRequestLocation = true
-	h.UseLocationHost = true
-	h.UpgradeTransport = proxy.NewUpgradeRequestRoundTripper(conn, wrap(headers))
-	return host, h, nil
+	p.Transport = rt
+	p.FlushInterval = flushInterval
+	p.ErrorHandler = responder.Error
+	p.ErrorLog = klog.NewStandardLogger("ERROR")
+	p.BufferPool = copyBuffers
+	return p
 }
 
 // ServeHTTP forwards r to the host.
@@ -85,15 +97,32 @@ func (p *hostProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		responsewriters.InternalError(w, r, fmt.Errorf("no user on an authenticated request"))
 		return
 	}
-	out := r.Clone(r.Context())
-	out.URL.Scheme, out.URL.Host = p.host.Scheme, p.host.Host
-	out.Host = p.host.Host
-	// Credentials and identity are the gateway's to set: the filters
-	// removed the client's Authorization and Impersonate-* headers, and
-	// anything else that claims an identity is dropped here too.
-	out.Header.Del("Authorization")
-	p.handler.ServeHTTP(w, out)
+	if httpstream.IsUpgradeRequest(r) {
+		out := r.Clone(r.Context())
+		out.URL.Scheme, out.URL.Host = p.host.Scheme, p.host.Host
+		out.Host = p.host.Host
+		out.Header.Del("Authorization")
+		p.upgrade.ServeHTTP(w, out)
+		return
+	}
+	if info, ok := request.RequestInfoFrom(r.Context()); ok && !longRunning(r, info) {
+		p.whole.ServeHTTP(w, r)
+		return
+	}
+	p.stream.ServeHTTP(w, r)
 }
+
+// copyBuffers are the reverse proxy's body copy buffers (32 KiB, its own
+// default size), reused rather than allocated for every request.
+var copyBuffers = &bufferPool{pool: sync.Pool{New: func() any {
+	b := make([]byte, 32<<10)
+	return &b
+}}}
+
+type bufferPool struct{ pool sync.Pool }
+
+func (p *bufferPool) Get() []byte  { return *p.pool.Get().(*[]byte) }
+func (p *bufferPool) Put(b []byte) { p.pool.Put(&b) }
 
 // impersonating wraps rt so that each request carries the impersonation
 // headers of the user in its context.

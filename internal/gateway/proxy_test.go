@@ -1,13 +1,20 @@
 package gateway
 
 import (
+	"bufio"
+	"encoding/pem"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/client-go/rest"
 )
 
 func TestImpersonating(t *testing.T) {
@@ -93,5 +100,113 @@ func TestStripCredentials(t *testing.T) {
 	}
 	if h.Get("Accept") != "application/json" {
 		t.Error("Accept dropped")
+	}
+}
+
+// TestHostProxy: requests the request timeout bounds reach the host over
+// HTTP/1.1 and watches over HTTP/2, each with the gateway's credentials
+// and the user's impersonation headers, never the client's credentials;
+// the host's answer comes back unchanged, a watch's events as they come;
+// a host that does not answer is a 503.
+func TestHostProxy(t *testing.T) {
+	type seen struct {
+		proto, auth, user, forwardedFor, host string
+		groups                                []string
+	}
+	seenCh := make(chan seen, 10)
+	release := make(chan struct{})
+	backend := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seenCh <- seen{proto: r.Proto, auth: r.Header.Get("Authorization"), user: r.Header.Get("Impersonate-User"),
+			groups: r.Header.Values("Impersonate-Group"), forwardedFor: r.Header.Get("X-Forwarded-For"), host: r.Host}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-From-Host", "yes")
+		if r.URL.Query().Get("watch") == "true" {
+			_, _ = io.WriteString(w, "{\"type\":\"ADDED\"}\n")
+			w.(http.Flusher).Flush()
+			<-release
+			_, _ = io.WriteString(w, "{\"type\":\"DELETED\"}\n")
+			return
+		}
+		w.WriteHeader(http.StatusTeapot)
+		_, _ = io.WriteString(w, `{"kind":"ConfigMap","path":"`+r.URL.RequestURI()+`"}`)
+	}))
+	backend.EnableHTTP2 = true
+	backend.StartTLS()
+	defer backend.Close()
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: backend.Certificate().Raw})
+	p, err := newHostProxy(&rest.Config{Host: backend.URL, BearerToken: "gateway-token", TLSClientConfig: rest.TLSClientConfig{CAData: ca}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	infos := &request.RequestInfoFactory{APIPrefixes: sets.NewString("api", "apis"), GrouplessAPIPrefixes: sets.NewString("api")}
+	alice := &user.DefaultInfo{Name: "alice", Groups: []string{"dev", user.AllAuthenticated}}
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		info, err := infos.NewRequestInfo(r)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		ctx := request.WithRequestInfo(request.WithUser(r.Context(), alice), info)
+		p.ServeHTTP(w, r.WithContext(ctx))
+	}))
+	defer front.Close()
+	client := front.Client()
+	client.Timeout = time.Minute // a proxy that held the watch's first event back fails rather than hangs
+	get := func(path string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, front.URL+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer user-token")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	check := func(what, proto string) {
+		t.Helper()
+		s := <-seenCh
+		if s.proto != proto {
+			t.Errorf("%s reached the host over %s, want %s", what, s.proto, proto)
+		}
+		if s.auth != "Bearer gateway-token" || s.user != "alice" || !slices.Equal(s.groups, alice.Groups) {
+			t.Errorf("%s: the host saw Authorization %q, Impersonate-User %q, Impersonate-Group %q; want the gateway's token as alice %v", what, s.auth, s.user, s.groups, alice.Groups)
+		}
+		if s.forwardedFor != "127.0.0.1" || s.host != strings.TrimPrefix(backend.URL, "https://") {
+			t.Errorf("%s: X-Forwarded-For %q, Host %q", what, s.forwardedFor, s.host)
+		}
+	}
+
+	resp := get("/api/v1/namespaces/ns/configmaps/one?resourceVersion=0")
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusTeapot || resp.Header.Get("X-From-Host") != "yes" ||
+		string(body) != `{"kind":"ConfigMap","path":"/api/v1/namespaces/ns/configmaps/one?resourceVersion=0"}` {
+		t.Errorf("get: %d %v %s; want the host's answer unchanged", resp.StatusCode, resp.Header, body)
+	}
+	check("get", "HTTP/1.1")
+
+	resp = get("/api/v1/namespaces/ns/configmaps?watch=true")
+	defer resp.Body.Close()
+	events := bufio.NewReader(resp.Body)
+	first, err := events.ReadString('\n')
+	if err != nil || first != "{\"type\":\"ADDED\"}\n" {
+		t.Errorf("the watch's first event before the host ends the watch: %q, %v", first, err)
+	}
+	close(release)
+	more, _ := io.ReadAll(events)
+	if string(more) != "{\"type\":\"DELETED\"}\n" {
+		t.Errorf("the watch's second event: %q", more)
+	}
+	check("watch", "HTTP/2.0")
+
+	backend.Close()
+	resp = get("/api/v1/namespaces/ns/configmaps/one")
+	body, _ = io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "the host apiserver did not answer") {
+		t.Errorf("a host that does not answer: %d %s, want 503", resp.StatusCode, body)
 	}
 }
