@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"sync"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/apimachinery/pkg/util/proxy"
+	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/rest"
@@ -133,9 +135,28 @@ func impersonating(rt http.RoundTripper) http.RoundTripper {
 			return nil, fmt.Errorf("no user to impersonate")
 		}
 		return transport.NewImpersonatingRoundTripper(transport.ImpersonationConfig{
-			UserName: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups(), Extra: u.GetExtra(),
+			UserName: u.GetName(), UID: u.GetUID(), Groups: impersonatedGroups(u), Extra: u.GetExtra(),
 		}, rt).RoundTrip(r)
 	})
+}
+
+// impersonatedGroups are the groups the gateway asks the host to
+// impersonate: the user's, without system:authenticated, which the host
+// adds to every impersonated user that is not anonymous (as it does to
+// every authenticated one). Each group asked for is one more
+// authorization check on the host for every request.
+func impersonatedGroups(u user.Info) []string {
+	groups := u.GetGroups()
+	if u.GetName() == user.Anonymous || slices.Contains(groups, user.AllUnauthenticated) || !slices.Contains(groups, user.AllAuthenticated) {
+		return groups
+	}
+	out := make([]string, 0, len(groups)-1)
+	for _, g := range groups {
+		if g != user.AllAuthenticated {
+			out = append(out, g)
+		}
+	}
+	return out
 }
 
 type roundTripperFunc func(*http.Request) (*http.Response, error)
