@@ -73,6 +73,14 @@ type Options struct {
 	// GatewayCA is the PEM CA bundle the gateway's serving certificate is
 	// checked against (nil: the hub's CA).
 	GatewayCA []byte
+	// GatewayMember reaches the member for the gateway's requests (nil:
+	// Member): an identity limited to what the gateway serves keeps a
+	// compromised hub from using the agent's own.
+	GatewayMember *rest.Config
+	// GatewayNoStreamsIn are namespaces the gateway may not exec, attach
+	// or port-forward into (default: kube-system and the agent's own
+	// namespace when it runs in the member).
+	GatewayNoStreamsIn []string
 }
 
 // The default limits of the agent's hub client: a create burst of a

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
+	"strings"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/transport"
@@ -49,7 +51,15 @@ func gatewayTunnel(o Options) (manager.Runnable, error) {
 		w, _ := transport.HTTPWrappersForConfig(tc, rt)
 		return w
 	}
-	h, err := tunnel.MemberHandler(o.Cluster, o.Member)
+	member := o.GatewayMember
+	if member == nil {
+		member = o.Member
+	}
+	noStreams := o.GatewayNoStreamsIn
+	if noStreams == nil {
+		noStreams = defaultNoStreams()
+	}
+	h, err := tunnel.MemberHandler(o.Cluster, member, noStreams)
 	if err != nil {
 		return nil, err
 	}
@@ -80,4 +90,19 @@ func hubTLS(hub *rest.Config) (*tls.Config, error) {
 	// The gateway has its own name.
 	cfg.ServerName = ""
 	return cfg, nil
+}
+
+// inClusterNamespace is where a pod's ServiceAccount namespace is mounted.
+const inClusterNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// defaultNoStreams are kube-system and, in the member, the agent's own
+// namespace: a shell there would reach the agent's credential.
+func defaultNoStreams() []string {
+	out := []string{"kube-system"}
+	if b, err := os.ReadFile(inClusterNamespace); err == nil {
+		if ns := strings.TrimSpace(string(b)); ns != "" && ns != "kube-system" {
+			out = append(out, ns)
+		}
+	}
+	return out
 }

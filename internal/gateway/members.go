@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -185,7 +186,7 @@ func (m *members) syncOne(ctx context.Context, mc *v1alpha1.MemberCluster) {
 	old := m.feeds[mc.Name]
 	w := m.way(mc)
 	switch {
-	case w.problem != "" && st.pull && old != nil:
+	case w.problem != "" && st.pull && old != nil && strings.HasPrefix(old.hash, "tunnel/"):
 		// The agent's tunnel closed: what it last fed stays, marked
 		// stale by its failing watches, until the agent is back.
 		m.status[mc.Name] = st

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/apimachinery/pkg/util/proxy"
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 	"k8s.io/apiserver/pkg/endpoints/request"
@@ -147,6 +148,11 @@ func impersonating(rt http.RoundTripper) http.RoundTripper {
 // authorization check on the host for every request.
 func impersonatedGroups(u user.Info) []string {
 	groups := u.GetGroups()
+	if _, _, err := serviceaccount.SplitUsername(u.GetName()); err == nil {
+		// Without groups, the host would give a ServiceAccount name its
+		// ServiceAccount groups: send them as they are.
+		return groups
+	}
 	if u.GetName() == user.Anonymous || slices.Contains(groups, user.AllUnauthenticated) || !slices.Contains(groups, user.AllAuthenticated) {
 		return groups
 	}

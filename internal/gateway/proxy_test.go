@@ -39,6 +39,8 @@ func TestImpersonating(t *testing.T) {
 			"Impersonate-Group": {"dev"}, // the host adds system:authenticated itself
 			"Impersonate-Extra-Authentication.kubernetes.io%2fcredential-Id": {"JTI=1"},
 		}},
+		{name: "a ServiceAccount's name: its groups as they are", user: &user.DefaultInfo{Name: "system:serviceaccount:ns:sa", Groups: []string{user.AllAuthenticated}},
+			want: map[string][]string{"Impersonate-User": {"system:serviceaccount:ns:sa"}, "Impersonate-Group": {user.AllAuthenticated}}},
 		{name: "only system:authenticated: no group asked for", user: &user.DefaultInfo{Name: "bob", Groups: []string{user.AllAuthenticated}},
 			want: map[string][]string{"Impersonate-User": {"bob"}, "Impersonate-Group": nil}},
 		{name: "anonymous", user: &user.DefaultInfo{Name: user.Anonymous, Groups: []string{user.AllUnauthenticated}}, want: map[string][]string{

@@ -10,6 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
+	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/endpoints/filters"
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
@@ -17,12 +19,17 @@ import (
 	"k8s.io/klog/v2"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/config/rbac"
 	"github.com/flotilla-io/flotilla/internal/tunnel"
 )
 
 // tunnelRecheck is how often the gateway re-authorizes an agent that
 // holds a tunnel open (and checks its certificate's expiry).
 const tunnelRecheck = time.Minute
+
+// tokenTunnelAge is how long a tunnel opened with a bearer token lasts
+// before the agent must open it again.
+const tokenTunnelAge = time.Hour
 
 // isTunnel reports whether r is for a MemberCluster's tunnel subresource.
 func isTunnel(r *http.Request) bool {
@@ -64,18 +71,29 @@ func (m *members) acceptTunnel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	u, _ := request.UserFrom(r.Context())
+	if !isAgentOf(u, info.Name) {
+		// RBAC lets admins with wildcard rights through too: the tunnel
+		// carries users' logs and exec streams, so only the member's own
+		// agent may hold it.
+		fail(apierrors.NewForbidden(gr, info.Name, fmt.Errorf("only the agent of member %s (user %s or ServiceAccount %s/%s) may open its tunnel, not %s",
+			info.Name, rbac.AgentUser(info.Name), v1alpha1.ClusterNamespace(info.Name), agentServiceAccount, u.GetName())))
+		return
+	}
 	attrs, err := filters.GetAuthorizerAttributes(r.Context())
 	if err != nil {
 		fail(apierrors.NewInternalError(err))
 		return
 	}
-	var expires time.Time
+	// A certificate's expiry is known; a bearer token is not kept past
+	// authentication, so a token's tunnel is re-opened (and the token
+	// checked again) every tokenTunnelAge.
+	expires, what := time.Now().Add(tokenTunnelAge), "the tunnel of an agent with a token is re-opened (its token checked again) every "+tokenTunnelAge.String()
 	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
-		expires = r.TLS.PeerCertificates[0].NotAfter
+		expires, what = r.TLS.PeerCertificates[0].NotAfter, "the agent's certificate expired"
 	}
 	check := func(ctx context.Context) error {
-		if !expires.IsZero() && time.Now().After(expires) {
-			return fmt.Errorf("the agent's certificate expired at %s", expires.UTC().Format(time.RFC3339))
+		if time.Now().After(expires) {
+			return fmt.Errorf("%s (%s)", what, expires.UTC().Format(time.RFC3339))
 		}
 		d, reason, err := m.authz.Authorize(ctx, attrs)
 		if d != authorizer.DecisionAllow {
@@ -87,4 +105,18 @@ func (m *members) acceptTunnel(w http.ResponseWriter, r *http.Request) {
 	if err := m.tunnels.Accept(ctx, w, r, info.Name, u.GetName(), tunnelRecheck, check); err != nil {
 		klog.FromContext(r.Context()).Error(err, "Opening a tunnel", "cluster", info.Name, "agent", u.GetName())
 	}
+}
+
+// agentServiceAccount is the ServiceAccount of a pull member's agent in
+// its cluster's hub namespace (internal/join).
+const agentServiceAccount = "agent"
+
+// isAgentOf reports whether u is the agent of member cluster: the
+// subject of its certificate, or its ServiceAccount.
+func isAgentOf(u user.Info, cluster string) bool {
+	if u == nil {
+		return false
+	}
+	return u.GetName() == rbac.AgentUser(cluster) ||
+		u.GetName() == serviceaccount.MakeUsername(v1alpha1.ClusterNamespace(cluster), agentServiceAccount)
 }

@@ -39,7 +39,7 @@ func agentTunnel(t *testing.T, gw *rest.Config, cluster string, cfg *rest.Config
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := tunnel.MemberHandler(cluster, member)
+	h, err := tunnel.MemberHandler(cluster, member, []string{"kube-system"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,6 +133,12 @@ func TestPullMemberThroughItsAgentsTunnel(t *testing.T) {
 	_, err = agentTunnel(t, gw, "alpha", env.Host.Config, env.Members[0].Config).Open(ctx)
 	if err == nil || !strings.Contains(err.Error(), "409") || !strings.Contains(err.Error(), "push member") {
 		t.Errorf("opening a push member's tunnel: %v, want 409", err)
+	}
+	// Not even an admin whose RBAC allows everything may take gamma's
+	// tunnel over: it carries users' logs and exec streams.
+	_, err = agentTunnel(t, gw, "gamma", env.Host.Config, env.Members[1].Config).Open(ctx)
+	if err == nil || !strings.Contains(err.Error(), "403") || !strings.Contains(err.Error(), "only the agent of member gamma") {
+		t.Errorf("an admin opening gamma's tunnel: %v, want 403", err)
 	}
 
 	// Without its agent, gamma is named in a warning.

@@ -150,13 +150,17 @@ func TestSticky(t *testing.T) {
 		{"nor for a Deployment", true, deploy, "false", true},
 		{"an unknown value keeps the default", false, sts, "maybe", true},
 	}
+	if sticky(&v1alpha1.Placement{}, sts, nil) {
+		t.Error("a duplicated StatefulSet is sticky; want only divided ones")
+	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			ann := map[string]string{}
 			if c.annotation != "" {
 				ann[v1alpha1.AnnotationSticky] = c.annotation
 			}
-			if got := sticky(&v1alpha1.Placement{Sticky: c.policy}, c.gk, ann); got != c.want {
+			divide := &v1alpha1.Placement{Sticky: c.policy, ReplicaScheduling: v1alpha1.ReplicaScheduling{Type: v1alpha1.ReplicaSchedulingDivide}}
+			if got := sticky(divide, c.gk, ann); got != c.want {
 				t.Errorf("sticky = %v, want %v", got, c.want)
 			}
 		})

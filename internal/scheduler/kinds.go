@@ -15,7 +15,7 @@ var (
 )
 
 // sticky says whether an object stays on its clusters: when its policy
-// says so, when it asks with AnnotationSticky "true", and for a
+// says so, when it asks with AnnotationSticky "true", and for a divided
 // StatefulSet unless it says "false" (its pods' identities and volumes
 // are where they are). The annotation cannot unstick a sticky policy.
 func sticky(p *v1alpha1.Placement, gk schema.GroupKind, annotations map[string]string) bool {
@@ -28,7 +28,7 @@ func sticky(p *v1alpha1.Placement, gk schema.GroupKind, annotations map[string]s
 	case "false":
 		return false
 	}
-	return gk == statefulSet
+	return gk == statefulSet && p.ReplicaScheduling.Type == v1alpha1.ReplicaSchedulingDivide
 }
 
 // FederatedOrdinals reports whether the pods of u (whose template is

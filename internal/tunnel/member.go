@@ -75,6 +75,21 @@ func Allowed(r *http.Request) error {
 	return fmt.Errorf("%s of %s is not carried: a tunnel carries reads of pods, events, nodes, endpointslices and replicasets, a pod's log, exec, attach and portforward, and the deletion of a pod", info.Verb, what)
 }
 
+// streamAllowed refuses exec, attach and port-forward into the denied
+// namespaces (the agent's own and kube-system by default: a shell there
+// would reach the agent's member credential or the cluster's own
+// components).
+func streamAllowed(r *http.Request, denied sets.Set[string]) error {
+	info, err := requestInfo.NewRequestInfo(r)
+	if err != nil || !info.IsResourceRequest || info.Resource != "pods" || info.Subresource == "log" || info.Subresource == "" {
+		return nil
+	}
+	if denied.Has(info.Namespace) {
+		return fmt.Errorf("%s into namespace %s is not carried (flotilla agent --gateway-no-streams-in)", info.Subresource, info.Namespace)
+	}
+	return nil
+}
+
 // identityHeaders are request headers that claim an identity: the agent
 // drops them, so that the hub cannot act as anyone but the agent.
 var identityHeaders = []string{"Authorization", "Proxy-Authorization"}
@@ -82,16 +97,23 @@ var identityHeaders = []string{"Authorization", "Proxy-Authorization"}
 var identityPrefixes = []string{"Impersonate-", "X-Remote-"}
 
 // MemberHandler serves a tunnel's requests on the agent: it refuses what
-// Allowed refuses (403, with the reason) and forwards the rest to the
-// member with the agent's own credentials (member), after dropping any
-// header that claims an identity.
-func MemberHandler(cluster string, member *rest.Config) (http.Handler, error) {
+// Allowed refuses and exec, attach and port-forward streams into the
+// namespaces of noStreams (403, with the reason), and forwards the rest
+// to the member with member's credentials (the agent's own, or a narrower
+// identity for the gateway), after dropping any header that claims an
+// identity.
+func MemberHandler(cluster string, member *rest.Config, noStreams []string) (http.Handler, error) {
 	host, h, err := apiproxy.New(member, errorResponder{cluster: cluster}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("proxy to member %s: %w", cluster, err)
 	}
+	denied := sets.New(noStreams...)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := Allowed(r); err != nil {
+		err := Allowed(r)
+		if err == nil {
+			err = streamAllowed(r, denied)
+		}
+		if err != nil {
 			klog.FromContext(r.Context()).V(2).Info("Refusing a tunnel request", "cluster", cluster, "method", r.Method, "path", r.URL.Path, "reason", err.Error())
 			writeStatus(w, r, apierrors.NewForbidden(schema.GroupResource{}, "", fmt.Errorf("the agent of member %s: %w", cluster, err)))
 			return

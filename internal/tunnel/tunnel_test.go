@@ -69,7 +69,7 @@ func TestTunnelCarriesOnlyWhatTheGatewayNeeds(t *testing.T) {
 	}))
 	defer memberSrv.Close()
 	member := &rest.Config{Host: memberSrv.URL, BearerToken: "agent-token", TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
-	handler, err := MemberHandler("m1", member)
+	handler, err := MemberHandler("m1", member, []string{"kube-system", "agents"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,9 +145,11 @@ func TestTunnelCarriesOnlyWhatTheGatewayNeeds(t *testing.T) {
 		{"GET", "/api/v1/namespaces/a/secrets"},
 		{"POST", "/api/v1/namespaces/a/pods"},
 		{"GET", "/api/v1/nodes/n1/proxy/logs"},
+		{"POST", "/api/v1/namespaces/kube-system/pods/etcd-0/exec"},
+		{"POST", "/api/v1/namespaces/agents/pods/agent-0/portforward"},
 	} {
 		code, body := do(c.method, c.path, nil)
-		if code != http.StatusForbidden || !strings.Contains(body, "the agent of member m1") || !strings.Contains(body, "not carried") {
+		if code != http.StatusForbidden || !strings.Contains(body, "the agent of member m1") || !strings.Contains(body, "is not carried") {
 			t.Errorf("%s %s: %d %s, want 403 saying the agent does not carry it", c.method, c.path, code, body)
 		}
 	}

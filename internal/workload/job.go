@@ -18,7 +18,7 @@ var jobKind = schema.GroupKind{Group: "batch", Kind: "Job"}
 // plus this offset.
 const EnvCompletionIndexOffset = "FLOTILLA_COMPLETION_INDEX_OFFSET"
 
-// IsJob reports whether obj is a batch Job.
+// IsJob reports whether gk is batch Job.
 func IsJob(gk schema.GroupKind) bool { return gk == jobKind }
 
 // IndexedJob reports whether obj is a Job with completionMode Indexed.
@@ -53,8 +53,8 @@ func setJobCompletions(obj *unstructured.Unstructured, n int32) error {
 		share = (parallelism*int64(n) + int64(total) - 1) / int64(total)
 	}
 	share = min(share, int64(n))
-	if n > 0 {
-		share = max(share, 1)
+	if n > 0 && parallelism > 0 {
+		share = max(share, 1) // a paused Job (parallelism 0) stays paused
 	}
 	if err := unstructured.SetNestedField(obj.Object, int64(n), "spec", "completions"); err != nil {
 		return fmt.Errorf("set spec.completions: %w", err)

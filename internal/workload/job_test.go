@@ -23,6 +23,7 @@ func TestJobReplicas(t *testing.T) {
 		{"parallelism never above the share", map[string]any{"completions": int64(6), "parallelism": int64(6)}, 1, true, 1, 1},
 		{"at least one pod at a time", map[string]any{"completions": int64(100), "parallelism": int64(1)}, 10, true, 10, 1},
 		{"parallelism defaults to 1", map[string]any{"completions": int64(4)}, 2, true, 2, 1},
+		{"a paused Job stays paused", map[string]any{"completions": int64(6), "parallelism": int64(0)}, 2, true, 2, 0},
 		{"a work queue (no completions) is not divided", map[string]any{"parallelism": int64(3)}, 0, false, 0, 0},
 	}
 	for _, c := range cases {

@@ -32,6 +32,9 @@ type AgentOptions struct {
 	// GatewayCAFile holds the CA the gateway's certificate is checked
 	// against (default: the hub kubeconfig's).
 	GatewayCAFile string
+	// GatewayKubeconfig locates the member identity the gateway's
+	// requests are forwarded with (default: the agent's own).
+	GatewayKubeconfig string
 	// Verbosity is the log verbosity (--v).
 	Verbosity int
 }
@@ -126,6 +129,8 @@ metrics on --metrics-bind-address.`,
 	fs.DurationVar(&a.Session.DiscoveryInterval, "discovery-interval", a.Session.DiscoveryInterval, "time between API discoveries of the member")
 	fs.StringVar(&a.Gateway, "gateway-url", "", "URL of the federation's gateway (https://HOST:PORT): keep a tunnel open to it so that it serves this member's pods, logs and exec (default: none)")
 	fs.StringVar(&o.GatewayCAFile, "gateway-ca-file", "", "with --gateway-url: CA bundle to check the gateway's certificate against (default: the hub kubeconfig's CA)")
+	fs.StringVar(&o.GatewayKubeconfig, "gateway-kubeconfig", "", "with --gateway-url: member kubeconfig the gateway's requests are forwarded with; give one that may only read pods, events, nodes, endpointslices and replicasets, read pod logs, exec, attach, port-forward and delete pods (default: the agent's own member credential)")
+	fs.StringSliceVar(&a.GatewayNoStreamsIn, "gateway-no-streams-in", nil, "with --gateway-url: namespaces the gateway may not exec, attach or port-forward into (default: kube-system and the agent's own namespace)")
 	fs.IntVarP(&o.Verbosity, "v", "v", 0, "log verbosity")
 	return cmd
 }
@@ -150,8 +155,8 @@ func (o *AgentOptions) Validate() error {
 		return errors.New("--concurrent-syncs must be at least 1")
 	case a.HubQPS <= 0 || a.HubBurst < 1:
 		return errors.New("--hub-api-qps must be positive and --hub-api-burst at least 1")
-	case o.GatewayCAFile != "" && a.Gateway == "":
-		return errors.New("--gateway-ca-file needs --gateway-url")
+	case (o.GatewayCAFile != "" || o.GatewayKubeconfig != "" || a.GatewayNoStreamsIn != nil) && a.Gateway == "":
+		return errors.New("--gateway-ca-file, --gateway-kubeconfig and --gateway-no-streams-in need --gateway-url")
 	}
 	if a.Gateway != "" {
 		if u, err := url.Parse(a.Gateway); err != nil || u.Scheme != "https" || u.Host == "" || (u.Path != "" && u.Path != "/") {
@@ -182,6 +187,14 @@ func (o *AgentOptions) Run(cmd *cobra.Command) error {
 	}
 	mem.UserAgent = "flotilla-agent"
 	o.Agent.Member = mem
+	if o.GatewayKubeconfig != "" {
+		gm, err := loadConfig(o.GatewayKubeconfig, "")
+		if err != nil {
+			return fmt.Errorf("load --gateway-kubeconfig: %w", err)
+		}
+		gm.UserAgent = "flotilla-agent/gateway"
+		o.Agent.GatewayMember = gm
+	}
 	if o.GatewayCAFile != "" {
 		if o.Agent.GatewayCA, err = os.ReadFile(o.GatewayCAFile); err != nil {
 			return fmt.Errorf("--gateway-ca-file: %w", err)

@@ -350,12 +350,12 @@ func (r *Reconciler) status(fo *v1alpha1.FederatedObject, results []result) v1al
 	default:
 		cond.Status, cond.Reason = metav1.ConditionFalse, reason
 		cond.Message = fmt.Sprintf("%d/%d clusters up to date; %s", ok, placed, strings.Join(problems, "; "))
-		if len(cond.Message) > 32768 {
-			cond.Message = cond.Message[:32768]
-		}
 	}
 	if len(retained) > 0 {
 		cond.Message += fmt.Sprintf("; copies kept in %s, which left the placement (%s)", strings.Join(retained, ", "), v1alpha1.AnnotationKeepOnMove)
+	}
+	if len(cond.Message) > 32768 {
+		cond.Message = cond.Message[:32768]
 	}
 	st.Conditions = []metav1.Condition{fedobj.Condition(fo.Status, cond)}
 	return st

@@ -13,17 +13,19 @@ import (
 // withOrdinals adjusts a decision for the kinds whose pods are numbered
 // across clusters: a divided StatefulSet's placement gets its clusters'
 // ordinal ranges, keeping those of prev (the placement in force) where
-// they are; a divided Job keeps prev once made (less the clusters that no
-// longer exist: exists says which do), and an Indexed one carries ranges
-// of completion indexes. Any other placement carries no ranges.
-func withOrdinals(u *framework.Unit, tmpl *unstructured.Unstructured, prev, next []v1alpha1.ClusterPlacement, exists func(string) bool) []v1alpha1.ClusterPlacement {
+// they are (a cluster of prev that stays eligible, stays, but got no
+// share keeps a range of 0 rather than leaving); a divided Job keeps prev
+// once made (less the clusters that no longer exist: exists says which
+// do), and an Indexed one carries ranges of completion indexes. Any other
+// placement carries no ranges.
+func withOrdinals(u *framework.Unit, tmpl *unstructured.Unstructured, prev, next []v1alpha1.ClusterPlacement, exists, stays func(string) bool) []v1alpha1.ClusterPlacement {
 	if indexed, ok := scheduler.DividedJob(u, tmpl); ok {
-		kept := keptJob(u, prev, exists)
+		kept := keptJob(prev, exists)
 		if kept == nil {
 			kept = next
 		}
 		switch {
-		case !indexed:
+		case !indexed || !hasReplicas(kept):
 			return withoutRanges(kept)
 		case hasRanges(kept):
 			return kept // numbered once: a member's Job cannot change
@@ -33,27 +35,51 @@ func withOrdinals(u *framework.Unit, tmpl *unstructured.Unstructured, prev, next
 		return kept
 	}
 	if base, ok := scheduler.FederatedOrdinals(u, tmpl); ok && len(next) > 0 {
-		return ordinals.Assign(prev, next, base)
+		return ordinals.Assign(prev, withZeroShares(prev, next, stays), base)
 	}
 	return withoutRanges(next)
 }
 
-// keptJob is the placement in force of a divided Job, without the
-// clusters that are gone, if it divided the Job's completions; else nil.
-func keptJob(u *framework.Unit, prev []v1alpha1.ClusterPlacement, exists func(string) bool) []v1alpha1.ClusterPlacement {
-	var sum int32
+// withZeroShares adds to next, with 0 replicas, the clusters of prev that
+// stay eligible (stays) but got no share: a scale-down that gives a
+// cluster nothing must shrink the ranges from the top, not hand that
+// cluster's range to a neighbour as if it had left.
+func withZeroShares(prev, next []v1alpha1.ClusterPlacement, stays func(string) bool) []v1alpha1.ClusterPlacement {
+	in := make(map[string]bool, len(next))
+	for _, p := range next {
+		in[p.Cluster] = true
+	}
+	out := next
+	for _, p := range prev {
+		if !in[p.Cluster] && stays(p.Cluster) {
+			if len(out) == len(next) {
+				out = append([]v1alpha1.ClusterPlacement(nil), next...)
+			}
+			out = append(out, v1alpha1.ClusterPlacement{Cluster: p.Cluster, Replicas: new(int32)})
+		}
+	}
+	return out
+}
+
+func hasReplicas(ps []v1alpha1.ClusterPlacement) bool {
+	for _, p := range ps {
+		if p.Replicas == nil {
+			return false
+		}
+	}
+	return len(ps) > 0
+}
+
+// keptJob is the placement in force of a Job, without the clusters that
+// are gone; nil when there is none (the first decision) or every cluster
+// of it is gone. A Job's copies cannot change their completions, so once
+// placed — divided, or whole as before it was divided — it stays so.
+func keptJob(prev []v1alpha1.ClusterPlacement, exists func(string) bool) []v1alpha1.ClusterPlacement {
 	var out []v1alpha1.ClusterPlacement
 	for _, p := range prev {
-		if p.Replicas == nil {
-			return nil
-		}
-		sum += *p.Replicas
 		if exists(p.Cluster) {
 			out = append(out, p)
 		}
-	}
-	if len(prev) == 0 || u.Replicas == nil || sum != *u.Replicas || len(out) == 0 {
-		return nil
 	}
 	return out
 }
@@ -88,7 +114,7 @@ func withoutRanges(ps []v1alpha1.ClusterPlacement) []v1alpha1.ClusterPlacement {
 // withOrdinals keeps of it, so that an unchanged basis may skip the
 // decision.
 func ordinalsInForce(u *framework.Unit, tmpl *unstructured.Unstructured, current []v1alpha1.ClusterPlacement, exists func(string) bool) bool {
-	return equality.Semantic.DeepEqual(withOrdinals(u, tmpl, current, current, exists), current)
+	return equality.Semantic.DeepEqual(withOrdinals(u, tmpl, current, current, exists, exists), current)
 }
 
 // clusterSet says which of the candidate clusters exist.

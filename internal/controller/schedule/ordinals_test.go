@@ -60,7 +60,7 @@ func TestWithOrdinals(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			u := &framework.Unit{GVK: c.gvk, Placement: c.placement, Replicas: ptr.To[int32](4)}
 			all := func(string) bool { return true }
-			got := withOrdinals(u, c.tmpl, c.current, c.next, all)
+			got := withOrdinals(u, c.tmpl, c.current, c.next, all, all)
 			if format(got) != format(c.want) {
 				t.Errorf("withOrdinals = %s, want %s", format(got), format(c.want))
 			}
@@ -126,14 +126,20 @@ func TestWithOrdinalsJobs(t *testing.T) {
 		{"a cluster that is gone leaves, its share with it", true, []v1alpha1.ClusterPlacement{at("a", 2, 0), at("b", 2, 2), at("c", 2, 4)},
 			[]v1alpha1.ClusterPlacement{plain("a", 3), plain("c", 3)}, notB,
 			[]v1alpha1.ClusterPlacement{at("a", 2, 0), at("c", 2, 4)}},
-		{"a placement that did not divide these completions is decided again", false, []v1alpha1.ClusterPlacement{plain("a", 1)},
+		{"a placement that lost a cluster stays as it is", false, []v1alpha1.ClusterPlacement{plain("a", 2), plain("c", 2)},
 			[]v1alpha1.ClusterPlacement{plain("a", 3), plain("c", 3)}, all,
+			[]v1alpha1.ClusterPlacement{plain("a", 2), plain("c", 2)}},
+		{"a Job placed whole before it was divided stays whole", true, []v1alpha1.ClusterPlacement{{Cluster: "a"}, {Cluster: "b"}},
+			[]v1alpha1.ClusterPlacement{plain("a", 3), plain("b", 3)}, all,
+			[]v1alpha1.ClusterPlacement{{Cluster: "a"}, {Cluster: "b"}}},
+		{"every cluster gone: placed afresh", false, []v1alpha1.ClusterPlacement{plain("b", 6)},
+			[]v1alpha1.ClusterPlacement{plain("a", 3), plain("c", 3)}, notB,
 			[]v1alpha1.ClusterPlacement{plain("a", 3), plain("c", 3)}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			u := &framework.Unit{GVK: job, Placement: divide, Replicas: ptr.To[int32](6)}
-			if got := withOrdinals(u, tmpl(c.indexed), c.current, c.next, c.exists); format(got) != format(c.want) {
+			if got := withOrdinals(u, tmpl(c.indexed), c.current, c.next, c.exists, c.exists); format(got) != format(c.want) {
 				t.Errorf("withOrdinals = %s, want %s", format(got), format(c.want))
 			}
 		})
@@ -149,5 +155,27 @@ func TestSummaryShowsRanges(t *testing.T) {
 	})
 	if want := "a=2[0..1],b=0,c=3,d"; got != want {
 		t.Errorf("summary = %q, want %q", got, want)
+	}
+}
+
+func TestWithOrdinalsZeroShareStays(t *testing.T) {
+	u := &framework.Unit{GVK: schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "StatefulSet"}, Replicas: ptr.To[int32](2),
+		Placement: &v1alpha1.Placement{ReplicaScheduling: v1alpha1.ReplicaScheduling{Type: v1alpha1.ReplicaSchedulingDivide}}}
+	tmpl := &unstructured.Unstructured{Object: map[string]any{}}
+	at := func(c string, n, start int32) v1alpha1.ClusterPlacement {
+		return v1alpha1.ClusterPlacement{Cluster: c, Replicas: ptr.To(n), OrdinalStart: ptr.To(start)}
+	}
+	prev := []v1alpha1.ClusterPlacement{at("a", 1, 0), at("b", 1, 1), at("c", 1, 2)}
+	// Scaled to 2, the scheduler gave b nothing and left it out.
+	next := []v1alpha1.ClusterPlacement{{Cluster: "a", Replicas: ptr.To[int32](1)}, {Cluster: "c", Replicas: ptr.To[int32](1)}}
+	all := func(string) bool { return true }
+	if got, want := format(withOrdinals(u, tmpl, prev, next, all, all)), format([]v1alpha1.ClusterPlacement{at("a", 1, 0), at("b", 1, 1), at("c", 0, 2)}); got != want {
+		t.Errorf("b still eligible: %s, want %s (the top ordinal goes)", got, want)
+	}
+	notB := func(c string) bool { return c != "b" }
+	// b filtered out at the same time: its db-1 goes to a, and db-2, the
+	// highest, is the one removed.
+	if got, want := format(withOrdinals(u, tmpl, prev, next, all, notB)), format([]v1alpha1.ClusterPlacement{at("a", 2, 0), at("c", 0, 2)}); got != want {
+		t.Errorf("b filtered out: %s, want %s (its range handed over)", got, want)
 	}
 }

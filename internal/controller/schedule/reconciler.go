@@ -182,9 +182,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, fmt.Errorf("schedule %s: %w", req, err)
 	}
 	reason, message, placement := "Scheduled", res.Message, fo.Placement()
+	exists := clusterSet(candidates)
+	stays := func(c string) bool { return exists(c) && res.Excluded[c] == "" }
 	var drops []string
 	switch {
 	case len(res.Placement) > 0:
+		res.Placement = withOrdinals(u, tmpl, placement, res.Placement, exists, stays)
 		drops = failoverDrops(placement, res.Placement, candidates)
 		ok, msg, wait := r.admitEviction(drops, now)
 		if !ok {
@@ -211,7 +214,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// rather than remove the object everywhere.
 		reason = v1alpha1.ReasonUnschedulable
 	}
-	placement = withOrdinals(u, tmpl, fo.Placement(), placement, clusterSet(candidates))
+	placement = withOrdinals(u, tmpl, fo.Placement(), placement, exists, stays)
 	if err := r.record(ctx, fo, placement, scheduledCondition(fo, reason == "Scheduled", reason, message), basis, message); err != nil {
 		r.evictions.ReturnAll(drops) // nothing moved
 		return reconcile.Result{}, err

@@ -19,7 +19,8 @@
 //     it: those ordinals move, and their data does not (nothing is
 //     copied; the new pods start with new volumes);
 //   - a different base (the template's spec.ordinals.start) shifts every
-//     range.
+//     range;
+//   - a chain without pods (scaled to 0) is numbered afresh.
 package ordinals
 
 import (
@@ -55,7 +56,9 @@ func Assign(prev, next []v1alpha1.ClusterPlacement, base int32) []v1alpha1.Clust
 		placed[p.Cluster] = true
 	}
 	chain := chainOf(prev)
-	if !covers(chain, placed) {
+	if !covers(chain, placed) || empty(chain) {
+		// Nothing to keep: no placed cluster of it, or no pod at all (a
+		// StatefulSet scaled to 0 is placed afresh when it grows again).
 		chain = nil
 	}
 	if chain == nil {
@@ -128,6 +131,16 @@ func chainOf(prev []v1alpha1.ClusterPlacement) []segment {
 		return nil
 	}
 	return chain
+}
+
+// empty reports whether the chain holds no ordinal.
+func empty(chain []segment) bool {
+	for _, s := range chain {
+		if s.count > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // covers reports whether some cluster of the chain stays placed: without

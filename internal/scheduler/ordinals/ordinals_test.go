@@ -74,6 +74,8 @@ func TestAssign(t *testing.T) {
 		{"a placement from before ordinals is numbered", "a=2 b=2", "a=2 b=2", 0, "a=2@0 b=2@2"},
 		{"no placed cluster left: numbered afresh", "a=2@0 b=2@2", "c=1 d=3", 0, "c=1@0 d=3@1"},
 		{"zero replicas", "", "a=0 b=0", 0, "a=0@0 b=0@0"},
+		{"scaled to 0 and up again: the scheduler's counts", "a=0@0 b=0@0 c=0@0", "a=2 b=2 c=2", 0, "a=2@0 b=2@2 c=2@4"},
+		{"a cluster with a share of 0 that stays keeps an empty range", "a=1@0 b=1@1 c=1@2", "a=1 b=0 c=1", 0, "a=1@0 b=1@1 c=0@2"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
