@@ -137,8 +137,15 @@ func TestScheduling(t *testing.T) {
 		if err := f.host.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "g1.gadget.example.com"}, fo); err != nil {
 			t.Fatal(err)
 		}
-		if got := fmt.Sprint(fo.Placement()); got != "[{member-1 <nil>} {member-2 <nil>}]" {
-			t.Errorf("placement %s", got)
+		var placed []string
+		for _, p := range fo.Placement() {
+			placed = append(placed, p.Cluster)
+			if p.Replicas != nil || p.OrdinalStart != nil {
+				t.Errorf("placement entry %+v, want the whole object (no replicas, no ordinals)", p)
+			}
+		}
+		if got := strings.Join(placed, ","); got != "member-1,member-2" {
+			t.Errorf("placement %s, want member-1,member-2", got)
 		}
 		f.waitPropagation(t, ns, "g1.gadget.example.com", "member-2", v1alpha1.PropagationOK)
 	})

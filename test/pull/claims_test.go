@@ -22,16 +22,10 @@ import (
 func TestClaimStaysWhenItsWorkloadMoves(t *testing.T) {
 	host, members := clients(t)
 	ns := "claims-move"
-	manifest := writeManifest(t, fmt.Sprintf(`apiVersion: v1
-kind: Namespace
-metadata:
-  name: %[1]s
----
-apiVersion: v1
+	applyDivided(t, ns, `apiVersion: v1
 kind: PersistentVolumeClaim
 metadata:
   name: data
-  namespace: %[1]s
 spec:
   accessModes: [ReadWriteOnce]
   resources: {requests: {storage: 1Gi}}
@@ -40,7 +34,6 @@ apiVersion: apps/v1
 kind: Deployment
 metadata:
   name: app
-  namespace: %[1]s
 spec:
   replicas: 0
   selector:
@@ -55,22 +48,7 @@ spec:
         volumeMounts: [{name: data, mountPath: /data}]
       volumes:
       - name: data
-        persistentVolumeClaim: {claimName: data}
----
-apiVersion: flotilla.io/v1alpha1
-kind: PropagationPolicy
-metadata:
-  name: app
-  namespace: %[1]s
-spec:
-  resourceSelectors:
-  - {apiVersion: apps/v1, kind: Deployment, name: app}
-  placement:
-    clusterNames: [member-1, member-2]
-    replicaScheduling: {type: Divide}
-`, ns))
-	t.Cleanup(func() { _, _ = kubectlGatewayErr("delete", "namespace", ns, "--wait=false") })
-	kubectlGateway(t, "apply", "-f", manifest)
+        persistentVolumeClaim: {claimName: data}`, "{apiVersion: apps/v1, kind: Deployment, name: app}", push, push2)
 	in := func(ctx context.Context, cluster, kind string) (bool, error) {
 		var err error
 		if kind == "claim" {

@@ -113,19 +113,29 @@ spec:
 		}
 	}
 
-	// The pull member's pod, through its agent's tunnel.
-	if out := kubectlGateway(t, "logs", "-n", ns, pulled); !strings.Contains(out, "fake container of member member-3: serving") {
-		t.Errorf("kubectl logs %s (pull member) through the gateway:\n%s", pulled, out)
-	}
+	// The pull member's pod, through its agent's tunnel. (Its node's
+	// addresses, which the member's apiserver dials for logs, may come a
+	// moment after the pod runs.)
+	eventually(t, "kubectl logs of "+pulled+" (pull member) through the gateway", func(context.Context) error {
+		out, err := kubectlGatewayErr("logs", "-n", ns, pulled)
+		if err != nil || !strings.Contains(out, "fake container of member member-3: serving") {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+		return nil
+	})
 	if out := kubectlGateway(t, "exec", "-n", ns, pulled, "--", "sh", "-c", "echo exec-ok in $FLOTILLA_MEMBER"); !strings.Contains(out, "exec-ok in member-3") {
 		t.Errorf("kubectl exec %s (pull member) through the gateway:\n%s", pulled, out)
 	}
 	portForwardEchoes(t, ns, pulled)
 
-	out := kubectlGateway(t, "logs", "-n", ns, pod)
-	if !strings.Contains(out, "fake container of member "+cluster+": serving") {
-		t.Errorf("kubectl logs %s through the gateway:\n%s", pod, out)
-	}
+	eventually(t, "kubectl logs of "+pod+" through the gateway", func(context.Context) error {
+		out, err := kubectlGatewayErr("logs", "-n", ns, pod)
+		if err != nil || !strings.Contains(out, "fake container of member "+cluster+": serving") {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+		return nil
+	})
+	var out string
 	out = kubectlGateway(t, "exec", "-n", ns, pod, "--", "sh", "-c", "echo exec-ok in $FLOTILLA_MEMBER")
 	if !strings.Contains(out, "exec-ok in "+cluster) {
 		t.Errorf("kubectl exec %s through the gateway ran elsewhere than %s:\n%s", pod, cluster, out)

@@ -138,22 +138,7 @@ func TestCustomWorkloads(t *testing.T) {
 	waitDivided(t, dyn, customKinds[0].gvr, ns, "web", map[string]int64{push2: 3, pull: 3})
 	waitDivided(t, dyn, customKinds[1].gvr, ns, "web", map[string]int64{push2: 5, pull: 4}, 9)
 	resume()
-	// The next tests expect every member Ready and untainted.
-	eventually(t, push+" Ready again and untainted", func(ctx context.Context) error {
-		mc := &v1alpha1.MemberCluster{}
-		if err := host.Get(ctx, client.ObjectKey{Name: push}, mc); err != nil {
-			return err
-		}
-		if len(mc.Spec.Taints) > 0 {
-			return fmt.Errorf("taints %v", mc.Spec.Taints)
-		}
-		for _, c := range mc.Status.Conditions {
-			if c.Type == v1alpha1.ConditionReady && c.Status == metav1.ConditionTrue {
-				return nil
-			}
-		}
-		return fmt.Errorf("conditions %v", mc.Status.Conditions)
-	})
+	waitHealthy(t, host, push)
 }
 
 // customWorkloadsYAML is the user's manifest: a namespace, a policy that

@@ -18,43 +18,22 @@ func TestDividedJobsRunEachCompletionOnce(t *testing.T) {
 	_, members := clients(t)
 	ns := "divided-jobs"
 	job := func(name, mode string) string {
-		return fmt.Sprintf(`---
-apiVersion: batch/v1
+		return fmt.Sprintf(`apiVersion: batch/v1
 kind: Job
 metadata:
   name: %[1]s
-  namespace: %[2]s
 spec:
   completions: 6
   parallelism: 3
-  completionMode: %[3]s
+  completionMode: %[2]s
   template:
     spec:
       restartPolicy: Never
       containers:
       - name: work
-        image: registry.example.com/work:1.0
-`, name, ns, mode)
+        image: registry.example.com/work:1.0`, name, mode)
 	}
-	manifest := writeManifest(t, fmt.Sprintf(`apiVersion: v1
-kind: Namespace
-metadata:
-  name: %[1]s
-%[2]s%[3]s---
-apiVersion: flotilla.io/v1alpha1
-kind: PropagationPolicy
-metadata:
-  name: jobs
-  namespace: %[1]s
-spec:
-  resourceSelectors:
-  - {apiVersion: batch/v1, kind: Job}
-  placement:
-    clusterNames: [member-1, member-2, member-3]
-    replicaScheduling: {type: Divide}
-`, ns, job("indexed", "Indexed"), job("plain", "NonIndexed")))
-	t.Cleanup(func() { _, _ = kubectlGatewayErr("delete", "namespace", ns, "--wait=false") })
-	kubectlGateway(t, "apply", "-f", manifest)
+	applyDivided(t, ns, job("indexed", "Indexed")+"\n---\n"+job("plain", "NonIndexed"), "{apiVersion: batch/v1, kind: Job}", push, push2, pull)
 
 	for _, name := range []string{"indexed", "plain"} {
 		out := kubectlGateway(t, "wait", "--for=condition=complete", "job/"+name, "-n", ns, "--timeout=2m")
@@ -113,16 +92,10 @@ spec:
 func TestDividedJobFailsOnTheHost(t *testing.T) {
 	clients(t)
 	ns := "failing-job"
-	manifest := writeManifest(t, fmt.Sprintf(`apiVersion: v1
-kind: Namespace
-metadata:
-  name: %[1]s
----
-apiVersion: batch/v1
+	applyDivided(t, ns, `apiVersion: batch/v1
 kind: Job
 metadata:
   name: stuck
-  namespace: %[1]s
 spec:
   completions: 3
   parallelism: 3
@@ -133,22 +106,7 @@ spec:
       nodeSelector: {flotilla.io/no-such-node: "true"}
       containers:
       - name: work
-        image: registry.example.com/work:1.0
----
-apiVersion: flotilla.io/v1alpha1
-kind: PropagationPolicy
-metadata:
-  name: jobs
-  namespace: %[1]s
-spec:
-  resourceSelectors:
-  - {apiVersion: batch/v1, kind: Job}
-  placement:
-    clusterNames: [member-1, member-2, member-3]
-    replicaScheduling: {type: Divide}
-`, ns))
-	t.Cleanup(func() { _, _ = kubectlGatewayErr("delete", "namespace", ns, "--wait=false") })
-	kubectlGateway(t, "apply", "-f", manifest)
+        image: registry.example.com/work:1.0`, "{apiVersion: batch/v1, kind: Job}", push, push2, pull)
 	out := kubectlGateway(t, "wait", "--for=condition=failed", "job/stuck", "-n", ns, "--timeout=2m")
 	if !strings.Contains(out, "condition met") {
 		t.Errorf("kubectl wait --for=condition=failed:\n%s", out)

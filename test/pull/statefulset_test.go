@@ -66,16 +66,10 @@ func waitOrdinals(t *testing.T, members map[string]kubernetes.Interface, ns stri
 func TestStatefulSetIdentitiesAcrossMembers(t *testing.T) {
 	_, members := clients(t)
 	ns := "stateful"
-	manifest := writeManifest(t, fmt.Sprintf(`apiVersion: v1
-kind: Namespace
-metadata:
-  name: %[1]s
----
-apiVersion: apps/v1
+	applyDivided(t, ns, `apiVersion: apps/v1
 kind: StatefulSet
 metadata:
   name: db
-  namespace: %[1]s
 spec:
   replicas: 6
   serviceName: db
@@ -87,22 +81,7 @@ spec:
     spec:
       containers:
       - name: db
-        image: registry.example.com/db:1.0
----
-apiVersion: flotilla.io/v1alpha1
-kind: PropagationPolicy
-metadata:
-  name: db
-  namespace: %[1]s
-spec:
-  resourceSelectors:
-  - {apiVersion: apps/v1, kind: StatefulSet, name: db}
-  placement:
-    clusterNames: [member-1, member-2, member-3]
-    replicaScheduling: {type: Divide}
-`, ns))
-	t.Cleanup(func() { _, _ = kubectlGatewayErr("delete", "namespace", ns, "--wait=false") })
-	kubectlGateway(t, "apply", "-f", manifest)
+        image: registry.example.com/db:1.0`, "{apiVersion: apps/v1, kind: StatefulSet, name: db}", push, push2, pull)
 	first := waitOrdinals(t, members, ns, 6)
 	per := map[string]int{}
 	for _, p := range first {

@@ -6,11 +6,7 @@ import (
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 )
 
 // TestDividedCronJobRunsInOneMember: a CronJob divided over three members
@@ -20,16 +16,10 @@ import (
 func TestDividedCronJobRunsInOneMember(t *testing.T) {
 	host, members := clients(t)
 	ns := "cron-once"
-	manifest := writeManifest(t, fmt.Sprintf(`apiVersion: v1
-kind: Namespace
-metadata:
-  name: %[1]s
----
-apiVersion: batch/v1
+	applyDivided(t, ns, `apiVersion: batch/v1
 kind: CronJob
 metadata:
   name: report
-  namespace: %[1]s
 spec:
   schedule: "* * * * *"
   jobTemplate:
@@ -39,22 +29,7 @@ spec:
           restartPolicy: Never
           containers:
           - name: report
-            image: registry.example.com/report:1.0
----
-apiVersion: flotilla.io/v1alpha1
-kind: PropagationPolicy
-metadata:
-  name: report
-  namespace: %[1]s
-spec:
-  resourceSelectors:
-  - {apiVersion: batch/v1, kind: CronJob, name: report}
-  placement:
-    clusterNames: [member-1, member-2, member-3]
-    replicaScheduling: {type: Divide}
-`, ns))
-	t.Cleanup(func() { _, _ = kubectlGatewayErr("delete", "namespace", ns, "--wait=false") })
-	kubectlGateway(t, "apply", "-f", manifest)
+            image: registry.example.com/report:1.0`, "{apiVersion: batch/v1, kind: CronJob, name: report}", push, push2, pull)
 	var runner string
 	eventually(t, "the CronJob in exactly one member", func(ctx context.Context) error {
 		var in []string
@@ -112,20 +87,7 @@ spec:
 		return fmt.Errorf("still only in %s", runner)
 	})
 	resume()
-	// The next tests expect every member Ready and untainted.
-	eventually(t, runner+" Ready again and untainted", func(ctx context.Context) error {
-		mc := &v1alpha1.MemberCluster{}
-		if err := host.Get(ctx, client.ObjectKey{Name: runner}, mc); err != nil {
-			return err
-		}
-		if len(mc.Spec.Taints) > 0 {
-			return fmt.Errorf("taints %v", mc.Spec.Taints)
-		}
-		if c := meta.FindStatusCondition(mc.Status.Conditions, v1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
-			return fmt.Errorf("Ready %+v", c)
-		}
-		return nil
-	})
+	waitHealthy(t, host, runner)
 	eventually(t, "the CronJob in one member once "+runner+" is back", func(ctx context.Context) error {
 		var in []string
 		for name, cs := range members {
