@@ -16,14 +16,18 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/flotilla-io/flotilla/internal/apiproxy"
+	"github.com/flotilla-io/flotilla/internal/membercache"
 )
 
-// Readable are the kinds the gateway may read through a tunnel (get,
+// readable are the kinds the gateway may read through a tunnel (get,
 // list, watch): those its member cache can hold.
-var Readable = []schema.GroupResource{
-	{Resource: "pods"}, {Resource: "events"}, {Resource: "nodes"},
-	{Group: "discovery.k8s.io", Resource: "endpointslices"}, {Group: "apps", Resource: "replicasets"},
-}
+var readable = func() sets.Set[schema.GroupResource] {
+	out := sets.New[schema.GroupResource]()
+	for _, k := range membercache.KnownKinds() {
+		out.Insert(schema.ParseGroupResource(k))
+	}
+	return out
+}()
 
 // podStreams are the pod subresources the gateway routes to the member
 // running the pod, with the verbs their requests come as (a WebSocket
@@ -35,60 +39,63 @@ var podStreams = map[string]sets.Set[string]{
 	"portforward": sets.New("get", "create"),
 }
 
-var readable = sets.New(Readable...)
-
 var requestInfo = &apirequest.RequestInfoFactory{
 	APIPrefixes:          sets.NewString("api", "apis"),
 	GrouplessAPIPrefixes: sets.NewString("api"),
 }
 
 // Allowed reports why the agent refuses to forward r, or nil: a tunnel
-// carries only reads of Readable kinds, a pod's log, exec, attach and
-// port-forward, and the deletion of one pod. Paths must be clean, so that
-// what is checked is what the member serves.
+// carries only reads of the kinds the gateway's member cache holds, a
+// pod's log, exec, attach and port-forward, and the deletion of one pod.
+// Paths must be clean, so that what is checked is what the member serves.
 func Allowed(r *http.Request) error {
+	_, err := allowed(r)
+	return err
+}
+
+// allowed is Allowed, with the request's parsed attributes.
+func allowed(r *http.Request) (*apirequest.RequestInfo, error) {
 	p := r.URL.Path
 	if r.URL.RawPath != "" || path.Clean(p) != p || strings.Contains(p, "//") {
-		return fmt.Errorf("path %q is not in canonical form", r.URL.Path)
+		return nil, fmt.Errorf("path %q is not in canonical form", r.URL.Path)
 	}
 	info, err := requestInfo.NewRequestInfo(r)
 	if err != nil {
-		return fmt.Errorf("path %q: %w", p, err)
+		return nil, fmt.Errorf("path %q: %w", p, err)
 	}
 	if !info.IsResourceRequest {
-		return fmt.Errorf("%s %s is not a resource request", r.Method, p)
+		return nil, fmt.Errorf("%s %s is not a resource request", r.Method, p)
 	}
 	gr := schema.GroupResource{Group: info.APIGroup, Resource: info.Resource}
 	pods := gr == schema.GroupResource{Resource: "pods"}
 	switch {
 	case info.Subresource == "" && readable.Has(gr) && (info.Verb == "get" || info.Verb == "list" || info.Verb == "watch"):
-		return nil
+		return info, nil
 	case pods && info.Name != "" && podStreams[info.Subresource].Has(info.Verb):
-		return nil
+		return info, nil
 	case pods && info.Name != "" && info.Subresource == "" && info.Verb == "delete":
-		return nil
+		return info, nil
 	}
 	what := gr.String()
 	if info.Subresource != "" {
 		what += "/" + info.Subresource
 	}
-	return fmt.Errorf("%s of %s is not carried: a tunnel carries reads of pods, events, nodes, endpointslices and replicasets, a pod's log, exec, attach and portforward, and the deletion of a pod", info.Verb, what)
+	return nil, fmt.Errorf("%s of %s is not carried: a tunnel carries reads of %s, a pod's log, exec, attach and portforward, and the deletion of a pod", info.Verb, what, strings.Join(membercache.KnownKinds(), ", "))
 }
 
 // streamAllowed refuses exec, attach and port-forward into the denied
 // namespaces (the agent's own and kube-system by default: a shell there
 // would reach the agent's member credential or the cluster's own
-// components).
-func streamAllowed(r *http.Request, denied sets.Set[string]) error {
-	info, err := requestInfo.NewRequestInfo(r)
-	if err != nil || !info.IsResourceRequest || info.Resource != "pods" || info.Subresource == "log" || info.Subresource == "" {
+// components). info is an allowed request's.
+func streamAllowed(info *apirequest.RequestInfo, denied sets.Set[string]) error {
+	if !streamSubresources.Has(info.Subresource) || !denied.Has(info.Namespace) {
 		return nil
 	}
-	if denied.Has(info.Namespace) {
-		return fmt.Errorf("%s into namespace %s is not carried (flotilla agent --gateway-no-streams-in)", info.Subresource, info.Namespace)
-	}
-	return nil
+	return fmt.Errorf("%s into namespace %s is not carried (flotilla agent --gateway-no-streams-in)", info.Subresource, info.Namespace)
 }
+
+// streamSubresources open a shell or a network path into a pod.
+var streamSubresources = sets.New("exec", "attach", "portforward")
 
 // identityHeaders are request headers that claim an identity: the agent
 // drops them, so that the hub cannot act as anyone but the agent.
@@ -109,9 +116,9 @@ func MemberHandler(cluster string, member *rest.Config, noStreams []string) (htt
 	}
 	denied := sets.New(noStreams...)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		err := Allowed(r)
+		info, err := allowed(r)
 		if err == nil {
-			err = streamAllowed(r, denied)
+			err = streamAllowed(info, denied)
 		}
 		if err != nil {
 			klog.FromContext(r.Context()).V(2).Info("Refusing a tunnel request", "cluster", cluster, "method", r.Method, "path", r.URL.Path, "reason", err.Error())

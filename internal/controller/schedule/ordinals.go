@@ -1,6 +1,8 @@
 package schedule
 
 import (
+	"slices"
+
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -61,13 +63,14 @@ func withZeroShares(prev, next []v1alpha1.ClusterPlacement, stays func(string) b
 	return out
 }
 
+// hasReplicas and hasRanges report whether every entry of a non-empty
+// placement has replicas, or an ordinal start.
 func hasReplicas(ps []v1alpha1.ClusterPlacement) bool {
-	for _, p := range ps {
-		if p.Replicas == nil {
-			return false
-		}
-	}
-	return len(ps) > 0
+	return len(ps) > 0 && !slices.ContainsFunc(ps, func(p v1alpha1.ClusterPlacement) bool { return p.Replicas == nil })
+}
+
+func hasRanges(ps []v1alpha1.ClusterPlacement) bool {
+	return len(ps) > 0 && !slices.ContainsFunc(ps, func(p v1alpha1.ClusterPlacement) bool { return p.OrdinalStart == nil })
 }
 
 // keptJob is the placement in force of a Job, without the clusters that
@@ -82,15 +85,6 @@ func keptJob(prev []v1alpha1.ClusterPlacement, exists func(string) bool) []v1alp
 		}
 	}
 	return out
-}
-
-func hasRanges(ps []v1alpha1.ClusterPlacement) bool {
-	for _, p := range ps {
-		if p.OrdinalStart == nil {
-			return false
-		}
-	}
-	return len(ps) > 0
 }
 
 // withoutRanges is ps without ordinal starts.
