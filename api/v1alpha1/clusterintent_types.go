@@ -41,10 +41,16 @@ type ClusterIntentSpec struct {
 	// +listType=atomic
 	// +optional
 	KeepLive []string `json:"keepLive,omitempty"`
+	// Suspended tells the agent to leave the member's copy as it is: the
+	// host object's federation is suspended (flotilla.io/suspend), so
+	// member-side edits are kept and the object is not applied. The agent
+	// still reports the copy.
+	// +optional
+	Suspended bool `json:"suspended,omitempty"`
 }
 
 // IntentOutcome is what the agent made of an intent.
-// +kubebuilder:validation:Enum=Applied;Conflict;Failed
+// +kubebuilder:validation:Enum=Applied;Conflict;Failed;Suspended
 type IntentOutcome string
 
 // Intent outcomes.
@@ -56,6 +62,9 @@ const (
 	IntentConflict IntentOutcome = "Conflict"
 	// IntentFailed: the member refused the write (the message says why).
 	IntentFailed IntentOutcome = "Failed"
+	// IntentSuspended: the intent is suspended; the copy was left as the
+	// member holds it.
+	IntentSuspended IntentOutcome = "Suspended"
 )
 
 // ClusterIntentStatus is what the agent reports of the member's copy.

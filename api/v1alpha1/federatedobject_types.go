@@ -122,6 +122,10 @@ const (
 	// a move. It is deleted with the host object, and updated again if the
 	// object comes back to the cluster.
 	PropagationRetained PropagationReason = "Retained"
+	// PropagationSuspended: the host object's federation is suspended
+	// (flotilla.io/suspend): the copy is neither written nor deleted, and
+	// member-side edits are kept until it resumes.
+	PropagationSuspended PropagationReason = "Suspended"
 )
 
 // ClusterPropagationStatus is the state of one cluster's copy.

@@ -162,6 +162,12 @@ const (
 	// AnnotationOrphan: "true" keeps the member copies when the host object
 	// is deleted.
 	AnnotationOrphan = "flotilla.io/orphan"
+	// AnnotationSuspend: "true" on a propagated host object suspends its
+	// federation (an emergency fallback): nothing is written to or deleted
+	// from its member copies, so member-side edits are kept, and deleting
+	// the host object keeps them too. Removing it (or "false") resumes:
+	// the federation's fields are applied again.
+	AnnotationSuspend = "flotilla.io/suspend"
 	// AnnotationConflictResolution narrows the policy's
 	// conflictResolution for one object: "abort" turns adoption off;
 	// "adopt" takes over existing member objects of the same name in place
@@ -258,3 +264,11 @@ const (
 	// own start, as if each member ran its own StatefulSet.
 	OrdinalsPerMember = "per-member"
 )
+
+// KeepsCopies reports whether a host object with these annotations keeps
+// its member copies when it is deleted: it asks to (AnnotationOrphan
+// "true"), or its federation is suspended (AnnotationSuspend "true"),
+// which no deletion overrides.
+func KeepsCopies(annotations map[string]string) bool {
+	return annotations[AnnotationOrphan] == "true" || annotations[AnnotationSuspend] == "true"
+}

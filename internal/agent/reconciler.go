@@ -115,6 +115,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !ci.DeletionTimestamp.IsZero() {
 		return r.remove(ctx, sess, ci, obj)
 	}
+	if ci.Spec.Suspended {
+		return r.suspended(ctx, sess, ci, obj, gvr)
+	}
 	in, err := dispatch.Take(obj)
 	if err != nil {
 		return r.report(ctx, ci, v1alpha1.ClusterIntentStatus{ObservedGeneration: ci.Generation, Outcome: v1alpha1.IntentFailed, Message: err.Error()})
@@ -149,6 +152,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		res.RequeueAfter = retryAfter
 	}
 	return res, werr
+}
+
+// suspended reports a suspended intent's copy as the member holds it,
+// writing nothing to the member: the host object's federation is
+// suspended, so member-side edits stay until the hub resumes the intent.
+func (r *Reconciler) suspended(ctx context.Context, sess member.Member, ci *v1alpha1.ClusterIntent, obj *unstructured.Unstructured, gvr schema.GroupVersionResource) (reconcile.Result, error) {
+	sess.WaitManaged(ctx, gvr)
+	st := v1alpha1.ClusterIntentStatus{ObservedGeneration: ci.Generation, Outcome: v1alpha1.IntentSuspended,
+		Message: "federation suspended: the copy is left as the member holds it"}
+	live, state := sess.ManagedObject(gvr, obj.GetNamespace(), obj.GetName())
+	if state != member.CacheSynced {
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	}
+	if live != nil {
+		st.Copy = reported(live)
+	}
+	return r.report(ctx, ci, st)
 }
 
 // remove deletes the member's copy of an intent being deleted, then lets

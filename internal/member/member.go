@@ -47,6 +47,11 @@ type Member interface {
 	// ErrCacheSyncing: not known yet, try again shortly; ErrAwaitingAgent
 	// (pull): handed over, the agent has not reported back.
 	Apply(ctx context.Context, gvr schema.GroupVersionResource, in *dispatch.Intent, opts dispatch.Options) (dispatch.Outcome, error)
+	// Suspend makes sure nothing reverts member-side edits of the copy of
+	// an object whose federation is suspended: a push member needs
+	// nothing (only Apply writes); a pull member's intent is marked
+	// suspended for its agent. The next Apply resumes.
+	Suspend(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) error
 	// Delete deletes the member's managed copy of an object (an unmanaged
 	// one is a dispatch.ErrConflict).
 	Delete(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (dispatch.Outcome, error)
@@ -76,6 +81,12 @@ var _ Member = (*Session)(nil)
 
 // ClusterName is the MemberCluster's name.
 func (s *Session) ClusterName() string { return s.Name }
+
+// Suspend does nothing for a push member: its copies are written only by
+// Apply, which a suspended object does not call.
+func (s *Session) Suspend(context.Context, schema.GroupVersionResource, string, string) error {
+	return nil
+}
 
 // ConfigHash identifies the configuration the session was built from.
 func (s *Session) ConfigHash() string { return s.Hash }

@@ -57,6 +57,12 @@ func (i intent) adopt() bool {
 	return b
 }
 
+// suspended is spec.suspended.
+func (i intent) suspended() bool {
+	b, _, _ := unstructured.NestedBool(i.u.Object, "spec", "suspended")
+	return b
+}
+
 // keepLive is spec.keepLive.
 func (i intent) keepLive() []string {
 	s, _, _ := unstructured.NestedStringSlice(i.u.Object, "spec", "keepLive")

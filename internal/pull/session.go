@@ -364,7 +364,7 @@ func (s *Session) Apply(ctx context.Context, gvr schema.GroupVersionResource, in
 	switch {
 	case cur != nil && cur.deleting():
 		return "", fmt.Errorf("%w: its previous copy is being deleted", member.ErrAwaitingAgent)
-	case cur == nil || cur.hash() != in.Hash || cur.adopt() != opts.Adopt || !slices.Equal(cur.keepLive(), keep) || cur.resource() != gvr:
+	case cur == nil || cur.hash() != in.Hash || cur.adopt() != opts.Adopt || !slices.Equal(cur.keepLive(), keep) || cur.resource() != gvr || cur.suspended():
 		if err := s.write(ctx, cur, gvr, in, opts.Adopt, keep); err != nil {
 			return "", err
 		}
@@ -379,6 +379,27 @@ func (s *Session) Apply(ctx context.Context, gvr schema.GroupVersionResource, in
 		return "", errors.New(cur.message())
 	}
 	return dispatch.Unchanged, nil
+}
+
+// Suspend marks the intent of an object suspended, so that its agent
+// leaves the member's copy as it is; the next Apply writes the intent
+// afresh, which resumes it. An object without an intent has nothing to
+// suspend.
+func (s *Session) Suspend(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) error {
+	cur, synced := s.lookup(gvr.GroupResource(), namespace, name)
+	switch {
+	case !synced:
+		return member.ErrCacheSyncing
+	case cur == nil || cur.deleting() || cur.suspended():
+		return nil
+	}
+	ci := &v1alpha1.ClusterIntent{}
+	ci.Namespace, ci.Name = s.namespace, cur.u.GetName()
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"suspended":true}}`))
+	if err := s.cfg.Client.Patch(ctx, ci, patch); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("suspend intent %s/%s: %w", ci.Namespace, ci.Name, err)
+	}
+	return nil
 }
 
 // write creates or replaces the intent of in.

@@ -69,13 +69,15 @@ func (o *orphans) observe(u *unstructured.Unstructured, now time.Time) {
 	}
 }
 
-// hasOrphanAnnotation reports whether u carries AnnotationOrphan "true",
-// without copying its annotations.
+// hasOrphanAnnotation reports whether u's annotations keep its copies
+// (AnnotationOrphan or AnnotationSuspend "true", see
+// v1alpha1.KeepsCopies), without copying them.
 func hasOrphanAnnotation(u *unstructured.Unstructured) bool {
 	a, _, _ := unstructured.NestedFieldNoCopy(u.Object, "metadata", "annotations")
 	m, _ := a.(map[string]any)
-	v, _ := m[v1alpha1.AnnotationOrphan].(string)
-	return v == "true"
+	orphan, _ := m[v1alpha1.AnnotationOrphan].(string)
+	suspend, _ := m[v1alpha1.AnnotationSuspend].(string)
+	return orphan == "true" || suspend == "true"
 }
 
 // record remembers that the object k with uid carried the annotation.

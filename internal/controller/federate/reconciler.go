@@ -262,10 +262,11 @@ func (r *Reconciler) isFollower(ctx context.Context, tmpl *unstructured.Unstruct
 	return false, nil
 }
 
-// keepsCopies reports whether tmpl asks to keep its member copies when it
-// is deleted (AnnotationOrphan).
+// keepsCopies reports whether tmpl's member copies stay when it is
+// deleted (v1alpha1.KeepsCopies: AnnotationOrphan, or a suspended
+// federation).
 func keepsCopies(tmpl *unstructured.Unstructured) bool {
-	return tmpl.GetAnnotations()[v1alpha1.AnnotationOrphan] == "true"
+	return v1alpha1.KeepsCopies(tmpl.GetAnnotations())
 }
 
 // goneRelease decides what happens to the member copies of a template

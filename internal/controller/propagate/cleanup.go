@@ -70,11 +70,11 @@ func (r *Reconciler) orphans(fo *v1alpha1.FederatedObject, tmpl *unstructured.Un
 		return r.Templates.LastSeenOrphan(templates.KeyOfReference(fo.Spec.Template), fo.Spec.Template.UID)
 	}
 	if !tmpl.GetDeletionTimestamp().IsZero() {
-		return tmpl.GetAnnotations()[v1alpha1.AnnotationOrphan] == "true"
+		return v1alpha1.KeepsCopies(tmpl.GetAnnotations())
 	}
 	if ns := tmpl.GetNamespace(); ns != "" {
 		if n, err := r.Templates.Get(templates.Key{Kind: "Namespace", Name: ns}); err == nil && n != nil && !n.GetDeletionTimestamp().IsZero() {
-			return tmpl.GetAnnotations()[v1alpha1.AnnotationOrphan] == "true"
+			return v1alpha1.KeepsCopies(tmpl.GetAnnotations())
 		}
 	}
 	return true

@@ -116,6 +116,9 @@ func (r *Reconciler) propagate(ctx context.Context, fo *v1alpha1.FederatedObject
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	if Suspended(tmpl) {
+		return r.suspend(ctx, fo, tmpl, env)
+	}
 	key := types.NamespacedName{Namespace: fo.Namespace, Name: fo.Name}
 	results := r.syncAll(ctx, fo, tmpl, env)
 	status := r.status(fo, results)
