@@ -182,7 +182,9 @@ type CapacityLimit struct {
 // (FieldManagerSchedule) the Scheduled condition, scheduledClusters,
 // placement and schedulingBasis; the propagate controller
 // (FieldManagerPropagate) observedGeneration, the Propagated condition and
-// clusters; the migrate controller (FieldManagerMigrate) capacityLimits.
+// clusters; the migrate controller (FieldManagerMigrate) capacityLimits;
+// the rollout controller (FieldManagerRollout) the RolledOut condition and
+// rollout.
 type FederatedObjectStatus struct {
 	// ObservedGeneration is the generation of the FederatedObject last
 	// propagated.
@@ -229,6 +231,75 @@ type FederatedObjectStatus struct {
 	// +listType=atomic
 	// +optional
 	Clusters []ClusterPropagationStatus `json:"clusters,omitempty"`
+
+	// Rollout is the federated rolling update of a workload divided over
+	// clusters: the revision the members are rolled to and each cluster's
+	// share of the host object's maxSurge and maxUnavailable, so that the
+	// budget holds across all members together (docs/rollouts.md).
+	// +optional
+	Rollout *RolloutStatus `json:"rollout,omitempty"`
+}
+
+// RolloutStatus is a federated rolling update (see
+// FederatedObjectStatus.Rollout).
+type RolloutStatus struct {
+	// Revision identifies the host pod template the members are rolled
+	// to (a hash of it, also the copies' flotilla.io/revision label).
+	Revision string `json:"revision"`
+	// MaxSurge is the host object's maxSurge, resolved against its total
+	// replicas: at most this many pods above the total, in all clusters
+	// together.
+	// +kubebuilder:validation:Minimum=0
+	MaxSurge int32 `json:"maxSurge"`
+	// MaxUnavailable is the host object's maxUnavailable, resolved
+	// against its total replicas: at most this many unavailable, in all
+	// clusters together.
+	// +kubebuilder:validation:Minimum=0
+	MaxUnavailable int32 `json:"maxUnavailable"`
+	// Clusters are the placed clusters' parts, in cluster name order.
+	// +listType=map
+	// +listMapKey=cluster
+	// +optional
+	Clusters []ClusterRollout `json:"clusters,omitempty"`
+}
+
+// RolloutState is where one cluster is in a federated rollout.
+// +kubebuilder:validation:Enum=Waiting;Rolling;Done;Stalled
+type RolloutState string
+
+// Rollout states of a cluster.
+const (
+	// RolloutWaiting: the copy holds the new template but is held (a
+	// paused Deployment) on its current pods until budget frees up.
+	RolloutWaiting RolloutState = "Waiting"
+	// RolloutRolling: the copy rolls with its share of the budget.
+	RolloutRolling RolloutState = "Rolling"
+	// RolloutDone: every replica of the copy runs the revision and is
+	// available.
+	RolloutDone RolloutState = "Done"
+	// RolloutStalled: the copy was rolling when its cluster stopped being
+	// Ready, longer ago than the stall timeout; its share went back to
+	// the others.
+	RolloutStalled RolloutState = "Stalled"
+)
+
+// ClusterRollout is one cluster's part of a federated rollout.
+type ClusterRollout struct {
+	// Cluster is the MemberCluster's name.
+	Cluster string `json:"cluster"`
+	// State is where the cluster is.
+	State RolloutState `json:"state"`
+	// MaxSurge is the cluster's share of the surge while Rolling.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	MaxSurge int32 `json:"maxSurge,omitempty"`
+	// MaxUnavailable is the cluster's share of the unavailability while
+	// Rolling.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	MaxUnavailable int32 `json:"maxUnavailable,omitempty"`
+	// Since is when the cluster entered its state.
+	Since metav1.Time `json:"since"`
 }
 
 // FederatedObject is Flotilla's internal record of one propagated host
@@ -243,6 +314,7 @@ type FederatedObjectStatus struct {
 // +kubebuilder:printcolumn:name="SCHEDULED",type=string,JSONPath=`.status.conditions[?(@.type=="Scheduled")].status`
 // +kubebuilder:printcolumn:name="PROPAGATED",type=string,JSONPath=`.status.conditions[?(@.type=="Propagated")].status`
 // +kubebuilder:printcolumn:name="REASON",type=string,JSONPath=`.status.conditions[?(@.type=="Propagated")].reason`
+// +kubebuilder:printcolumn:name="ROLLOUT",type=string,JSONPath=`.status.conditions[?(@.type=="RolledOut")].reason`
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="PLACEMENT",type=string,JSONPath=`.status.placement`,priority=1
 // +kubebuilder:printcolumn:name="SCHEDULING",type=string,JSONPath=`.status.conditions[?(@.type=="Scheduled")].message`,priority=1

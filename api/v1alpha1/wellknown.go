@@ -131,6 +131,10 @@ const (
 	// ConditionPropagated is True when every placed cluster's copy holds
 	// the federation's fields.
 	ConditionPropagated = "Propagated"
+	// ConditionRolledOut, on a FederatedObject whose rollout is federated
+	// (status.rollout), is True when every cluster runs the host's pod
+	// template and False while some are Waiting, Rolling or Stalled.
+	ConditionRolledOut = "RolledOut"
 	// ReasonUnschedulable is the reason of Scheduled=False when no cluster
 	// fits the object (its current placement, if any, is kept).
 	ReasonUnschedulable = "Unschedulable"
@@ -147,6 +151,8 @@ const (
 	FieldManagerPropagate = "flotilla-propagate"
 	// FieldManagerMigrate owns capacityLimits.
 	FieldManagerMigrate = "flotilla-migrate"
+	// FieldManagerRollout owns the RolledOut condition and rollout.
+	FieldManagerRollout = "flotilla-rollout"
 )
 
 // Labels and annotations users put on host objects.
@@ -192,6 +198,16 @@ const (
 	// sticky: "true" or "false". StatefulSets are sticky unless it says
 	// "false".
 	AnnotationSticky = "flotilla.io/sticky"
+	// AnnotationRollout, on a Deployment divided over clusters, says how
+	// a change of its pod template rolls out: RolloutFederated (the
+	// default) holds the host's maxSurge and maxUnavailable across all
+	// clusters together; RolloutPerMember lets each cluster roll on its
+	// own with the template's strategy.
+	AnnotationRollout = "flotilla.io/rollout"
+	// LabelRevision, on a member copy of a workload with a federated
+	// rollout, is the revision (RolloutStatus.Revision) its pod template
+	// holds.
+	LabelRevision = "flotilla.io/revision"
 	// AnnotationClusterNames, on a propagated object, narrows its policy's
 	// clusters to these (comma-separated names); it can never add a cluster
 	// the policy does not allow.
@@ -254,6 +270,15 @@ const (
 
 // ClusterNamespace is the hub namespace of a pull member's intents.
 func ClusterNamespace(cluster string) string { return ClusterNamespacePrefix + cluster }
+
+// Values of AnnotationRollout.
+const (
+	// RolloutFederated holds the budget across the clusters (the
+	// default).
+	RolloutFederated = "federated"
+	// RolloutPerMember rolls each cluster on its own.
+	RolloutPerMember = "per-member"
+)
 
 // Values of AnnotationOrdinals.
 const (

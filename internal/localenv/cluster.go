@@ -185,7 +185,7 @@ func (p clusterPlan) component(set components.Set, name string) (ComponentState,
 			"--config=" + p.kwokDebugConfig(),
 			fmt.Sprintf("--cidr=10.%d.0.0/16", 100+p.index%100),
 		}
-		for _, f := range set.StageFiles() {
+		for _, f := range p.kwokStageFiles(set) {
 			args = append(args, "--config="+f)
 		}
 	}

@@ -175,6 +175,9 @@ func (e *Environment) start(ctx context.Context, set components.Set, dir string,
 		if err != nil {
 			return err
 		}
+		if err := p.writeStages(set); err != nil {
+			return fmt.Errorf("kwok of %s: %w", p.name, err)
+		}
 		st.Clusters = append(st.Clusters, cs)
 		addCluster(combined, p.name, p.server(), ca.certPEM, token)
 	}

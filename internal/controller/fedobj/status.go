@@ -66,6 +66,9 @@ func Owned(st v1alpha1.FederatedObjectStatus, manager string) v1alpha1.Federated
 		out.ObservedGeneration, out.Clusters = st.ObservedGeneration, st.Clusters
 	case v1alpha1.FieldManagerMigrate:
 		out.CapacityLimits = st.CapacityLimits
+	case v1alpha1.FieldManagerRollout:
+		out.Conditions = conditions(st.Conditions, v1alpha1.ConditionRolledOut)
+		out.Rollout = st.Rollout
 	}
 	return out
 }

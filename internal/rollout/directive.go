@@ -1,0 +1,128 @@
+package rollout
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+)
+
+// Directive is how one cluster's copy is rendered in a federated
+// rollout.
+type Directive struct {
+	// Revision labels the copy (v1alpha1.LabelRevision).
+	Revision string
+	// Hold keeps the copy on its current pods: a paused Deployment holds
+	// the new template without rolling to it.
+	Hold bool
+	// Share, when set, replaces the copy's maxSurge and maxUnavailable.
+	Share *Budget
+}
+
+// For returns the directive of a cluster's copy from the recorded plan
+// st (nil: none yet), the host's current revision and whether the
+// member holds a copy. A copy rolls with its share while its cluster is
+// Rolling, also when the template changed again meanwhile (it rolls on
+// to the newer one within the same share); it is held while the plan has
+// not admitted it, including the moment between a template change and
+// the plan of the new revision. A cluster without a copy is never held:
+// its new copy is created from the template (a paused new Deployment
+// would start no pods at all).
+func For(st *v1alpha1.RolloutStatus, revision, cluster string, hasCopy bool) Directive {
+	d := Directive{Revision: revision}
+	if st == nil || !hasCopy {
+		return d
+	}
+	e := Entry(st, cluster)
+	switch {
+	case e != nil && e.State == v1alpha1.RolloutRolling:
+		if e.MaxSurge+e.MaxUnavailable > 0 {
+			d.Share = &Budget{Surge: e.MaxSurge, Unavailable: e.MaxUnavailable}
+		}
+	case e != nil && e.State == v1alpha1.RolloutDone && st.Revision == revision:
+	default:
+		d.Hold = true
+	}
+	return d
+}
+
+// Revision identifies a workload's pod template: a hash of
+// spec.template, so that only a change of what its pods run starts a
+// rollout (not a change of replicas, strategy or labels).
+func Revision(tmpl *unstructured.Unstructured) string {
+	pt, _, _ := unstructured.NestedFieldNoCopy(tmpl.Object, "spec", "template")
+	b, err := json.Marshal(pt) // maps marshal in key order: stable
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])[:16]
+}
+
+// Governed reports whether a change of tmpl's pod template rolls out
+// under a federated budget: a Deployment with the RollingUpdate strategy
+// divided over clusters (divided: its placement gives clusters replicas),
+// unless flotilla.io/rollout says per-member.
+func Governed(tmpl *unstructured.Unstructured, divided bool) bool {
+	gvk := tmpl.GroupVersionKind()
+	if gvk.Group != "apps" || gvk.Kind != "Deployment" || !divided {
+		return false
+	}
+	if tmpl.GetAnnotations()[v1alpha1.AnnotationRollout] == v1alpha1.RolloutPerMember {
+		return false
+	}
+	t, _, _ := unstructured.NestedString(tmpl.Object, "spec", "strategy", "type")
+	return t == "" || t == "RollingUpdate"
+}
+
+// Paused reports whether the host object is paused (kubectl rollout
+// pause): no cluster is admitted until it is resumed.
+func Paused(tmpl *unstructured.Unstructured) bool {
+	p, _, _ := unstructured.NestedBool(tmpl.Object, "spec", "paused")
+	return p
+}
+
+// defaultBudget is a Deployment's default maxSurge and maxUnavailable.
+var defaultBudget = intstr.FromString("25%")
+
+// Resolve returns a Deployment's budget against its total replicas, with
+// Kubernetes' rules: maxSurge rounds up, maxUnavailable down, 25% each
+// when unset, and a budget that comes to 0/0 allows one unavailable.
+func Resolve(tmpl *unstructured.Unstructured, total int32) (Budget, error) {
+	surge, unavailable := defaultBudget, defaultBudget
+	ru, _, _ := unstructured.NestedMap(tmpl.Object, "spec", "strategy", "rollingUpdate")
+	if v, ok := ru["maxSurge"]; ok {
+		surge = intOrString(v)
+	}
+	if v, ok := ru["maxUnavailable"]; ok {
+		unavailable = intOrString(v)
+	}
+	s, err := intstr.GetScaledValueFromIntOrPercent(&surge, int(total), true)
+	if err != nil {
+		return Budget{}, err
+	}
+	u, err := intstr.GetScaledValueFromIntOrPercent(&unavailable, int(total), false)
+	if err != nil {
+		return Budget{}, err
+	}
+	if s == 0 && u == 0 {
+		u = 1
+	}
+	return Budget{Surge: int32(s), Unavailable: int32(u)}, nil
+}
+
+func intOrString(v any) intstr.IntOrString {
+	switch x := v.(type) {
+	case int64:
+		return intstr.FromInt32(int32(x))
+	case float64:
+		return intstr.FromInt32(int32(x))
+	case string:
+		return intstr.FromString(x)
+	}
+	return defaultBudget
+}

@@ -1,0 +1,261 @@
+// Package rollout plans federated rolling updates (pure): it divides a
+// workload's maxSurge and maxUnavailable among the clusters its replicas
+// are divided over, so that across all members together no more replicas
+// are unavailable, and no more pods run above the total, than the host
+// object allows. A cluster is admitted with a share of the budget that
+// is free, keeps it until its copy has rolled out (shares are never cut
+// while a member may be using them), and gives it back for the clusters
+// still waiting. The rollout controller feeds Plan what the member copies
+// report and records the plan; the propagate controller renders each copy
+// from it (For).
+package rollout
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+)
+
+// Budget is a rolling-update budget in replicas.
+type Budget struct {
+	// Surge is how many pods may run above the desired replicas.
+	Surge int32
+	// Unavailable is how many of the desired replicas may be unavailable.
+	Unavailable int32
+}
+
+// Member is what the planner knows of one placed cluster's copy.
+type Member struct {
+	// Cluster is the MemberCluster's name.
+	Cluster string
+	// Replicas is the cluster's share of the workload (the placement).
+	Replicas int32
+	// Usable: the cluster is Ready and its copy is known.
+	Usable bool
+	// UnusableSince is when the cluster stopped being usable.
+	UnusableSince time.Time
+	// HasCopy: the member holds a copy.
+	HasCopy bool
+	// Revision is the copy's flotilla.io/revision label.
+	Revision string
+	// Observed: the copy's status is of its current generation.
+	Observed bool
+	// SpecReplicas is the copy's spec.replicas.
+	SpecReplicas int32
+	// Total, Updated and Available are the copy's status replicas,
+	// updatedReplicas and availableReplicas.
+	Total, Updated, Available int32
+}
+
+// Input is everything a plan depends on.
+type Input struct {
+	// Revision is the host pod template's revision.
+	Revision string
+	// Budget is the host object's budget (Resolve).
+	Budget Budget
+	// Previous is the plan recorded last, nil for none.
+	Previous *v1alpha1.RolloutStatus
+	// Members are the placed clusters, in the order they are admitted.
+	Members []Member
+	// Frozen admits nobody (the host object is paused): clusters already
+	// rolling keep their shares.
+	Frozen bool
+	// Now is the time of the decision.
+	Now time.Time
+	// StallAfter is how long a rolling cluster may be unusable before
+	// its share goes back to the others.
+	StallAfter time.Duration
+}
+
+// Plan returns the rollout plan: every member's state and the shares of
+// those rolling. The shares of the rolling clusters never sum to more
+// than the budget, less what the other clusters already lack (their
+// unavailable replicas, their pods above their replicas).
+func Plan(in Input) *v1alpha1.RolloutStatus {
+	prev := map[string]v1alpha1.ClusterRollout{}
+	if in.Previous != nil {
+		for _, c := range in.Previous.Clusters {
+			prev[c.Cluster] = c
+		}
+	}
+	out := &v1alpha1.RolloutStatus{Revision: in.Revision, MaxSurge: in.Budget.Surge, MaxUnavailable: in.Budget.Unavailable}
+	free := in.Budget
+	var waiting []int // indexes into out.Clusters of admissible clusters
+	for _, m := range in.Members {
+		p, had := prev[m.Cluster]
+		c := v1alpha1.ClusterRollout{Cluster: m.Cluster, State: state(in, m, p, had)}
+		switch c.State {
+		case v1alpha1.RolloutRolling:
+			// Rolling keeps its share until done: a cut could leave it
+			// using more than its new share while the rest is handed on.
+			c.MaxSurge, c.MaxUnavailable = p.MaxSurge, p.MaxUnavailable
+			free.Surge -= p.MaxSurge
+			free.Unavailable -= p.MaxUnavailable
+		case v1alpha1.RolloutWaiting:
+			if m.Usable && m.HasCopy {
+				waiting = append(waiting, len(out.Clusters))
+			}
+		}
+		if c.MaxSurge+c.MaxUnavailable == 0 {
+			// What the clusters that roll without a share lack already
+			// counts against the budget.
+			free.Unavailable -= lacking(m)
+			free.Surge -= above(m)
+		}
+		c.Since = since(p, had, c.State, in.Now)
+		out.Clusters = append(out.Clusters, c)
+	}
+	defer slices.SortFunc(out.Clusters, func(a, b v1alpha1.ClusterRollout) int { return cmp.Compare(a.Cluster, b.Cluster) })
+	if in.Frozen {
+		return out
+	}
+	weights := make([]int32, len(waiting))
+	for i, idx := range waiting {
+		weights[i] = in.Members[idx].Replicas
+	}
+	for i, share := range admit(free, weights) {
+		if share.Surge+share.Unavailable == 0 {
+			continue
+		}
+		c := &out.Clusters[waiting[i]]
+		c.State, c.MaxSurge, c.MaxUnavailable = v1alpha1.RolloutRolling, share.Surge, share.Unavailable
+		c.Since = metav1.NewTime(in.Now)
+	}
+	return out
+}
+
+// state is where a member is: Done once its copy has rolled out the
+// revision; Rolling (with the share it had) until then once admitted, or
+// from the start without a share when nothing is to be replaced (a new
+// copy, or the first plan of an object); Stalled when a rolling cluster
+// stays unusable for StallAfter; Waiting otherwise, which holds the copy.
+func state(in Input, m Member, p v1alpha1.ClusterRollout, had bool) v1alpha1.RolloutState {
+	sameRevision := in.Previous != nil && in.Previous.Revision == in.Revision
+	switch {
+	case Done(m, in.Revision):
+		return v1alpha1.RolloutDone
+	case had && p.State == v1alpha1.RolloutDone && sameRevision:
+		// A scale or a restarted pod is no rollout.
+		return v1alpha1.RolloutDone
+	case had && p.State == v1alpha1.RolloutRolling:
+		if m.Usable || in.Now.Sub(m.UnusableSince) < in.StallAfter {
+			return v1alpha1.RolloutRolling
+		}
+		return v1alpha1.RolloutStalled
+	case had && p.State == v1alpha1.RolloutStalled && !m.Usable:
+		return v1alpha1.RolloutStalled
+	case !m.HasCopy, !had && (in.Previous == nil || m.Revision == in.Revision):
+		// Nothing to hold back: a new copy is created from the template,
+		// and an object's first plan finds its copies as they are.
+		return v1alpha1.RolloutRolling
+	}
+	return v1alpha1.RolloutWaiting
+}
+
+// Done reports whether a copy has rolled out revision: it holds it, its
+// status is current, and all its replicas are of the revision with no
+// old pod left (their availability counts against the budget whatever
+// the state).
+func Done(m Member, revision string) bool {
+	return m.HasCopy && m.Revision == revision && m.Observed && m.SpecReplicas == m.Replicas &&
+		m.Updated == m.Replicas && m.Total == m.Replicas
+}
+
+// lacking is how many of a copy's replicas are unavailable.
+func lacking(m Member) int32 {
+	if !m.Usable || !m.HasCopy {
+		return 0
+	}
+	return max(0, m.SpecReplicas-m.Available)
+}
+
+// above is how many pods a copy runs above its replicas.
+func above(m Member) int32 {
+	if !m.Usable || !m.HasCopy {
+		return 0
+	}
+	return max(0, m.Total-m.SpecReplicas)
+}
+
+// since keeps a state's start while the state stays.
+func since(p v1alpha1.ClusterRollout, had bool, state v1alpha1.RolloutState, now time.Time) metav1.Time {
+	if had && p.State == state {
+		return p.Since
+	}
+	return metav1.NewTime(now)
+}
+
+// admit divides the free budget among the waiting clusters (weights:
+// their replicas), in order: first one unit each (unavailability first,
+// as a single cluster's rollout spends it first, then surge) while any is
+// left, so that as many clusters as the budget allows roll at once and
+// none is starved; then the rest of each kind in proportion to the
+// weights (the largest quotient w/(a+1) takes the next unit, ties to the
+// earlier), never more than a cluster's replicas. A share of 0/0 waits.
+func admit(free Budget, weights []int32) []Budget {
+	out := make([]Budget, len(weights))
+	free.Surge, free.Unavailable = max(free.Surge, 0), max(free.Unavailable, 0)
+	var admitted []int
+	for i, w := range weights {
+		switch {
+		case w == 0:
+			// Nothing to replace: a unit of surge lets it move to the
+			// new template.
+			if free.Surge > 0 {
+				out[i].Surge, free.Surge = 1, free.Surge-1
+			} else if free.Unavailable > 0 {
+				out[i].Unavailable, free.Unavailable = 1, free.Unavailable-1
+			}
+			continue
+		case free.Unavailable > 0:
+			out[i].Unavailable, free.Unavailable = 1, free.Unavailable-1
+		case free.Surge > 0:
+			out[i].Surge, free.Surge = 1, free.Surge-1
+		default:
+			continue
+		}
+		admitted = append(admitted, i)
+	}
+	spread(free.Unavailable, admitted, weights, func(i int) *int32 { return &out[i].Unavailable })
+	spread(free.Surge, admitted, weights, func(i int) *int32 { return &out[i].Surge })
+	return out
+}
+
+// spread hands units one at a time to the admitted cluster with the
+// largest quotient weight/(share+1) whose share is below its weight.
+func spread(units int32, admitted []int, weights []int32, share func(int) *int32) {
+	for ; units > 0; units-- {
+		best := -1
+		for _, i := range admitted {
+			a := *share(i)
+			if a >= weights[i] {
+				continue
+			}
+			// w_i/(a_i+1) > w_b/(a_b+1), in integers.
+			if best < 0 || int64(weights[i])*int64(*share(best)+1) > int64(weights[best])*int64(a+1) {
+				best = i
+			}
+		}
+		if best < 0 {
+			return
+		}
+		*share(best)++
+	}
+}
+
+// Entry returns the plan's entry of a cluster, or nil.
+func Entry(st *v1alpha1.RolloutStatus, cluster string) *v1alpha1.ClusterRollout {
+	if st == nil {
+		return nil
+	}
+	for i := range st.Clusters {
+		if st.Clusters[i].Cluster == cluster {
+			return &st.Clusters[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,269 @@
+package rollout
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+)
+
+var t0 = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+
+// steady is a member whose copy runs n replicas of revision rev.
+func steady(name string, n int32, rev string) Member {
+	return Member{Cluster: name, Replicas: n, Usable: true, HasCopy: true, Revision: rev, Observed: true,
+		SpecReplicas: n, Total: n, Updated: n, Available: n}
+}
+
+// held is a member whose copy holds revision rev on its n old pods.
+func held(name string, n int32, rev string) Member {
+	m := steady(name, n, rev)
+	m.Updated = 0
+	return m
+}
+
+// describe prints a plan as "a=Rolling(1/1) b=Waiting".
+func describe(st *v1alpha1.RolloutStatus) string {
+	var parts []string
+	for _, c := range st.Clusters {
+		s := c.Cluster + "=" + string(c.State)
+		if c.MaxSurge+c.MaxUnavailable > 0 {
+			s += fmt.Sprintf("(%d/%d)", c.MaxSurge, c.MaxUnavailable)
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, " ")
+}
+
+// plan builds a previous plan from "a=Rolling(1/1) b=Waiting" terms.
+func plan(rev string, budget Budget, terms ...string) *v1alpha1.RolloutStatus {
+	st := &v1alpha1.RolloutStatus{Revision: rev, MaxSurge: budget.Surge, MaxUnavailable: budget.Unavailable}
+	for _, term := range terms {
+		name, rest, _ := strings.Cut(term, "=")
+		c := v1alpha1.ClusterRollout{Cluster: name}
+		state, share, _ := strings.Cut(rest, "(")
+		c.State = v1alpha1.RolloutState(state)
+		if share != "" {
+			fmt.Sscanf(share, "%d/%d)", &c.MaxSurge, &c.MaxUnavailable)
+		}
+		st.Clusters = append(st.Clusters, c)
+	}
+	return st
+}
+
+func TestPlan(t *testing.T) {
+	b33 := Budget{Surge: 3, Unavailable: 3}
+	tests := []struct {
+		name string
+		in   Input
+		want string
+	}{{
+		name: "first plan of a new object: nothing held",
+		in:   Input{Revision: "r1", Budget: b33, Members: []Member{{Cluster: "a", Replicas: 10, Usable: true}, steady("b", 10, "r1")}},
+		want: "a=Rolling b=Done",
+	}, {
+		name: "a template change: three clusters of 10 share 3/3 one each",
+		in: Input{Revision: "r2", Budget: b33, Previous: plan("r1", b33, "a=Done", "b=Done", "c=Done"),
+			Members: []Member{held("a", 10, "r2"), held("b", 10, "r2"), held("c", 10, "r2")}},
+		want: "a=Rolling(1/1) b=Rolling(1/1) c=Rolling(1/1)",
+	}, {
+		name: "shares follow the replicas after one unit each",
+		in: Input{Revision: "r2", Budget: Budget{Surge: 6, Unavailable: 6}, Previous: plan("r1", b33, "a=Done", "b=Done", "c=Done"),
+			Members: []Member{held("a", 20, "r2"), held("b", 5, "r2"), held("c", 5, "r2")}},
+		want: "a=Rolling(4/4) b=Rolling(1/1) c=Rolling(1/1)",
+	}, {
+		name: "a budget smaller than the clusters: the first roll, the rest wait",
+		in: Input{Revision: "r2", Budget: Budget{Surge: 0, Unavailable: 1}, Previous: plan("r1", b33, "a=Done", "b=Done", "c=Done"),
+			Members: []Member{held("a", 10, "r2"), held("b", 10, "r2"), held("c", 10, "r2")}},
+		want: "a=Rolling(0/1) b=Waiting c=Waiting",
+	}, {
+		name: "surge only: one unit of surge each",
+		in: Input{Revision: "r2", Budget: Budget{Surge: 2, Unavailable: 0}, Previous: plan("r1", b33, "a=Done", "b=Done", "c=Done"),
+			Members: []Member{held("a", 10, "r2"), held("b", 10, "r2"), held("c", 10, "r2")}},
+		want: "a=Rolling(1/0) b=Rolling(1/0) c=Waiting",
+	}, {
+		name: "a finished cluster hands its share to the next",
+		in: Input{Revision: "r2", Budget: Budget{Surge: 0, Unavailable: 1}, Previous: plan("r2", b33, "a=Rolling(0/1)", "b=Waiting", "c=Waiting"),
+			Members: []Member{steady("a", 10, "r2"), held("b", 10, "r2"), held("c", 10, "r2")}},
+		want: "a=Done b=Rolling(0/1) c=Waiting",
+	}, {
+		name: "rolling shares are never cut, and nothing is admitted beyond them",
+		in: Input{Revision: "r2", Budget: Budget{Surge: 0, Unavailable: 1}, Previous: plan("r2", b33, "a=Rolling(2/2)", "b=Waiting"),
+			Members: []Member{held("a", 10, "r2"), held("b", 10, "r2")}},
+		want: "a=Rolling(2/2) b=Waiting",
+	}, {
+		name: "unavailable replicas elsewhere count against the budget",
+		in: Input{Revision: "r2", Budget: Budget{Surge: 0, Unavailable: 2}, Previous: plan("r1", b33, "a=Done", "b=Done"),
+			Members: []Member{func() Member { m := held("a", 10, "r2"); m.Available = 8; return m }(), held("b", 10, "r2")}},
+		want: "a=Waiting b=Waiting",
+	}, {
+		name: "paused host: nobody admitted, rolling keeps its share",
+		in: Input{Revision: "r2", Budget: b33, Frozen: true, Previous: plan("r2", b33, "a=Rolling(1/1)", "b=Waiting"),
+			Members: []Member{held("a", 10, "r2"), held("b", 10, "r2")}},
+		want: "a=Rolling(1/1) b=Waiting",
+	}, {
+		name: "an unusable rolling cluster keeps its share until StallAfter, then gives it back",
+		in: Input{Revision: "r2", Budget: Budget{Surge: 0, Unavailable: 1}, Now: t0, StallAfter: time.Minute, Previous: plan("r2", b33, "a=Rolling(0/1)", "b=Waiting"),
+			Members: []Member{{Cluster: "a", Replicas: 10, UnusableSince: t0.Add(-2 * time.Minute)}, held("b", 10, "r2")}},
+		want: "a=Stalled b=Rolling(0/1)",
+	}, {
+		name: "within StallAfter the share stays",
+		in: Input{Revision: "r2", Budget: Budget{Surge: 0, Unavailable: 1}, Now: t0, StallAfter: time.Minute, Previous: plan("r2", b33, "a=Rolling(0/1)", "b=Waiting"),
+			Members: []Member{{Cluster: "a", Replicas: 10, UnusableSince: t0.Add(-time.Second)}, held("b", 10, "r2")}},
+		want: "a=Rolling(0/1) b=Waiting",
+	}, {
+		name: "a stalled cluster back waits for a share again",
+		in: Input{Revision: "r2", Budget: Budget{Surge: 0, Unavailable: 1}, Previous: plan("r2", b33, "a=Stalled", "b=Rolling(0/1)"),
+			Members: []Member{held("a", 10, "r2"), held("b", 10, "r2")}},
+		want: "a=Waiting b=Rolling(0/1)",
+	}, {
+		name: "a scale of a done cluster is no rollout",
+		in: Input{Revision: "r2", Budget: b33, Previous: plan("r2", b33, "a=Done"),
+			Members: []Member{func() Member { m := steady("a", 12, "r2"); m.SpecReplicas, m.Total, m.Updated = 12, 10, 10; return m }()}},
+		want: "a=Done",
+	}, {
+		name: "a template change while rolling: the share carries over",
+		in: Input{Revision: "r3", Budget: b33, Previous: plan("r2", b33, "a=Rolling(1/1)", "b=Done"),
+			Members: []Member{held("a", 10, "r3"), held("b", 10, "r3")}},
+		want: "a=Rolling(1/1) b=Rolling(2/2)",
+	}, {
+		name: "an empty cluster moves with a unit of surge",
+		in: Input{Revision: "r2", Budget: Budget{Surge: 1, Unavailable: 1}, Previous: plan("r1", b33, "a=Done", "b=Done"),
+			Members: []Member{func() Member { m := held("a", 0, "r2"); m.Total, m.SpecReplicas, m.Available = 0, 0, 0; return m }(), held("b", 10, "r2")}},
+		want: "a=Done b=Rolling(1/1)",
+	}, {
+		name: "a cluster new to the placement is created, not held",
+		in: Input{Revision: "r2", Budget: b33, Previous: plan("r2", b33, "a=Done"),
+			Members: []Member{steady("a", 5, "r2"), {Cluster: "b", Replicas: 5, Usable: true}}},
+		want: "a=Done b=Rolling",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Plan(tt.in)
+			if d := describe(got); d != tt.want {
+				t.Errorf("Plan = %s, want %s", d, tt.want)
+			}
+			if got.Revision != tt.in.Revision || got.MaxSurge != tt.in.Budget.Surge || got.MaxUnavailable != tt.in.Budget.Unavailable {
+				t.Errorf("plan header %s %d/%d, want the input's", got.Revision, got.MaxSurge, got.MaxUnavailable)
+			}
+			// A second pass over the same state changes nothing.
+			again := tt.in
+			again.Previous = got
+			if d := describe(Plan(again)); d != tt.want {
+				t.Errorf("second pass = %s, want the same plan %s", d, tt.want)
+			}
+		})
+	}
+}
+
+func TestPlanKeepsSince(t *testing.T) {
+	in := Input{Revision: "r2", Budget: Budget{Surge: 1, Unavailable: 1}, Now: t0, Previous: plan("r1", Budget{}, "a=Done"), Members: []Member{held("a", 10, "r2")}}
+	first := Plan(in)
+	in.Previous, in.Now = first, t0.Add(time.Minute)
+	second := Plan(in)
+	if !second.Clusters[0].Since.Equal(&first.Clusters[0].Since) || first.Clusters[0].State != v1alpha1.RolloutRolling {
+		t.Errorf("Since %v then %v (state %s): want it kept while the state stays", first.Clusters[0].Since, second.Clusters[0].Since, first.Clusters[0].State)
+	}
+}
+
+func TestFor(t *testing.T) {
+	st := plan("r2", Budget{}, "a=Rolling(1/2)", "b=Waiting", "c=Done", "d=Rolling", "e=Stalled")
+	tests := []struct {
+		cluster  string
+		revision string
+		hasCopy  bool
+		want     string
+	}{
+		{"a", "r2", true, "share 1/2"},
+		{"a", "r3", true, "share 1/2"}, // carries over a newer template
+		{"b", "r2", true, "hold"},
+		{"b", "r2", false, "as is"}, // never hold a copy being created
+		{"c", "r2", true, "as is"},
+		{"c", "r3", true, "hold"}, // the moment between a change and its plan
+		{"d", "r2", true, "as is"},
+		{"e", "r2", true, "hold"},
+		{"f", "r2", true, "hold"},
+		{"f", "r2", false, "as is"},
+	}
+	for _, tt := range tests {
+		d := For(st, tt.revision, tt.cluster, tt.hasCopy)
+		got := "as is"
+		switch {
+		case d.Hold:
+			got = "hold"
+		case d.Share != nil:
+			got = fmt.Sprintf("share %d/%d", d.Share.Surge, d.Share.Unavailable)
+		}
+		if got != tt.want || d.Revision != tt.revision {
+			t.Errorf("For(%s, %s, copy %v) = %s (revision %s), want %s", tt.cluster, tt.revision, tt.hasCopy, got, d.Revision, tt.want)
+		}
+	}
+	if d := For(nil, "r1", "a", true); d.Hold || d.Share != nil {
+		t.Errorf("For without a plan = %+v, want the copy as it is", d)
+	}
+}
+
+func deployment(strategy map[string]any) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "spec": map[string]any{}}}
+	if strategy != nil {
+		_ = unstructured.SetNestedMap(u.Object, strategy, "spec", "strategy")
+	}
+	return u
+}
+
+func TestResolve(t *testing.T) {
+	tests := []struct {
+		strategy map[string]any
+		total    int32
+		want     Budget
+	}{
+		{nil, 30, Budget{Surge: 8, Unavailable: 7}}, // 25%: up and down
+		{map[string]any{"rollingUpdate": map[string]any{"maxSurge": int64(3), "maxUnavailable": int64(3)}}, 30, Budget{3, 3}},
+		{map[string]any{"rollingUpdate": map[string]any{"maxSurge": "10%", "maxUnavailable": int64(0)}}, 30, Budget{3, 0}},
+		{map[string]any{"rollingUpdate": map[string]any{"maxSurge": int64(0), "maxUnavailable": "10%"}}, 5, Budget{0, 1}}, // 0/0 allows one
+	}
+	for _, tt := range tests {
+		got, err := Resolve(deployment(tt.strategy), tt.total)
+		if err != nil || got != tt.want {
+			t.Errorf("Resolve(%v, %d) = %+v, %v; want %+v", tt.strategy, tt.total, got, err, tt.want)
+		}
+	}
+	if _, err := Resolve(deployment(map[string]any{"rollingUpdate": map[string]any{"maxSurge": "x%"}}), 10); err == nil {
+		t.Error("Resolve of a bad percentage: no error")
+	}
+}
+
+func TestGoverned(t *testing.T) {
+	d := deployment(nil)
+	if !Governed(d, true) || Governed(d, false) {
+		t.Error("a divided Deployment is governed, a duplicated one not")
+	}
+	d.SetAnnotations(map[string]string{v1alpha1.AnnotationRollout: v1alpha1.RolloutPerMember})
+	if Governed(d, true) {
+		t.Error("per-member: not governed")
+	}
+	if Governed(deployment(map[string]any{"type": "Recreate"}), true) {
+		t.Error("Recreate: not governed")
+	}
+	sts := deployment(nil)
+	sts.SetKind("StatefulSet")
+	if Governed(sts, true) {
+		t.Error("StatefulSets are not governed (yet)")
+	}
+}
+
+func TestRevision(t *testing.T) {
+	a := deployment(nil)
+	_ = unstructured.SetNestedField(a.Object, "example.com/web:1", "spec", "template", "spec", "image")
+	b := a.DeepCopy()
+	_ = unstructured.SetNestedField(b.Object, int64(7), "spec", "replicas")
+	c := a.DeepCopy()
+	_ = unstructured.SetNestedField(c.Object, "example.com/web:2", "spec", "template", "spec", "image")
+	if Revision(a) != Revision(b) || Revision(a) == Revision(c) || len(Revision(a)) != 16 {
+		t.Errorf("revisions %s %s %s: want equal for a replicas change, different for a template change", Revision(a), Revision(b), Revision(c))
+	}
+}
