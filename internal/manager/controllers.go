@@ -17,6 +17,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/controller/interpreters"
 	"github.com/flotilla-io/flotilla/internal/controller/migrate"
 	"github.com/flotilla-io/flotilla/internal/controller/propagate"
+	"github.com/flotilla-io/flotilla/internal/controller/rollout"
 	"github.com/flotilla-io/flotilla/internal/controller/schedule"
 	"github.com/flotilla-io/flotilla/internal/controller/status"
 	"github.com/flotilla-io/flotilla/internal/member"
@@ -111,6 +112,16 @@ var Controllers = []Controller{
 			Client:   mgr.GetClient(),
 			Loader:   shared.Interpreters,
 			Recorder: mgr.GetEventRecorder("flotilla-" + interpreters.Name),
+		}
+		return r.SetupWithManager(mgr)
+	}},
+	{Name: rollout.Name, Setup: func(mgr ctrl.Manager, opts Options, shared *Shared) error {
+		r := &rollout.Reconciler{
+			Client:                  mgr.GetClient(),
+			Templates:               shared.Templates,
+			Pool:                    shared.Pool,
+			MaxConcurrentReconciles: opts.ConcurrentSyncs,
+			StallAfter:              opts.RolloutStallAfter,
 		}
 		return r.SetupWithManager(mgr)
 	}},

@@ -33,6 +33,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/controller/cluster"
 	"github.com/flotilla-io/flotilla/internal/controller/fedobj"
 	"github.com/flotilla-io/flotilla/internal/controller/interpreters"
+	"github.com/flotilla-io/flotilla/internal/controller/rollout"
 	"github.com/flotilla-io/flotilla/internal/member"
 	hostscheme "github.com/flotilla-io/flotilla/internal/scheme"
 	"github.com/flotilla-io/flotilla/internal/templates"
@@ -129,8 +130,8 @@ type Options struct {
 	AgentCertificateLifetime time.Duration
 	// ConcurrentClusterSyncs bounds parallel MemberCluster reconciles.
 	ConcurrentClusterSyncs int
-	// ConcurrentSyncs bounds parallel reconciles of the federate, schedule
-	// and status controllers.
+	// ConcurrentSyncs bounds parallel reconciles of the federate, schedule,
+	// rollout and status controllers.
 	ConcurrentSyncs int
 	// HostQPS and HostBurst limit the requests to the host (a negative QPS
 	// removes the limit).
@@ -139,6 +140,10 @@ type Options struct {
 	// ConcurrentPropagationSyncs bounds parallel FederatedObject
 	// propagations (each writes to its clusters in parallel).
 	ConcurrentPropagationSyncs int
+	// RolloutStallAfter is how long a cluster rolling in a federated
+	// rollout may be not Ready before its share of the budget goes back
+	// to the others.
+	RolloutStallAfter time.Duration
 	// TemplateDiscoveryInterval is how often the host's kinds are
 	// rediscovered (a CRD change triggers it at once).
 	TemplateDiscoveryInterval time.Duration
@@ -179,6 +184,7 @@ func DefaultOptions() Options {
 		HostQPS:                    1000,
 		HostBurst:                  2000,
 		TemplateDiscoveryInterval:  30 * time.Second,
+		RolloutStallAfter:          rollout.DefaultStallAfter,
 		GracefulShutdown:           30 * time.Second,
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/override"
+	"github.com/flotilla-io/flotilla/internal/rollout"
 	"github.com/flotilla-io/flotilla/internal/workload"
 )
 
@@ -21,6 +22,10 @@ type Input struct {
 	Placement v1alpha1.ClusterPlacement
 	// Overrides are the rules for the cluster, in order.
 	Overrides []override.Source
+	// Rollout, when set, is the copy's part in a federated rollout
+	// (internal/rollout): its revision label, held or its share of the
+	// budget.
+	Rollout *rollout.Directive
 }
 
 // Render returns the object for one cluster.
@@ -38,7 +43,36 @@ func Render(in Input) (*unstructured.Unstructured, error) {
 	if err := override.Apply(obj, in.Overrides); err != nil {
 		return nil, err
 	}
+	if in.Rollout != nil {
+		if err := setRollout(obj, *in.Rollout); err != nil {
+			return nil, err
+		}
+	}
 	return obj, nil
+}
+
+// setRollout applies a federated rollout's directive to a Deployment
+// copy, after the overrides (the federation's budget is not theirs to
+// change): the revision label; a held copy is paused, which keeps its
+// pods while it holds the new template; a rolling one gets its share of
+// maxSurge and maxUnavailable.
+func setRollout(obj *unstructured.Unstructured, d rollout.Directive) error {
+	labels := obj.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[v1alpha1.LabelRevision] = d.Revision
+	obj.SetLabels(labels)
+	if d.Hold {
+		return unstructured.SetNestedField(obj.Object, true, "spec", "paused")
+	}
+	if d.Share == nil {
+		return nil
+	}
+	if err := unstructured.SetNestedField(obj.Object, int64(d.Share.Surge), "spec", "strategy", "rollingUpdate", "maxSurge"); err != nil {
+		return err
+	}
+	return unstructured.SetNestedField(obj.Object, int64(d.Share.Unavailable), "spec", "strategy", "rollingUpdate", "maxUnavailable")
 }
 
 // setOrdinalStart numbers a StatefulSet's pods in the cluster from start

@@ -116,7 +116,8 @@ Controllers: ` + strings.Join(manager.ControllerNames(), ", ") + `.`,
 	fs.StringVar(&m.CredentialsNamespace, "credentials-namespace", m.CredentialsNamespace, "namespace of the member credentials Secrets")
 	fs.IntVar(&m.ConcurrentClusterSyncs, "concurrent-cluster-syncs", m.ConcurrentClusterSyncs, "MemberClusters reconciled in parallel")
 	fs.IntVar(&m.ConcurrentPropagationSyncs, "concurrent-propagation-syncs", m.ConcurrentPropagationSyncs, "FederatedObjects propagated in parallel (each writes to its clusters in parallel)")
-	fs.IntVar(&m.ConcurrentSyncs, "concurrent-syncs", m.ConcurrentSyncs, "objects reconciled in parallel by each of the federate, schedule and status controllers")
+	fs.IntVar(&m.ConcurrentSyncs, "concurrent-syncs", m.ConcurrentSyncs, "objects reconciled in parallel by each of the federate, schedule, rollout and status controllers")
+	fs.DurationVar(&m.RolloutStallAfter, "rollout-stall-after", m.RolloutStallAfter, "how long a cluster rolling in a federated rollout may be not Ready before its share of maxSurge/maxUnavailable goes to the other clusters")
 	fs.Float32Var(&m.HostQPS, "kube-api-qps", m.HostQPS, "requests per second to the host apiserver (negative: no client-side limit)")
 	fs.IntVar(&m.HostBurst, "kube-api-burst", m.HostBurst, "request burst to the host apiserver")
 	fs.Float32Var(&m.Cluster.ClientQPS, "member-api-qps", m.Cluster.ClientQPS, "requests per second to each member apiserver (negative: no client-side limit)")
@@ -174,6 +175,9 @@ func (o *ControllerManagerOptions) Validate() error {
 	}
 	if o.Manager.ConcurrentClusterSyncs < 1 {
 		return fmt.Errorf("--concurrent-cluster-syncs must be at least 1")
+	}
+	if o.Manager.RolloutStallAfter <= 0 {
+		return fmt.Errorf("--rollout-stall-after must be positive")
 	}
 	if o.Manager.ConcurrentSyncs < 1 {
 		return fmt.Errorf("--concurrent-syncs must be at least 1")

@@ -6,6 +6,7 @@ package fedobj
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -149,6 +150,32 @@ func PolicySpec(ctx context.Context, c client.Reader, ref v1alpha1.PolicyReferen
 func Scheduled(fo *v1alpha1.FederatedObject) bool {
 	return len(fo.Placement()) > 0 || len(fo.Status.Clusters) > 0 ||
 		meta.FindStatusCondition(fo.Status.Conditions, v1alpha1.ConditionScheduled) != nil
+}
+
+// RolloutChanged passes FederatedObject updates that change what a
+// federated rollout admits (status.rollout's revision, states and
+// shares; not the times).
+var RolloutChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld.(*v1alpha1.FederatedObject), e.ObjectNew.(*v1alpha1.FederatedObject)
+		return rolloutKey(o.Status.Rollout) != rolloutKey(n.Status.Rollout)
+	},
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+// rolloutKey is what of a rollout status the copies are rendered from.
+func rolloutKey(st *v1alpha1.RolloutStatus) string {
+	if st == nil {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(st.Revision)
+	for _, c := range st.Clusters {
+		fmt.Fprintf(&b, "|%s=%s/%d/%d", c.Cluster, c.State, c.MaxSurge, c.MaxUnavailable)
+	}
+	return b.String()
 }
 
 // PlacementChanged passes FederatedObject updates that change the

@@ -17,6 +17,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/member"
 	"github.com/flotilla-io/flotilla/internal/policy"
 	"github.com/flotilla-io/flotilla/internal/render"
+	"github.com/flotilla-io/flotilla/internal/rollout"
 	"github.com/flotilla-io/flotilla/internal/workload"
 )
 
@@ -54,7 +55,16 @@ func (r *Reconciler) syncCluster(ctx context.Context, fo types.NamespacedName, t
 	// Before rendering: a member cache that is listing (after a start) is
 	// waited for here, not met by a render and a requeue.
 	sess.WaitManaged(ctx, gvr)
-	desired, err := render.Render(render.Input{Template: tmpl, Placement: p, Overrides: policy.Overrides(tmpl, mc, env.cops, env.ops)})
+	rin := render.Input{Template: tmpl, Placement: p, Overrides: policy.Overrides(tmpl, mc, env.cops, env.ops)}
+	if env.revision != "" {
+		// A federated rollout: whether the member holds a copy decides
+		// whether it may be held (a cache that is listing makes Apply
+		// wait before anything is written).
+		live, _ := sess.ManagedObject(gvr, tmpl.GetNamespace(), tmpl.GetName())
+		d := rollout.For(env.rollout, env.revision, p.Cluster, live != nil)
+		rin.Rollout = &d
+	}
+	desired, err := render.Render(rin)
 	if err != nil {
 		return fail(v1alpha1.PropagationApplyFailed, "render: "+err.Error())
 	}

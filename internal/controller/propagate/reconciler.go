@@ -28,6 +28,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/controller/trigger"
 	"github.com/flotilla-io/flotilla/internal/member"
 	"github.com/flotilla-io/flotilla/internal/policy"
+	"github.com/flotilla-io/flotilla/internal/rollout"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
 	"github.com/flotilla-io/flotilla/internal/templates"
 )
@@ -198,6 +199,10 @@ type environment struct {
 	// object's emptyPlacement is Allow; always for followers, whose
 	// placement follows their workloads' copies).
 	allowEmpty bool
+	// revision is the template's revision when its rollout is federated
+	// (rollout.Governed), "" otherwise; rollout is the recorded plan.
+	revision string
+	rollout  *v1alpha1.RolloutStatus
 }
 
 func (r *Reconciler) environment(ctx context.Context, fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured) (*environment, error) {
@@ -246,7 +251,21 @@ func (r *Reconciler) environment(ctx context.Context, fo *v1alpha1.FederatedObje
 	}
 	adoption := policy.Adopt(tmpl, own, leaders)
 	env.adopt, env.conflictHint = adoption.Adopt, adoption.Hint
+	if rollout.Governed(tmpl, divided(fo)) {
+		env.revision, env.rollout = rollout.Revision(tmpl), fo.Status.Rollout
+	}
 	return env, nil
+}
+
+// divided reports whether fo's placement gives its clusters replicas (a
+// workload divided over them).
+func divided(fo *v1alpha1.FederatedObject) bool {
+	for _, p := range fo.Placement() {
+		if p.Replicas != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // result is one cluster's outcome.

@@ -1,0 +1,272 @@
+// Package rollout is the controller that drives federated rolling
+// updates. For a Deployment divided over clusters it records in the
+// FederatedObject's status which clusters may roll now and with what
+// share of the host object's maxSurge and maxUnavailable (planned by
+// internal/rollout from what the member copies report), and the RolledOut
+// condition. The propagate controller renders each copy from that record:
+// held (paused) until admitted, then with its share.
+package rollout
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/controller/copies"
+	"github.com/flotilla-io/flotilla/internal/controller/fedobj"
+	"github.com/flotilla-io/flotilla/internal/controller/trigger"
+	"github.com/flotilla-io/flotilla/internal/member"
+	"github.com/flotilla-io/flotilla/internal/rollout"
+	"github.com/flotilla-io/flotilla/internal/templates"
+	"github.com/flotilla-io/flotilla/internal/workload"
+)
+
+// Name is the controller's name for --controllers.
+const Name = "rollout"
+
+// +kubebuilder:rbac:groups=flotilla.io,resources=federatedobjects;memberclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=flotilla.io,resources=federatedobjects/status,verbs=get;patch
+
+// DefaultStallAfter is how long a rolling cluster may be unusable before
+// its share of the budget goes back to the others.
+const DefaultStallAfter = 5 * time.Minute
+
+// Reconciler plans the federated rollouts.
+type Reconciler struct {
+	// Client reads FederatedObjects and MemberClusters (cached) and
+	// writes the rollout status.
+	Client client.Client
+	// Templates is the host template cache.
+	Templates *templates.Cache
+	// Pool holds the member sessions.
+	Pool *member.Pool
+	// MaxConcurrentReconciles bounds parallel reconciles (default 4).
+	MaxConcurrentReconciles int
+	// StallAfter overrides DefaultStallAfter.
+	StallAfter time.Duration
+	// Now is the clock (tests); time.Now when nil.
+	Now func() time.Time
+
+	queue trigger.Queue[ctrl.Request]
+}
+
+// SetupWithManager registers the controller with mgr: FederatedObjects,
+// their templates, their member copies (status included: a copy's
+// progress is what admits the next cluster) and the clusters' readiness.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.Templates.Subscribe(func(k templates.Key) { r.queue.Add(fedobj.Request(k)) })
+	r.Pool.Subscribe(func(e member.ObjectEvent) {
+		if req, ok := fedobj.MemberEventRequest(r.Templates, e); ok {
+			r.queue.Add(req)
+		}
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(Name).
+		For(&v1alpha1.FederatedObject{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, fedobj.PlacementChanged))).
+		Watches(&v1alpha1.MemberCluster{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			reqs, err := fedobj.ForCluster(ctx, r.Client, o.GetName())
+			if err != nil {
+				ctrl.LoggerFrom(ctx).Error(err, "List FederatedObjects of cluster", "cluster", o.GetName())
+			}
+			return reqs
+		}), builder.WithPredicates(fedobj.ReadinessOrLabelsChanged)).
+		WatchesRawSource(r.queue.Source()).
+		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(r.MaxConcurrentReconciles, 4)}).
+		Complete(r)
+}
+
+// Reconcile plans one FederatedObject's rollout.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	fo := &v1alpha1.FederatedObject{}
+	if err := r.Client.Get(ctx, req.NamespacedName, fo); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !fo.DeletionTimestamp.IsZero() || !fedobj.Scheduled(fo) {
+		return reconcile.Result{}, nil
+	}
+	tmpl, err := r.Templates.GetSynced(ctx, fedobj.Template(fo))
+	switch {
+	case errors.Is(err, templates.ErrNotSynced):
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	case errors.Is(err, templates.ErrUnknownKind):
+		return reconcile.Result{}, nil
+	case err != nil:
+		return reconcile.Result{}, fmt.Errorf("read the template of %s: %w", req, err)
+	case tmpl == nil || tmpl.GetUID() != fo.Spec.Template.UID:
+		return reconcile.Result{}, nil
+	}
+	if !rollout.Governed(tmpl, divided(fo)) {
+		// Nothing of ours to keep (a policy turned Duplicate, the
+		// per-member annotation): give the fields up.
+		return reconcile.Result{}, r.write(ctx, fo, nil, nil)
+	}
+	now := r.now()
+	total, _ := workload.Replicas(tmpl)
+	budget, err := rollout.Resolve(tmpl, total)
+	if err != nil {
+		cond := metav1.Condition{Type: v1alpha1.ConditionRolledOut, Status: metav1.ConditionFalse, Reason: "InvalidStrategy",
+			Message: "spec.strategy.rollingUpdate: " + err.Error()}
+		return reconcile.Result{}, r.write(ctx, fo, fo.Status.Rollout, &cond)
+	}
+	members, stuck, wait, err := r.members(ctx, fo, tmpl, now)
+	if err != nil || wait {
+		return reconcile.Result{RequeueAfter: time.Second}, err
+	}
+	in := rollout.Input{Revision: rollout.Revision(tmpl), Budget: budget, Previous: fo.Status.Rollout, Members: members,
+		Frozen: rollout.Paused(tmpl), Now: now, StallAfter: r.stallAfter()}
+	plan := rollout.Plan(in)
+	cond := condition(plan, in.Frozen, stuck)
+	if err := r.write(ctx, fo, plan, &cond); err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: r.stallCheck(plan, members, now)}, nil
+}
+
+// members describes the placed clusters' copies for the planner, and
+// names the clusters whose copy exceeded its progress deadline (stuck).
+// wait is true while a usable cluster's copy is not known yet.
+func (r *Reconciler) members(ctx context.Context, fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured, now time.Time) (out []rollout.Member, stuck []string, wait bool, err error) {
+	kind, ok := r.Templates.Lookup(templates.KeyOf(tmpl).GroupKind())
+	if !ok {
+		return nil, nil, true, nil
+	}
+	for _, p := range fo.Placement() {
+		m := rollout.Member{Cluster: p.Cluster, Replicas: ptrValue(p.Replicas)}
+		mc := &v1alpha1.MemberCluster{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Name: p.Cluster}, mc, client.UnsafeDisableDeepCopy); client.IgnoreNotFound(err) != nil {
+			return nil, nil, false, err
+		}
+		if mc.Name == "" {
+			mc = nil
+		}
+		c := copies.Of(ctx, r.Pool, mc, p.Cluster, kind.GVR, tmpl.GetNamespace(), tmpl.GetName())
+		switch {
+		case c.Waiting():
+			return nil, nil, true, nil
+		case c.Known():
+			m.Usable = true
+			if c.Live != nil {
+				describeCopy(&m, c.Live)
+				if deadlineExceeded(c.Live) {
+					stuck = append(stuck, p.Cluster)
+				}
+			}
+		default:
+			m.UnusableSince = unusableSince(mc, now)
+		}
+		out = append(out, m)
+	}
+	return out, stuck, false, nil
+}
+
+// describeCopy fills in what the copy (its projection) reports.
+func describeCopy(m *rollout.Member, live *unstructured.Unstructured) {
+	m.HasCopy = true
+	m.Revision = live.GetLabels()[v1alpha1.LabelRevision]
+	observed, _, _ := unstructured.NestedInt64(live.Object, "status", "observedGeneration")
+	m.Observed = observed >= live.GetGeneration()
+	m.SpecReplicas, _ = workload.Replicas(live)
+	m.Total = statusCount(live, "replicas")
+	m.Updated = statusCount(live, "updatedReplicas")
+	m.Available = statusCount(live, "availableReplicas")
+}
+
+func statusCount(u *unstructured.Unstructured, field string) int32 {
+	n, _, _ := unstructured.NestedInt64(u.Object, "status", field)
+	return int32(n)
+}
+
+// deadlineExceeded reports whether a Deployment copy's rollout exceeded
+// its progress deadline (Progressing False, ProgressDeadlineExceeded).
+func deadlineExceeded(live *unstructured.Unstructured) bool {
+	conds, _, _ := unstructured.NestedSlice(live.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == "Progressing" && m["status"] == "False" && m["reason"] == "ProgressDeadlineExceeded" {
+			return true
+		}
+	}
+	return false
+}
+
+// unusableSince is when a cluster stopped being usable: the last
+// transition of its Ready condition, or now when it has none (a cluster
+// gone or never Ready counts from now; its copy was not rolling).
+func unusableSince(mc *v1alpha1.MemberCluster, now time.Time) time.Time {
+	if mc == nil {
+		return time.Time{}
+	}
+	if c := meta.FindStatusCondition(mc.Status.Conditions, v1alpha1.ConditionReady); c != nil && c.Status != metav1.ConditionTrue {
+		return c.LastTransitionTime.Time
+	}
+	return now
+}
+
+// stallCheck is when to look again for a rolling cluster that is not
+// usable to stall: its share goes back after StallAfter.
+func (r *Reconciler) stallCheck(plan *v1alpha1.RolloutStatus, members []rollout.Member, now time.Time) time.Duration {
+	var next time.Duration
+	for i, m := range members {
+		if m.Usable {
+			continue
+		}
+		if c := rollout.Entry(plan, members[i].Cluster); c != nil && c.State == v1alpha1.RolloutRolling {
+			left := m.UnusableSince.Add(r.stallAfter()).Sub(now) + time.Second
+			if next == 0 || left < next {
+				next = max(left, time.Second)
+			}
+		}
+	}
+	return next
+}
+
+// write applies the rollout status and condition (nil: none) when they
+// differ from fo's.
+func (r *Reconciler) write(ctx context.Context, fo *v1alpha1.FederatedObject, plan *v1alpha1.RolloutStatus, cond *metav1.Condition) error {
+	st := v1alpha1.FederatedObjectStatus{Rollout: plan}
+	if cond != nil {
+		st.Conditions = []metav1.Condition{fedobj.Condition(fo.Status, *cond)}
+	}
+	_, err := fedobj.ApplyStatus(ctx, r.Client, fo, fedobj.StatusApply{Manager: v1alpha1.FieldManagerRollout, Status: st})
+	return client.IgnoreNotFound(err)
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+func (r *Reconciler) stallAfter() time.Duration { return cmp.Or(r.StallAfter, DefaultStallAfter) }
+
+// divided reports whether fo's placement gives its clusters replicas.
+func divided(fo *v1alpha1.FederatedObject) bool {
+	for _, p := range fo.Placement() {
+		if p.Replicas != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func ptrValue(p *int32) int32 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
