@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -194,12 +195,18 @@ var systemNamespaces = map[string]bool{
 // Ignored reports whether an object is never propagated: it lives in a
 // system namespace, is one of those namespaces, or is what every cluster
 // makes for itself in each namespace (the kube-root-ca.crt ConfigMap, the
-// default ServiceAccount, service-account token Secrets).
+// default ServiceAccount, service-account token Secrets) or for each
+// Deployment (its ReplicaSets).
 func Ignored(obj *unstructured.Unstructured) bool {
 	if systemNamespaces[obj.GetNamespace()] {
 		return true
 	}
 	gvk := obj.GroupVersionKind()
+	if gvk.Group == "apps" && gvk.Kind == "ReplicaSet" {
+		// A Deployment's ReplicaSets: each member's Deployment makes its
+		// own, and the host's are its revision history.
+		return controlledBy(obj, "apps", "Deployment")
+	}
 	if gvk.Group != "" {
 		return false
 	}
@@ -213,6 +220,16 @@ func Ignored(obj *unstructured.Unstructured) bool {
 	case "Secret":
 		t, _, _ := unstructured.NestedString(obj.Object, "type")
 		return t == string(corev1.SecretTypeServiceAccountToken)
+	}
+	return false
+}
+
+// controlledBy reports whether obj's controller is of kind group/kind.
+func controlledBy(obj *unstructured.Unstructured, group, kind string) bool {
+	for _, ref := range obj.GetOwnerReferences() {
+		if ref.Controller != nil && *ref.Controller && ref.Kind == kind && strings.HasPrefix(ref.APIVersion, group+"/") {
+			return true
+		}
 	}
 	return false
 }

@@ -263,6 +263,10 @@ func TestIgnored(t *testing.T) {
 		{"namespace default", object("v1", "Namespace", "", "default", nil), true},
 		{"namespace shop", object("v1", "Namespace", "", "shop", nil), false},
 		{"deployment named default", deployment("shop", "default", nil), false},
+		{"a Deployment's ReplicaSet", ownedBy(object("apps/v1", "ReplicaSet", "shop", "web-1", nil), "apps/v1", "Deployment", true), true},
+		{"a ReplicaSet of its own", object("apps/v1", "ReplicaSet", "shop", "web-1", nil), false},
+		{"a ReplicaSet a Deployment owns but does not control", ownedBy(object("apps/v1", "ReplicaSet", "shop", "web-1", nil), "apps/v1", "Deployment", false), false},
+		{"a ReplicaSet controlled by another kind", ownedBy(object("apps/v1", "ReplicaSet", "shop", "web-1", nil), "example.com/v1", "Deployment", true), false},
 		{"cluster-scoped kind", object("rbac.authorization.k8s.io/v1", "ClusterRole", "", "viewer", nil), false},
 	}
 	for _, tt := range tests {
@@ -272,4 +276,10 @@ func TestIgnored(t *testing.T) {
 			}
 		})
 	}
+}
+
+// ownedBy adds an owner reference to u.
+func ownedBy(u *unstructured.Unstructured, apiVersion, kind string, controller bool) *unstructured.Unstructured {
+	u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: "web", UID: "1", Controller: &controller}})
+	return u
 }

@@ -122,11 +122,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			Message: "spec.strategy.rollingUpdate: " + err.Error()}
 		return reconcile.Result{}, r.write(ctx, fo, fo.Status.Rollout, &cond)
 	}
+	revision := rollout.Revision(tmpl)
+	if err := r.recordRevision(ctx, tmpl, revision); err != nil {
+		return reconcile.Result{}, err
+	}
 	members, stuck, wait, err := r.members(ctx, fo, tmpl, now)
 	if err != nil || wait {
 		return reconcile.Result{RequeueAfter: time.Second}, err
 	}
-	in := rollout.Input{Revision: rollout.Revision(tmpl), Budget: budget, Previous: fo.Status.Rollout, Members: members,
+	in := rollout.Input{Revision: revision, Budget: budget, Previous: fo.Status.Rollout, Members: members,
 		Frozen: rollout.Paused(tmpl), Now: now, StallAfter: r.stallAfter()}
 	plan := rollout.Plan(in)
 	cond := condition(plan, in.Frozen, stuck)
