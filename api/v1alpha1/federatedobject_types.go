@@ -261,6 +261,23 @@ type RolloutStatus struct {
 	// +listMapKey=cluster
 	// +optional
 	Clusters []ClusterRollout `json:"clusters,omitempty"`
+	// Stage is the stage rolling now, or the one whose gate the rollout
+	// waits at (staged rollouts: the policy's rollout.stages).
+	// +optional
+	Stage string `json:"stage,omitempty"`
+	// Gate is what the rollout waits for before the next stage: Pause
+	// (until PausedUntil) or Approval.
+	// +optional
+	Gate StageGate `json:"gate,omitempty"`
+	// PausedUntil is when a Pause gate opens.
+	// +optional
+	PausedUntil *metav1.Time `json:"pausedUntil,omitempty"`
+	// Halted says why the rollout admits no cluster: a copy of the
+	// current stage exceeded its progress deadline, or the stage's
+	// availability fell below its minAvailablePercent. It stays until
+	// flotilla rollout resume, or a new revision.
+	// +optional
+	Halted string `json:"halted,omitempty"`
 }
 
 // RolloutState is where one cluster is in a federated rollout.
@@ -300,6 +317,9 @@ type ClusterRollout struct {
 	MaxUnavailable int32 `json:"maxUnavailable,omitempty"`
 	// Since is when the cluster entered its state.
 	Since metav1.Time `json:"since"`
+	// Stage is the cluster's stage (staged rollouts).
+	// +optional
+	Stage string `json:"stage,omitempty"`
 }
 
 // FederatedObject is Flotilla's internal record of one propagated host

@@ -352,6 +352,85 @@ type PropagationSpec struct {
 	// the objects there, or there for longer.
 	// +optional
 	Failover *Failover `json:"failover,omitempty"`
+
+	// Rollout orders the clusters of a federated rolling update into
+	// stages (docs/rollouts.md): a Deployment divided over clusters then
+	// rolls stage by stage, each within the host object's maxSurge and
+	// maxUnavailable, with an optional pause or approval between stages,
+	// and halts when a stage's copies stop progressing or lose
+	// availability.
+	// +optional
+	Rollout *RolloutPolicy `json:"rollout,omitempty"`
+}
+
+// RolloutPolicy orders the clusters of a federated rollout into stages.
+type RolloutPolicy struct {
+	// Stages, in order. A cluster belongs to the first stage that names
+	// it or whose labelSelector matches its labels; the placed clusters
+	// in no stage form a last stage of their own. A stage naming a
+	// cluster that does not exist stops the rollout (RolledOut=False,
+	// InvalidStages) rather than rolling in an order nobody meant.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=20
+	// +listType=map
+	// +listMapKey=name
+	Stages []RolloutStage `json:"stages"`
+}
+
+// StageGate is what a rollout waits for after a stage.
+// +kubebuilder:validation:Enum=Continue;Pause;Approval
+type StageGate string
+
+// Stage gates.
+const (
+	// GateContinue starts the next stage as soon as the stage is done.
+	GateContinue StageGate = "Continue"
+	// GatePause waits pauseSeconds after the stage is done (flotilla
+	// rollout resume ends the wait early).
+	GatePause StageGate = "Pause"
+	// GateApproval waits for flotilla rollout approve (the annotation
+	// flotilla.io/rollout-approved on the host object).
+	GateApproval StageGate = "Approval"
+)
+
+// RolloutStage is one stage of a federated rollout.
+// +kubebuilder:validation:XValidation:rule="(has(self.clusterNames) && size(self.clusterNames) > 0) || has(self.labelSelector)",message="a stage needs clusterNames or a labelSelector"
+// +kubebuilder:validation:XValidation:rule="has(self.after) && self.after == 'Pause' ? has(self.pauseSeconds) : !has(self.pauseSeconds)",message="pauseSeconds is set exactly when after is Pause"
+type RolloutStage struct {
+	// Name identifies the stage; approvals name it.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+	// ClusterNames are clusters of the stage.
+	// +kubebuilder:validation:MaxItems=1000
+	// +kubebuilder:validation:items:MaxLength=253
+	// +listType=set
+	// +optional
+	ClusterNames []string `json:"clusterNames,omitempty"`
+	// LabelSelector selects clusters of the stage by their labels.
+	// +optional
+	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
+	// After is what happens once every cluster of the stage is done,
+	// before the next stage starts: Continue, Pause (pauseSeconds) or
+	// Approval.
+	// +kubebuilder:default=Continue
+	// +optional
+	After StageGate `json:"after,omitempty"`
+	// PauseSeconds is the wait of After: Pause.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=604800
+	// +optional
+	PauseSeconds *int32 `json:"pauseSeconds,omitempty"`
+	// MinAvailablePercent halts the rollout when the stage's available
+	// replicas fall below this share of its replicas while it rolls or
+	// waits at its gate. Leave room for the stage's own share of
+	// maxUnavailable. A copy that exceeds its progressDeadlineSeconds
+	// halts the rollout whatever this says.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	MinAvailablePercent *int32 `json:"minAvailablePercent,omitempty"`
 }
 
 // Failover tunes cluster and application failover for a policy's objects.

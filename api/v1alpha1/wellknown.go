@@ -204,6 +204,14 @@ const (
 	// clusters together; RolloutPerMember lets each cluster roll on its
 	// own with the template's strategy.
 	AnnotationRollout = "flotilla.io/rollout"
+	// AnnotationRolloutApproved, on a host object in a staged rollout,
+	// approves the Approval gates up to a stage for one revision:
+	// "<revision>/<stage>" (flotilla rollout approve writes it).
+	AnnotationRolloutApproved = "flotilla.io/rollout-approved"
+	// AnnotationRolloutResumed, on a host object in a staged rollout,
+	// lets one revision go on past a halt and ends a Pause gate early:
+	// "<revision>" (flotilla rollout resume writes it).
+	AnnotationRolloutResumed = "flotilla.io/rollout-resumed"
 	// LabelRevision, on a member copy of a workload with a federated
 	// rollout, is the revision (RolloutStatus.Revision) its pod template
 	// holds.

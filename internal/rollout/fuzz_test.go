@@ -53,7 +53,10 @@ func FuzzPlan(f *testing.F) {
 		if data[0]&0x80 != 0 {
 			prev.Revision = "r2"
 		}
-		in := Input{Revision: "r2", Budget: budget, Previous: prev, Members: members, Frozen: frozen, Now: time.Unix(1000, 0), StallAfter: time.Minute}
+		in := Input{Revision: "r2", Budget: budget, Previous: prev, Members: members, Frozen: frozen, Now: time.Unix(1000, 0), StallAfter: time.Minute, Approved: -1}
+		if data[1]&0x80 != 0 {
+			in.Stages = []Stage{{Name: "a", After: v1alpha1.GateApproval}, {Name: "b", After: v1alpha1.GatePause, Pause: time.Minute, MinAvailablePercent: 50}, {Name: "c"}}
+		}
 		out := Plan(in)
 		if len(out.Clusters) != len(members) {
 			t.Fatalf("%d entries for %d members", len(out.Clusters), len(members))
@@ -71,8 +74,11 @@ func FuzzPlan(f *testing.F) {
 				t.Errorf("%s kept rolling with its share changed from %d/%d to %d/%d", c.Cluster, p.MaxSurge, p.MaxUnavailable, c.MaxSurge, c.MaxUnavailable)
 			}
 			if p.State != v1alpha1.RolloutRolling && c.State == v1alpha1.RolloutRolling && c.MaxSurge+c.MaxUnavailable > 0 {
-				if frozen {
-					t.Errorf("%s admitted while the host is paused", c.Cluster)
+				if frozen || out.Halted != "" || out.Gate != "" {
+					t.Errorf("%s admitted while the host is paused, the rollout halted or at a gate (%q %q)", c.Cluster, out.Halted, out.Gate)
+				}
+				if in.Stages != nil && in.Stages[members[i].Stage].Name != out.Stage {
+					t.Errorf("%s of stage %s admitted while the rollout is at stage %s", c.Cluster, in.Stages[members[i].Stage].Name, out.Stage)
 				}
 				if c.MaxSurge > max(members[i].Replicas, 1) || c.MaxUnavailable > max(members[i].Replicas, 1) {
 					t.Errorf("%s of %d replicas admitted with %d/%d", c.Cluster, members[i].Replicas, c.MaxSurge, c.MaxUnavailable)

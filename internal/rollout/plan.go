@@ -49,6 +49,10 @@ type Member struct {
 	// Total, Updated and Available are the copy's status replicas,
 	// updatedReplicas and availableReplicas.
 	Total, Updated, Available int32
+	// Stuck: the copy exceeded its progress deadline.
+	Stuck bool
+	// Stage is the member's index in Input.Stages.
+	Stage int
 }
 
 // Input is everything a plan depends on.
@@ -69,6 +73,14 @@ type Input struct {
 	// StallAfter is how long a rolling cluster may be unusable before
 	// its share goes back to the others.
 	StallAfter time.Duration
+	// Stages order the members (Member.Stage indexes them); none: every
+	// member is admissible at once.
+	Stages []Stage
+	// Approved is the index of the last stage whose Approval gate is
+	// approved for Revision (-1: none).
+	Approved int
+	// Resumed lets Revision go on past a halt and opens Pause gates.
+	Resumed bool
 }
 
 // Plan returns the rollout plan: every member's state and the shares of
@@ -88,6 +100,9 @@ func Plan(in Input) *v1alpha1.RolloutStatus {
 	for _, m := range in.Members {
 		p, had := prev[m.Cluster]
 		c := v1alpha1.ClusterRollout{Cluster: m.Cluster, State: state(in, m, p, had)}
+		if len(in.Stages) > 0 {
+			c.Stage = in.Stages[m.Stage].Name
+		}
 		switch c.State {
 		case v1alpha1.RolloutRolling:
 			// Rolling keeps its share until done: a cut could leave it
@@ -110,6 +125,9 @@ func Plan(in Input) *v1alpha1.RolloutStatus {
 		out.Clusters = append(out.Clusters, c)
 	}
 	defer slices.SortFunc(out.Clusters, func(a, b v1alpha1.ClusterRollout) int { return cmp.Compare(a.Cluster, b.Cluster) })
+	if len(in.Stages) > 0 {
+		waiting = staged(in, out, waiting)
+	}
 	if in.Frozen {
 		return out
 	}

@@ -33,7 +33,8 @@ controller-manager runs the controllers against a host control plane; join
 and unjoin add and remove member clusters (join --mode pull registers one
 whose agent, flotilla agent, runs in the member and connects out). cordon stops placing objects on a
 member, drain also moves its objects away before maintenance, and uncordon
-opens it again.`,
+opens it again. rollout approves, resumes or aborts a staged federated
+rollout.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -54,6 +55,7 @@ opens it again.`,
 		NewCordonCmd(streams),
 		NewDrainCmd(streams),
 		NewUncordonCmd(streams),
+		NewRolloutCmd(streams),
 	)
 	return cmd
 }

@@ -3,10 +3,12 @@ package rollout
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/rollout"
 )
 
 // Reasons of the RolledOut condition.
@@ -20,11 +22,23 @@ const (
 	// ReasonStalled: a cluster stalled (unusable while rolling) or its
 	// copy exceeded its progress deadline.
 	ReasonStalled = "Stalled"
+	// ReasonHalted: a staged rollout stopped admitting clusters (Halted
+	// says why) until flotilla rollout resume or a new revision.
+	ReasonHalted = "Halted"
+	// ReasonAwaitingApproval: a stage is done and its gate waits for
+	// flotilla rollout approve.
+	ReasonAwaitingApproval = "AwaitingApproval"
+	// ReasonStagePaused: a stage is done and its gate waits for its
+	// pauseSeconds.
+	ReasonStagePaused = "StagePaused"
+	// ReasonInvalidStages: the policy's stages cannot be resolved.
+	ReasonInvalidStages = "InvalidStages"
 )
 
 // condition renders the RolledOut condition of a plan: who is rolling
-// with what share, who waits, who stalled.
-func condition(plan *v1alpha1.RolloutStatus, paused bool, stuck []string) metav1.Condition {
+// with what share, who waits, who stalled, and where a staged rollout
+// stands.
+func condition(plan *v1alpha1.RolloutStatus, paused bool, members []rollout.Member) metav1.Condition {
 	var rolling, waiting, stalled []string
 	done := 0
 	for _, c := range plan.Clusters {
@@ -43,16 +57,21 @@ func condition(plan *v1alpha1.RolloutStatus, paused bool, stuck []string) metav1
 			stalled = append(stalled, c.Cluster+" (not Ready while rolling; its share went to the others)")
 		}
 	}
-	for _, c := range stuck {
-		stalled = append(stalled, c+" (progress deadline exceeded)")
+	for _, m := range members {
+		if m.Stuck {
+			stalled = append(stalled, m.Cluster+" (progress deadline exceeded)")
+		}
 	}
-	cond := metav1.Condition{Type: v1alpha1.ConditionRolledOut, Status: metav1.ConditionFalse, ObservedGeneration: 0}
-	if done == len(plan.Clusters) && len(stuck) == 0 {
+	cond := metav1.Condition{Type: v1alpha1.ConditionRolledOut, Status: metav1.ConditionFalse}
+	if done == len(plan.Clusters) && len(stalled) == 0 {
 		cond.Status, cond.Reason = metav1.ConditionTrue, ReasonRolledOut
 		cond.Message = fmt.Sprintf("revision %s runs in all %d clusters", plan.Revision, done)
 		return cond
 	}
 	parts := []string{fmt.Sprintf("revision %s in %d/%d clusters; budget surge %d, unavailable %d", plan.Revision, done, len(plan.Clusters), plan.MaxSurge, plan.MaxUnavailable)}
+	if plan.Stage != "" {
+		parts = append(parts, "stage "+plan.Stage)
+	}
 	if len(rolling) > 0 {
 		parts = append(parts, "rolling: "+strings.Join(rolling, ", "))
 	}
@@ -63,6 +82,15 @@ func condition(plan *v1alpha1.RolloutStatus, paused bool, stuck []string) metav1
 		parts = append(parts, "stalled: "+strings.Join(stalled, ", "))
 	}
 	switch {
+	case plan.Halted != "":
+		cond.Reason = ReasonHalted
+		parts = append(parts, "halted: "+plan.Halted+" (flotilla rollout resume to go on, flotilla rollout abort to go back)")
+	case plan.Gate == v1alpha1.GateApproval:
+		cond.Reason = ReasonAwaitingApproval
+		parts = append(parts, fmt.Sprintf("stage %s is done; waiting for approval (flotilla rollout approve)", plan.Stage))
+	case plan.Gate == v1alpha1.GatePause:
+		cond.Reason = ReasonStagePaused
+		parts = append(parts, fmt.Sprintf("stage %s is done; the next starts at %s (flotilla rollout resume to start it now)", plan.Stage, plan.PausedUntil.UTC().Format(time.RFC3339)))
 	case len(stalled) > 0:
 		cond.Reason = ReasonStalled
 	case paused:

@@ -84,9 +84,22 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			}
 			return reqs
 		}), builder.WithPredicates(fedobj.ReadinessOrLabelsChanged)).
+		// A policy's stages.
+		Watches(&v1alpha1.PropagationPolicy{}, handler.EnqueueRequestsFromMapFunc(r.inNamespace), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&v1alpha1.ClusterPropagationPolicy{}, handler.EnqueueRequestsFromMapFunc(r.inNamespace), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(r.queue.Source()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(r.MaxConcurrentReconciles, 4)}).
 		Complete(r)
+}
+
+// inNamespace maps a policy to the FederatedObjects of its namespace
+// (all of them for a cluster-scoped policy).
+func (r *Reconciler) inNamespace(ctx context.Context, o client.Object) []reconcile.Request {
+	reqs, err := fedobj.All(ctx, r.Client, o.GetNamespace())
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "List FederatedObjects")
+	}
+	return reqs
 }
 
 // Reconcile plans one FederatedObject's rollout.
@@ -126,28 +139,50 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.recordRevision(ctx, tmpl, revision); err != nil {
 		return reconcile.Result{}, err
 	}
-	members, stuck, wait, err := r.members(ctx, fo, tmpl, now)
+	members, clusterLabels, wait, err := r.members(ctx, fo, tmpl, now)
 	if err != nil || wait {
 		return reconcile.Result{RequeueAfter: time.Second}, err
 	}
+	stages, stagesErr := r.stages(ctx, fo, members, clusterLabels)
 	in := rollout.Input{Revision: revision, Budget: budget, Previous: fo.Status.Rollout, Members: members,
-		Frozen: rollout.Paused(tmpl), Now: now, StallAfter: r.stallAfter()}
+		Frozen: rollout.Paused(tmpl) || stagesErr != nil, Now: now, StallAfter: r.stallAfter(), Stages: stages}
+	in.Approved, in.Resumed = approvals(tmpl, revision, stages)
 	plan := rollout.Plan(in)
-	cond := condition(plan, in.Frozen, stuck)
+	cond := condition(plan, in.Frozen, members)
+	if stagesErr != nil {
+		// The plan is recorded (a changed template is held) but nobody
+		// is admitted.
+		cond = metav1.Condition{Type: v1alpha1.ConditionRolledOut, Status: metav1.ConditionFalse, Reason: ReasonInvalidStages,
+			Message: "the policy's rollout.stages: " + stagesErr.Error() + "; no cluster is admitted until they are fixed"}
+	}
 	if err := r.write(ctx, fo, plan, &cond); err != nil {
 		return reconcile.Result{}, err
 	}
-	return reconcile.Result{RequeueAfter: r.stallCheck(plan, members, now)}, nil
+	return reconcile.Result{RequeueAfter: nextLook(r.stallCheck(plan, members, now), plan, now)}, nil
 }
 
-// members describes the placed clusters' copies for the planner, and
-// names the clusters whose copy exceeded its progress deadline (stuck).
-// wait is true while a usable cluster's copy is not known yet.
-func (r *Reconciler) members(ctx context.Context, fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured, now time.Time) (out []rollout.Member, stuck []string, wait bool, err error) {
+// nextLook is the sooner of a stall check and the end of a Pause gate
+// (0: none).
+func nextLook(stall time.Duration, plan *v1alpha1.RolloutStatus, now time.Time) time.Duration {
+	if plan.PausedUntil == nil {
+		return stall
+	}
+	left := max(plan.PausedUntil.Sub(now)+100*time.Millisecond, 100*time.Millisecond)
+	if stall == 0 || left < stall {
+		return left
+	}
+	return stall
+}
+
+// members describes the placed clusters' copies for the planner, with
+// the clusters' labels (stages select by them). wait is true while a
+// usable cluster's copy is not known yet.
+func (r *Reconciler) members(ctx context.Context, fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured, now time.Time) (out []rollout.Member, clusterLabels map[string]map[string]string, wait bool, err error) {
 	kind, ok := r.Templates.Lookup(templates.KeyOf(tmpl).GroupKind())
 	if !ok {
 		return nil, nil, true, nil
 	}
+	clusterLabels = map[string]map[string]string{}
 	for _, p := range fo.Placement() {
 		m := rollout.Member{Cluster: p.Cluster, Replicas: ptrValue(p.Replicas)}
 		mc := &v1alpha1.MemberCluster{}
@@ -156,6 +191,8 @@ func (r *Reconciler) members(ctx context.Context, fo *v1alpha1.FederatedObject, 
 		}
 		if mc.Name == "" {
 			mc = nil
+		} else {
+			clusterLabels[p.Cluster] = mc.Labels
 		}
 		c := copies.Of(ctx, r.Pool, mc, p.Cluster, kind.GVR, tmpl.GetNamespace(), tmpl.GetName())
 		switch {
@@ -165,16 +202,14 @@ func (r *Reconciler) members(ctx context.Context, fo *v1alpha1.FederatedObject, 
 			m.Usable = true
 			if c.Live != nil {
 				describeCopy(&m, c.Live)
-				if deadlineExceeded(c.Live) {
-					stuck = append(stuck, p.Cluster)
-				}
+				m.Stuck = deadlineExceeded(c.Live)
 			}
 		default:
 			m.UnusableSince = unusableSince(mc, now)
 		}
 		out = append(out, m)
 	}
-	return out, stuck, false, nil
+	return out, clusterLabels, false, nil
 }
 
 // describeCopy fills in what the copy (its projection) reports.

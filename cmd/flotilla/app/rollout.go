@@ -1,0 +1,159 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/flotilla-io/flotilla/internal/rolloutctl"
+)
+
+// RolloutOptions are the inputs of `flotilla rollout approve|resume|abort`.
+type RolloutOptions struct {
+	// Namespace is the Deployment's namespace (default: the kubeconfig
+	// context's, else "default").
+	Namespace string
+	// Name is the Deployment's name.
+	Name string
+	// Stage, for approve, is the stage whose gate to open (default: the
+	// gate the rollout waits at).
+	Stage string
+
+	verb    string
+	host    hostFlags
+	dep     rolloutctl.Deployment
+	streams Streams
+}
+
+// NewRolloutCmd returns `flotilla rollout` and its verbs.
+func NewRolloutCmd(streams Streams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "rollout",
+		Short: "Drive a staged federated rollout: approve, resume, abort",
+		Long: `Drive the federated rollout of a Deployment divided over clusters
+(docs/rollouts.md). Where the rollout stands is in its FederatedObject:
+kubectl get fo NAME.deployment.apps shows the ROLLOUT reason (Progressing,
+AwaitingApproval, StagePaused, Halted, RolledOut) and its RolledOut
+condition says which stage and clusters.
+
+Each verb records the decision on the host Deployment, so it needs only the
+rights to patch that Deployment; kubectl rollout status, pause, resume,
+history and undo work on the host Deployment as on one cluster.`,
+	}
+	cmd.AddCommand(
+		newRolloutVerb(streams, "approve", &cobra.Command{
+			Use:   "approve [deployment/]NAME",
+			Short: "Start the next stage of a rollout waiting for approval",
+			Long: `Approve the Approval gate the rollout waits at (or, with --stage, the gate
+after that stage, ahead of time), for the revision rolling now: the
+annotation flotilla.io/rollout-approved=<revision>/<stage> on the
+Deployment. A new template needs its own approval.`,
+			Example: `  flotilla rollout approve web -n shop
+  flotilla rollout approve deployment/web -n shop --stage canary`,
+		}),
+		newRolloutVerb(streams, "resume", &cobra.Command{
+			Use:   "resume [deployment/]NAME",
+			Short: "Let a halted rollout go on, or end a stage's pause early",
+			Long: `Resume the revision rolling now past a halt (a stage's copy exceeded its
+progress deadline, or its availability fell below minAvailablePercent) and
+through Pause gates: the annotation flotilla.io/rollout-resumed=<revision>.
+The revision is not halted again. Not the same as kubectl rollout resume,
+which unpauses a paused Deployment.`,
+			Example: `  flotilla rollout resume web -n shop`,
+		}),
+		newRolloutVerb(streams, "abort", &cobra.Command{
+			Use:   "abort [deployment/]NAME",
+			Short: "Go back to the previous revision",
+			Long: `Abort the rollout: put the previous revision's pod template back into the
+Deployment (as kubectl rollout undo does), which rolls out under the same
+budget. Clusters of later stages, which still hold their old pods, are done
+at once; the others roll back.`,
+			Example: `  flotilla rollout abort web -n shop`,
+		}),
+	)
+	return cmd
+}
+
+func newRolloutVerb(streams Streams, verb string, cmd *cobra.Command) *cobra.Command {
+	o := &RolloutOptions{verb: verb, streams: streams}
+	cmd.Args = cobra.ExactArgs(1)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if err := o.Complete(args); err != nil {
+			return err
+		}
+		if err := o.Validate(); err != nil {
+			return err
+		}
+		return o.Run(cmd.Context())
+	}
+	fs := cmd.Flags()
+	o.host.add(fs)
+	fs.StringVarP(&o.Namespace, "namespace", "n", "", "the Deployment's namespace (default: the context's)")
+	if verb == "approve" {
+		fs.StringVar(&o.Stage, "stage", "", "the stage whose gate to open (default: the one the rollout waits at)")
+	}
+	return cmd
+}
+
+// Complete reads the Deployment's name and builds the host client.
+func (o *RolloutOptions) Complete(args []string) error {
+	name := args[0]
+	if kind, n, ok := strings.Cut(name, "/"); ok {
+		switch strings.ToLower(kind) {
+		case "deployment", "deployments", "deploy", "deployment.apps", "deployments.apps":
+		default:
+			return fmt.Errorf("%s: federated rollouts are of Deployments, not %s", name, kind)
+		}
+		name = n
+	}
+	o.Name = name
+	if o.Namespace == "" {
+		rules := clientcmd.NewDefaultClientConfigLoadingRules()
+		rules.ExplicitPath = o.host.kubeconfig
+		ns, _, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.host.context}).Namespace()
+		if err != nil || ns == "" {
+			ns = "default"
+		}
+		o.Namespace = ns
+	}
+	c, err := o.host.client()
+	if err != nil {
+		return err
+	}
+	o.dep = rolloutctl.Deployment{Client: c, Key: types.NamespacedName{Namespace: o.Namespace, Name: o.Name}}
+	return nil
+}
+
+// Validate refuses bad input before anything is changed.
+func (o *RolloutOptions) Validate() error {
+	if o.Name == "" {
+		return errors.New("a Deployment name is required")
+	}
+	return nil
+}
+
+// Run records the decision and prints what it did.
+func (o *RolloutOptions) Run(ctx context.Context) error {
+	var msg string
+	var err error
+	switch o.verb {
+	case "approve":
+		msg, err = o.dep.Approve(ctx, o.Stage)
+	case "resume":
+		msg, err = o.dep.Resume(ctx)
+	case "abort":
+		msg, err = o.dep.Abort(ctx)
+	default:
+		return fmt.Errorf("unknown verb %q", o.verb)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(o.streams.Out, msg)
+	return nil
+}

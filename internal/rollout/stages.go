@@ -1,0 +1,125 @@
+package rollout
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+)
+
+// Stage is one stage of a staged rollout (v1alpha1.RolloutStage with its
+// clusters resolved into Member.Stage).
+type Stage struct {
+	// Name is the stage's name.
+	Name string
+	// After is the gate before the next stage.
+	After v1alpha1.StageGate
+	// Pause is the wait of a Pause gate.
+	Pause time.Duration
+	// MinAvailablePercent halts the rollout below this availability of
+	// the stage (0: never on availability).
+	MinAvailablePercent int32
+}
+
+// staged narrows the admissible clusters to the current stage's (the
+// first with a cluster not Done) once the previous stage's gate is open
+// and the rollout is not halted, recording the stage, the gate and the
+// halt in out. It returns the admissible indexes.
+func staged(in Input, out *v1alpha1.RolloutStatus, waiting []int) []int {
+	current := len(in.Stages)
+	for i, c := range out.Clusters {
+		if c.State != v1alpha1.RolloutDone {
+			current = min(current, in.Members[i].Stage)
+		}
+	}
+	if current == len(in.Stages) {
+		return nil // every stage is done
+	}
+	out.Stage = in.Stages[current].Name
+	if halt := halted(in, out, current); halt != "" {
+		out.Halted = halt
+		return nil
+	}
+	if current > 0 && !started(in, out, current) {
+		gate := in.Stages[current-1]
+		switch gate.After {
+		case v1alpha1.GateApproval:
+			if in.Approved < current-1 {
+				out.Stage, out.Gate = gate.Name, v1alpha1.GateApproval
+				return nil
+			}
+		case v1alpha1.GatePause:
+			until := doneAt(in, out, current-1).Add(gate.Pause)
+			if !in.Resumed && in.Now.Before(until) {
+				out.Stage, out.Gate, out.PausedUntil = gate.Name, v1alpha1.GatePause, &metav1.Time{Time: until}
+				return nil
+			}
+		}
+	}
+	var admissible []int
+	for _, i := range waiting {
+		if in.Members[i].Stage == current {
+			admissible = append(admissible, i)
+		}
+	}
+	return admissible
+}
+
+// started reports whether a stage has begun: one of its clusters was
+// admitted (its gate was open then).
+func started(in Input, out *v1alpha1.RolloutStatus, stage int) bool {
+	for i, c := range out.Clusters {
+		if in.Members[i].Stage == stage && in.Members[i].HasCopy && (c.State == v1alpha1.RolloutDone || c.MaxSurge+c.MaxUnavailable > 0) {
+			return true
+		}
+	}
+	return false
+}
+
+// doneAt is when a stage's last cluster became Done.
+func doneAt(in Input, out *v1alpha1.RolloutStatus, stage int) time.Time {
+	var at time.Time
+	for i, c := range out.Clusters {
+		if in.Members[i].Stage == stage && c.Since.After(at) {
+			at = c.Since.Time
+		}
+	}
+	return at
+}
+
+// halted says why the rollout of the current stage (and those before,
+// whose clusters are all Done) must stop admitting: a halt recorded for
+// this revision stays until resumed; a copy that exceeded its progress
+// deadline, or a stage whose availability fell below its
+// minAvailablePercent, halts it.
+func halted(in Input, out *v1alpha1.RolloutStatus, current int) string {
+	if in.Resumed {
+		return ""
+	}
+	if in.Previous != nil && in.Previous.Revision == in.Revision && in.Previous.Halted != "" {
+		return in.Previous.Halted
+	}
+	var why []string
+	for s := 0; s <= current; s++ {
+		var replicas, available int32
+		for _, m := range in.Members {
+			if m.Stage != s || !m.Usable {
+				continue
+			}
+			if m.Stuck {
+				why = append(why, fmt.Sprintf("stage %s: the copy in %s exceeded its progress deadline", in.Stages[s].Name, m.Cluster))
+			}
+			if m.HasCopy {
+				replicas += m.SpecReplicas
+				available += min(m.Available, m.SpecReplicas)
+			}
+		}
+		if p := in.Stages[s].MinAvailablePercent; p > 0 && replicas > 0 && int64(available)*100 < int64(p)*int64(replicas) {
+			why = append(why, fmt.Sprintf("stage %s: %d of %d replicas available, below its minAvailablePercent %d", in.Stages[s].Name, available, replicas, p))
+		}
+	}
+	return strings.Join(why, "; ")
+}
