@@ -180,4 +180,3 @@ func TestOneUnavailableAtATime(t *testing.T) {
 		t.Errorf("budget 0/1 exceeded: %s; want at most 6 pods and at least 5 ready", census)
 	}
 }
-
