@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -91,8 +92,8 @@ func newMembers(c *membercache.Cache, hostCfg *rest.Config) (*members, error) {
 	return m, nil
 }
 
-// run watches the host until ctx ends. With events among the cached
-// kinds, the host's own events are fed in too (cluster "").
+// run watches the host until ctx ends. With events or ReplicaSets among
+// the cached kinds, the host's own are fed in too (cluster "").
 func (m *members) run(ctx context.Context) {
 	logger := klog.FromContext(ctx).WithName("members")
 	ctx = klog.NewContext(ctx, logger)
@@ -110,8 +111,13 @@ func (m *members) run(ctx context.Context) {
 	_, _ = secretInf.AddEventHandler(handler)
 	go mcInf.Informer().RunWithContext(ctx)
 	secretFactory.Start(ctx.Done())
-	if _, ok := m.cache.Kind(corev1.Resource("events")); ok {
-		_ = m.cache.RunKind(ctx, corev1.Resource("events"), "", m.host)
+	// The host's own events, and its ReplicaSets (the revision history of
+	// federated Deployments, which kubectl rollout history and undo read),
+	// are served beside the members'.
+	for _, gr := range []schema.GroupResource{corev1.Resource("events"), appsv1.Resource("replicasets")} {
+		if _, ok := m.cache.Kind(gr); ok {
+			_ = m.cache.RunKind(ctx, gr, "", m.host)
+		}
 	}
 	if !cache.WaitForCacheSync(ctx.Done(), mcInf.Informer().HasSynced, secretInf.HasSynced) {
 		return
