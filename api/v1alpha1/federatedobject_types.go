@@ -278,6 +278,11 @@ type RolloutStatus struct {
 	// flotilla rollout resume, or a new revision.
 	// +optional
 	Halted string `json:"halted,omitempty"`
+	// Reached is the last stage whose clusters the rollout of this
+	// revision has been let into (its gate opened); a stage reached is
+	// not gated again.
+	// +optional
+	Reached string `json:"reached,omitempty"`
 }
 
 // RolloutState is where one cluster is in a federated rollout.
@@ -291,8 +296,9 @@ const (
 	RolloutWaiting RolloutState = "Waiting"
 	// RolloutRolling: the copy rolls with its share of the budget.
 	RolloutRolling RolloutState = "Rolling"
-	// RolloutDone: every replica of the copy runs the revision and is
-	// available.
+	// RolloutDone: every replica the copy asks for runs the revision, no
+	// old one is left (replicas still starting count against the budget
+	// as unavailable).
 	RolloutDone RolloutState = "Done"
 	// RolloutStalled: the copy was rolling when its cluster stopped being
 	// Ready, longer ago than the stall timeout; its share went back to
@@ -320,6 +326,10 @@ type ClusterRollout struct {
 	// Stage is the cluster's stage (staged rollouts).
 	// +optional
 	Stage string `json:"stage,omitempty"`
+	// Readmit: the copy may have been changed by hand (the object was
+	// suspended), so it waits until admitted even if it looks rolled out.
+	// +optional
+	Readmit bool `json:"readmit,omitempty"`
 }
 
 // FederatedObject is Flotilla's internal record of one propagated host

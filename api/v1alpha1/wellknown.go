@@ -209,9 +209,15 @@ const (
 	// "<revision>/<stage>" (flotilla rollout approve writes it).
 	AnnotationRolloutApproved = "flotilla.io/rollout-approved"
 	// AnnotationRolloutResumed, on a host object in a staged rollout,
-	// lets one revision go on past a halt and ends a Pause gate early:
-	// "<revision>" (flotilla rollout resume writes it).
+	// lets one revision go on past the halts of the stages up to one and
+	// through their Pause gates early: "<revision>/<stage>" (flotilla
+	// rollout resume writes it).
 	AnnotationRolloutResumed = "flotilla.io/rollout-resumed"
+	// AnnotationHeld: "true" on a member copy held by a federated
+	// rollout (a paused Deployment waiting for its cluster to be
+	// admitted). A held copy that does not exist in the member is created
+	// unpaused: a paused new Deployment would start no pods.
+	AnnotationHeld = "flotilla.io/held"
 	// LabelRevision, on a member copy of a workload with a federated
 	// rollout, is the revision (RolloutStatus.Revision) its pod template
 	// holds.

@@ -53,6 +53,14 @@ var mainPackages = map[string]string{
 	KubeControllerManager: "k8s.io/kubernetes/cmd/kube-controller-manager",
 	KubeScheduler:         "k8s.io/kubernetes/cmd/kube-scheduler",
 	Kwok:                  "sigs.k8s.io/kwok/cmd/kwok",
+	MetricsServer:         "sigs.k8s.io/metrics-server/cmd/metrics-server",
+}
+
+// moduleDirs names the binaries built from a module of their own, a
+// directory of the tools module (the others are built from the tools
+// module itself).
+var moduleDirs = map[string]string{
+	MetricsServer: "metrics-server",
 }
 
 // Ensure returns a complete component Set, building it into the cache first
@@ -151,8 +159,10 @@ func build(ctx context.Context, toolsDir string, set Set, out io.Writer) error {
 		return fmt.Errorf("create %s: %w", tmp, err)
 	}
 	fmt.Fprintf(out, "  downloading modules\n")
-	if _, err := goCmd(ctx, toolsDir, "mod", "download"); err != nil {
-		return err
+	for _, dir := range []string{toolsDir, filepath.Join(toolsDir, moduleDirs[MetricsServer])} {
+		if _, err := goCmd(ctx, dir, "mod", "download"); err != nil {
+			return err
+		}
 	}
 	mods, err := modules(ctx, toolsDir, "k8s.io/kubernetes", "sigs.k8s.io/kwok", "go.etcd.io/etcd/server/v3")
 	if err != nil {
@@ -184,7 +194,7 @@ func build(ctx context.Context, toolsDir string, set Set, out io.Writer) error {
 	if err := os.Rename(tmp, set.Dir); err != nil {
 		return fmt.Errorf("move build into place: %w", err)
 	}
-	fmt.Fprintf(out, "Built Kubernetes %s, etcd %s and kwok %s in %s\n",
+	fmt.Fprintf(out, "Built Kubernetes %s, etcd %s, kwok %s and metrics-server in %s\n",
 		k8s.Version, mods["go.etcd.io/etcd/server/v3"].Version, kwok.Version, time.Since(start).Round(time.Second))
 	return nil
 }
@@ -230,7 +240,7 @@ func buildOne(ctx context.Context, toolsDir, dir, name, ldflags, step string, ou
 	if ldflags != "" {
 		args = append(args, "-ldflags", ldflags)
 	}
-	if _, err := goCmd(ctx, toolsDir, append(args, mainPackages[name])...); err != nil {
+	if _, err := goCmd(ctx, filepath.Join(toolsDir, moduleDirs[name]), append(args, mainPackages[name])...); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "  %s built %s in %s\n", step, name, time.Since(start).Round(time.Second))

@@ -14,20 +14,27 @@ const (
 	KubeControllerManager = "kube-controller-manager"
 	KubeScheduler         = "kube-scheduler"
 	Kwok                  = "kwok"
+	MetricsServer         = "metrics-server"
 )
 
 // Binaries lists every binary a complete Set holds, in build order.
-var Binaries = []string{Etcd, KubeAPIServer, KubeControllerManager, KubeScheduler, Kwok}
+var Binaries = []string{Etcd, KubeAPIServer, KubeControllerManager, KubeScheduler, Kwok, MetricsServer}
 
-// KwokStages lists the kwok stage files a complete Set holds (in its stages
-// directory), copied from the pinned kwok module: node initialisation, node
-// heartbeat with a lease, and the fast pod lifecycle.
+// KwokStages lists the kwok configuration files a complete Set holds (in
+// its stages directory), copied from the pinned kwok module: node
+// initialisation, node heartbeat with a lease, the fast pod lifecycle, and
+// the simulated kubelet resource metrics (served per node at
+// /metrics/nodes/<node>/metrics/resource, which metrics-server scrapes)
+// with pod usage from the annotations kwok.x-k8s.io/usage-cpu and
+// kwok.x-k8s.io/usage-memory.
 var KwokStages = []string{
 	"kustomize/stage/node/fast/node-initialize.yaml",
 	"kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
 	"kustomize/stage/pod/fast/pod-ready.yaml",
 	"kustomize/stage/pod/fast/pod-complete.yaml",
 	"kustomize/stage/pod/fast/pod-delete.yaml",
+	"kustomize/metrics/resource/metrics-resource.yaml",
+	"kustomize/metrics/usage/usage-from-annotation.yaml",
 }
 
 // Set is a directory holding a complete set of component binaries and kwok

@@ -230,6 +230,13 @@ func (a *Applier) write(ctx context.Context, in *Intent, opts Options) (Outcome,
 		}
 	}
 	outcome := Created
+	if live == nil && obj.GetAnnotations()[v1alpha1.AnnotationHeld] == "true" {
+		// A held copy the member lacks (deleted there, or never seen by a
+		// stale report) is created unpaused: a paused new Deployment
+		// would run nothing at all.
+		obj = obj.DeepCopy()
+		unstructured.RemoveNestedField(obj.Object, "spec", "paused")
+	}
 	if live != nil {
 		managed := isManaged(live)
 		switch {

@@ -71,7 +71,7 @@ type clusterPlan struct {
 
 // portSet holds the ports one cluster's components listen on.
 type portSet struct {
-	etcdClient, etcdPeer, apiserver, controllerManager, scheduler, kwok int
+	etcdClient, etcdPeer, apiserver, controllerManager, scheduler, kwok, metrics int
 }
 
 // componentNames lists the components a cluster runs, in start order.
@@ -82,7 +82,7 @@ func (p clusterPlan) componentNames() []string {
 	case p.mode == ModeAPIServerOnly:
 		return []string{components.Etcd, components.KubeAPIServer}
 	default:
-		return []string{components.Etcd, components.KubeAPIServer, components.KubeControllerManager, components.KubeScheduler, components.Kwok}
+		return []string{components.Etcd, components.KubeAPIServer, components.KubeControllerManager, components.KubeScheduler, components.Kwok, components.MetricsServer}
 	}
 }
 
@@ -100,6 +100,8 @@ func (p *clusterPlan) assignPorts(free []int) {
 			p.ports.scheduler = rest[0]
 		case components.Kwok:
 			p.ports.kwok = rest[0]
+		case components.MetricsServer:
+			p.ports.metrics = rest[0]
 		}
 		rest = rest[1:]
 	}
@@ -147,6 +149,9 @@ func (p clusterPlan) component(set components.Set, name string) (ComponentState,
 			// kwok is the nodes' kubelet, at the InternalIP it gives them.
 			args = append(args, "--kubelet-preferred-address-types=InternalIP")
 		}
+		if p.runsMetrics() {
+			args = append(args, p.aggregationArgs()...)
+		}
 	case components.KubeControllerManager:
 		c.Port, c.Ports = p.ports.controllerManager, []int{p.ports.controllerManager}
 		c.HealthURL = fmt.Sprintf("https://127.0.0.1:%d/healthz", p.ports.controllerManager)
@@ -188,6 +193,10 @@ func (p clusterPlan) component(set components.Set, name string) (ComponentState,
 		for _, f := range p.kwokStageFiles(set) {
 			args = append(args, "--config="+f)
 		}
+	case components.MetricsServer:
+		c.Port, c.Ports = p.ports.metrics, []int{p.ports.metrics}
+		c.HealthURL = fmt.Sprintf("https://127.0.0.1:%d/livez", p.ports.metrics)
+		args = p.metricsServerArgs()
 	}
 	return c, args
 }

@@ -17,7 +17,7 @@ func TestComponentNames(t *testing.T) {
 		want []string
 	}{
 		{"host", clusterPlan{role: RoleHost}, []string{"etcd", "kube-apiserver", "kube-controller-manager"}},
-		{"full member", clusterPlan{role: RoleMember, mode: ModeFull}, []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"}},
+		{"full member", clusterPlan{role: RoleMember, mode: ModeFull}, []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "metrics-server"}},
 		{"apiserver-only member", clusterPlan{role: RoleMember, mode: ModeAPIServerOnly}, []string{"etcd", "kube-apiserver"}},
 	}
 	for _, tt := range tests {
@@ -34,8 +34,8 @@ func TestComponentNames(t *testing.T) {
 
 func TestAssignPortsGivesEveryComponentItsOwnPort(t *testing.T) {
 	p := clusterPlan{paths: paths{"/s", "member-1"}, role: RoleMember, mode: ModeFull, index: 1}
-	p.assignPorts([]int{10, 11, 12, 13, 14, 15})
-	want := portSet{etcdClient: 10, etcdPeer: 11, apiserver: 12, controllerManager: 13, scheduler: 14, kwok: 15}
+	p.assignPorts([]int{10, 11, 12, 13, 14, 15, 16})
+	want := portSet{etcdClient: 10, etcdPeer: 11, apiserver: 12, controllerManager: 13, scheduler: 14, kwok: 15, metrics: 16}
 	if p.ports != want {
 		t.Errorf("ports = %+v, want %+v", p.ports, want)
 	}
@@ -46,7 +46,7 @@ func TestComponentArgs(t *testing.T) {
 	host := clusterPlan{paths: paths{"/s", "host"}, role: RoleHost}
 	host.assignPorts([]int{1, 2, 3, 4})
 	member := clusterPlan{paths: paths{"/s", "member-2"}, role: RoleMember, mode: ModeFull, index: 2}
-	member.assignPorts([]int{11, 12, 13, 14, 15, 16})
+	member.assignPorts([]int{11, 12, 13, 14, 15, 16, 17})
 
 	tests := []struct {
 		name      string
@@ -69,7 +69,8 @@ func TestComponentArgs(t *testing.T) {
 		},
 		{
 			name: "apiserver", plan: member, component: components.KubeAPIServer,
-			wantArgs: []string{"--etcd-servers=http://127.0.0.1:11", "--secure-port=13", "--authorization-mode=RBAC", "--client-ca-file=/s/pki/ca.crt", "--token-auth-file=/s/clusters/member-2/pki/tokens.csv"},
+			wantArgs: []string{"--etcd-servers=http://127.0.0.1:11", "--secure-port=13", "--authorization-mode=RBAC", "--client-ca-file=/s/pki/ca.crt", "--token-auth-file=/s/clusters/member-2/pki/tokens.csv",
+				"--requestheader-client-ca-file=/s/pki/front-proxy-ca.crt", "--proxy-client-cert-file=/s/clusters/member-2/pki/front-proxy-client.crt", "--enable-aggregator-routing=true"},
 			wantPort: 13, wantURL: "https://127.0.0.1:13/readyz",
 		},
 		{
@@ -79,8 +80,18 @@ func TestComponentArgs(t *testing.T) {
 		},
 		{
 			name: "kwok manages only annotated nodes with the module's stages", plan: member, component: components.Kwok,
-			wantArgs: []string{"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake", "--server-address=127.0.0.1:16", "--config=/bin/c/stages/pod-ready.yaml", "--config=/bin/c/stages/node-heartbeat-with-lease.yaml"},
+			wantArgs: []string{"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake", "--server-address=127.0.0.1:16", "--config=/s/clusters/member-2/kwok/pod-ready.yaml", "--config=/bin/c/stages/node-heartbeat-with-lease.yaml", "--config=/bin/c/stages/metrics-resource.yaml", "--config=/bin/c/stages/usage-from-annotation.yaml"},
 			wantPort: 16, wantURL: "https://127.0.0.1:16/healthz",
+		},
+		{
+			name: "metrics-server scrapes kwok's nodes at their status port", plan: member, component: components.MetricsServer,
+			wantArgs: []string{"--secure-port=17", "--kubeconfig=/s/clusters/member-2/kubeconfig", "--kubelet-use-node-status-port", "--kubelet-insecure-tls", "--tls-cert-file=/s/clusters/member-2/pki/metrics-server.crt"},
+			wantPort: 17, wantURL: "https://127.0.0.1:17/livez",
+		},
+		{
+			name: "host apiserver aggregates nothing", plan: host, component: components.KubeAPIServer,
+			wantNot:  []string{"--requestheader", "--proxy-client"},
+			wantPort: 3, wantURL: "https://127.0.0.1:3/readyz",
 		},
 		{
 			name: "scheduler", plan: member, component: components.KubeScheduler,

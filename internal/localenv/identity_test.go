@@ -36,7 +36,7 @@ func TestPrepareGivesTheControllerManagerItsOwnIdentity(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tt.plan.assignPorts([]int{1, 2, 3, 4, 5, 6})
+			tt.plan.assignPorts([]int{1, 2, 3, 4, 5, 6, 7})
 			cs, err := tt.plan.prepare(ca, "admin-token", "controller-token", "gateway-token")
 			if err != nil {
 				t.Fatal(err)

@@ -48,9 +48,13 @@ func fakeNodes(s nodeSpec) []*corev1.Node {
 		}
 		nodes = append(nodes, &corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{
-				Name:        name,
-				Labels:      labels,
-				Annotations: map[string]string{kwokNodeAnnotation: "fake", "node.alpha.kubernetes.io/ttl": "0"},
+				Name:   name,
+				Labels: labels,
+				Annotations: map[string]string{
+					kwokNodeAnnotation: "fake", "node.alpha.kubernetes.io/ttl": "0",
+					// metrics-server scrapes kwok's simulated kubelet metrics of the node there (metrics.go).
+					AnnotationResourceMetricsPath: "/metrics/nodes/" + name + "/metrics/resource",
+				},
 			},
 			Status: corev1.NodeStatus{
 				Capacity:    capacity.DeepCopy(),

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -129,12 +130,17 @@ func (e *Environment) start(ctx context.Context, set components.Set, dir string,
 	if err != nil {
 		return err
 	}
+	frontProxy, err := newAuthority("flotilla-front-proxy")
+	if err != nil {
+		return err
+	}
 	agentCert, agentKey := AgentSignerFiles(dir)
 	if err := writeFiles(map[string][]byte{
 		filepath.Join(dir, "pki", "ca.crt"): ca.certPEM,
 		filepath.Join(dir, "pki", "ca.key"): ca.keyPEM,
 		agentCert:                           agentCA.certPEM,
 		agentKey:                            agentCA.keyPEM,
+		filepath.Join(dir, "pki", "front-proxy-ca.crt"): frontProxy.certPEM,
 		filepath.Join(dir, "pki", "host-client-ca.crt"): append(slices.Clone(ca.certPEM), agentCA.certPEM...),
 	}); err != nil {
 		return err
@@ -177,6 +183,9 @@ func (e *Environment) start(ctx context.Context, set components.Set, dir string,
 		}
 		if err := p.writeStages(set); err != nil {
 			return fmt.Errorf("kwok of %s: %w", p.name, err)
+		}
+		if err := p.prepareMetrics(ca, frontProxy); err != nil {
+			return fmt.Errorf("metrics-server of %s: %w", p.name, err)
 		}
 		st.Clusters = append(st.Clusters, cs)
 		addCluster(combined, p.name, p.server(), ca.certPEM, token)
@@ -335,7 +344,8 @@ func (s *starter) startCluster(ctx context.Context, p *clusterPlan, idx int) err
 }
 
 // readyNodes registers the member's fake nodes and waits until pods can be
-// scheduled onto them and created in the default namespace.
+// scheduled onto them and created in the default namespace; it registers
+// metrics.k8s.io too (metrics.go).
 func (s *starter) readyNodes(ctx context.Context, p *clusterPlan, crashed func() error) error {
 	cfg, err := RESTConfig(p.kubeconfig())
 	if err != nil {
@@ -358,6 +368,19 @@ func (s *starter) readyNodes(ctx context.Context, p *clusterPlan, crashed func()
 		return nodesSchedulable(ctx, cs, len(nodes))
 	}); err != nil {
 		return err
+	}
+	if p.runsMetrics() {
+		dyn, err := dynamic.NewForConfig(cfg)
+		if err != nil {
+			return err
+		}
+		caPEM, err := os.ReadFile(p.caCert())
+		if err != nil {
+			return err
+		}
+		if err := registerMetrics(ctx, cs, dyn, p.ports.metrics, caPEM); err != nil {
+			return fmt.Errorf("%s: %w", p.name, err)
+		}
 	}
 	return waitFor(ctx, p.name+" default ServiceAccount", readyTimeout, crashed, func(ctx context.Context) error {
 		return defaultServiceAccount(ctx, cs)

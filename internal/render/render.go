@@ -54,8 +54,9 @@ func Render(in Input) (*unstructured.Unstructured, error) {
 // setRollout applies a federated rollout's directive to a Deployment
 // copy, after the overrides (the federation's budget is not theirs to
 // change): the revision label; a held copy is paused, which keeps its
-// pods while it holds the new template; a rolling one gets its share of
-// maxSurge and maxUnavailable.
+// pods while it holds the new template, and annotated flotilla.io/held (a
+// held copy the member does not have is created unpaused: dispatch); a
+// rolling one gets its share of maxSurge and maxUnavailable.
 func setRollout(obj *unstructured.Unstructured, d rollout.Directive) error {
 	labels := obj.GetLabels()
 	if labels == nil {
@@ -63,7 +64,13 @@ func setRollout(obj *unstructured.Unstructured, d rollout.Directive) error {
 	}
 	labels[v1alpha1.LabelRevision] = d.Revision
 	obj.SetLabels(labels)
-	if d.Hold {
+	if paused, _, _ := unstructured.NestedBool(obj.Object, "spec", "paused"); d.Hold && !paused {
+		annotations := obj.GetAnnotations()
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[v1alpha1.AnnotationHeld] = "true"
+		obj.SetAnnotations(annotations)
 		return unstructured.SetNestedField(obj.Object, true, "spec", "paused")
 	}
 	if d.Share == nil {

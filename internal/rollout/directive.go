@@ -24,26 +24,31 @@ type Directive struct {
 }
 
 // For returns the directive of a cluster's copy from the recorded plan
-// st (nil: none yet), the host's current revision and whether the
-// member holds a copy. A copy rolls with its share while its cluster is
-// Rolling, also when the template changed again meanwhile (it rolls on
-// to the newer one within the same share); it is held while the plan has
-// not admitted it, including the moment between a template change and
-// the plan of the new revision. A cluster without a copy is never held:
-// its new copy is created from the template (a paused new Deployment
-// would start no pods at all).
-func For(st *v1alpha1.RolloutStatus, revision, cluster string, hasCopy bool) Directive {
+// st (nil: none yet), the host's current revision and the copy the member
+// holds: whether it has one (true when unknown: a member cache that is not
+// synced) and the revision it is labelled with. A copy rolls with its
+// share while its cluster is Rolling, also when the template changed again
+// meanwhile (it rolls on to the newer one within the same share); it is
+// held while the plan has not admitted it, including the moment between a
+// template change and the plan of the new revision. A cluster without a
+// copy is never held: its new copy is created from the template (a paused
+// new Deployment would start no pods at all).
+func For(st *v1alpha1.RolloutStatus, revision, cluster string, hasCopy bool, copyRevision string) Directive {
 	d := Directive{Revision: revision}
-	if st == nil || !hasCopy {
+	if !hasCopy {
+		return d
+	}
+	if st == nil {
+		// No plan yet: only a copy known to hold another revision waits
+		// for one (a copy labelled with none predates federated rollouts).
+		d.Hold = copyRevision != "" && copyRevision != revision
 		return d
 	}
 	e := Entry(st, cluster)
 	switch {
-	case e != nil && e.State == v1alpha1.RolloutRolling:
-		if e.MaxSurge+e.MaxUnavailable > 0 {
-			d.Share = &Budget{Surge: e.MaxSurge, Unavailable: e.MaxUnavailable}
-		}
-	case e != nil && e.State == v1alpha1.RolloutDone && st.Revision == revision:
+	case e != nil && e.State == v1alpha1.RolloutRolling && e.MaxSurge+e.MaxUnavailable > 0:
+		d.Share = &Budget{Surge: e.MaxSurge, Unavailable: e.MaxUnavailable}
+	case e != nil && (e.State == v1alpha1.RolloutRolling || e.State == v1alpha1.RolloutDone) && st.Revision == revision:
 	default:
 		d.Hold = true
 	}

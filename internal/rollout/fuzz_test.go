@@ -36,7 +36,7 @@ func FuzzPlan(f *testing.F) {
 			case 0:
 				c.State = v1alpha1.RolloutDone
 			case 1:
-				c.State = v1alpha1.RolloutWaiting
+				c.State, c.Readmit = v1alpha1.RolloutWaiting, flags&0x40 != 0
 			case 2:
 				c.State = v1alpha1.RolloutStalled
 			case 3:
@@ -53,7 +53,7 @@ func FuzzPlan(f *testing.F) {
 		if data[0]&0x80 != 0 {
 			prev.Revision = "r2"
 		}
-		in := Input{Revision: "r2", Budget: budget, Previous: prev, Members: members, Frozen: frozen, Now: time.Unix(1000, 0), StallAfter: time.Minute, Approved: -1}
+		in := Input{Revision: "r2", Budget: budget, Previous: prev, Members: members, Frozen: frozen, Now: time.Unix(1000, 0), StallAfter: time.Minute}
 		if data[1]&0x80 != 0 {
 			in.Stages = []Stage{{Name: "a", After: v1alpha1.GateApproval}, {Name: "b", After: v1alpha1.GatePause, Pause: time.Minute, MinAvailablePercent: 50}, {Name: "c"}}
 		}
@@ -70,10 +70,10 @@ func FuzzPlan(f *testing.F) {
 				t.Errorf("%s is %s with a share %d/%d", c.Cluster, c.State, c.MaxSurge, c.MaxUnavailable)
 			}
 			p := prev.Clusters[i]
-			if p.State == v1alpha1.RolloutRolling && c.State == v1alpha1.RolloutRolling && (p.MaxSurge != c.MaxSurge || p.MaxUnavailable != c.MaxUnavailable) {
+			if p.State == v1alpha1.RolloutRolling && p.MaxSurge+p.MaxUnavailable > 0 && c.State == v1alpha1.RolloutRolling && (p.MaxSurge != c.MaxSurge || p.MaxUnavailable != c.MaxUnavailable) {
 				t.Errorf("%s kept rolling with its share changed from %d/%d to %d/%d", c.Cluster, p.MaxSurge, p.MaxUnavailable, c.MaxSurge, c.MaxUnavailable)
 			}
-			if p.State != v1alpha1.RolloutRolling && c.State == v1alpha1.RolloutRolling && c.MaxSurge+c.MaxUnavailable > 0 {
+			if (p.State != v1alpha1.RolloutRolling || p.MaxSurge+p.MaxUnavailable == 0) && c.State == v1alpha1.RolloutRolling && c.MaxSurge+c.MaxUnavailable > 0 {
 				if frozen || out.Halted != "" || out.Gate != "" {
 					t.Errorf("%s admitted while the host is paused, the rollout halted or at a gate (%q %q)", c.Cluster, out.Halted, out.Gate)
 				}
@@ -83,6 +83,12 @@ func FuzzPlan(f *testing.F) {
 				if c.MaxSurge > max(members[i].Replicas, 1) || c.MaxUnavailable > max(members[i].Replicas, 1) {
 					t.Errorf("%s of %d replicas admitted with %d/%d", c.Cluster, members[i].Replicas, c.MaxSurge, c.MaxUnavailable)
 				}
+			}
+			if c.State == v1alpha1.RolloutRolling && c.MaxSurge+c.MaxUnavailable == 0 && p.State != v1alpha1.RolloutRolling && !members[i].Usable {
+				t.Errorf("%s, whose copy is unknown, released without a share (was %s)", c.Cluster, p.State)
+			}
+			if p.State == v1alpha1.RolloutWaiting && p.Readmit && c.State != v1alpha1.RolloutWaiting && c.MaxSurge+c.MaxUnavailable == 0 && c.State != v1alpha1.RolloutStalled {
+				t.Errorf("%s, waiting to be readmitted, became %s without a share", c.Cluster, c.State)
 			}
 			sum.Surge += c.MaxSurge
 			sum.Unavailable += c.MaxUnavailable

@@ -34,7 +34,8 @@ type Member struct {
 	Cluster string
 	// Replicas is the cluster's share of the workload (the placement).
 	Replicas int32
-	// Usable: the cluster is Ready and its copy is known.
+	// Usable: the cluster is Ready and its copy is known (HasCopy and
+	// the rest describe it); an unusable cluster's copy is unknown.
 	Usable bool
 	// UnusableSince is when the cluster stopped being usable.
 	UnusableSince time.Time
@@ -53,6 +54,10 @@ type Member struct {
 	Stuck bool
 	// Stage is the member's index in Input.Stages.
 	Stage int
+	// Leaving: the cluster left the placement but its copy is still
+	// there (graceful eviction); it is never admitted, and a share it
+	// rolls with stays reserved until the copy is gone.
+	Leaving bool
 }
 
 // Input is everything a plan depends on.
@@ -68,6 +73,11 @@ type Input struct {
 	// Frozen admits nobody (the host object is paused): clusters already
 	// rolling keep their shares.
 	Frozen bool
+	// Suspended: the object's federation is suspended (nothing is written
+	// to its copies, which may be edited by hand). Nobody is admitted and
+	// every cluster not rolling waits, so that on resuming each copy is
+	// held and admitted again, whatever was done to it meanwhile.
+	Suspended bool
 	// Now is the time of the decision.
 	Now time.Time
 	// StallAfter is how long a rolling cluster may be unusable before
@@ -76,11 +86,12 @@ type Input struct {
 	// Stages order the members (Member.Stage indexes them); none: every
 	// member is admissible at once.
 	Stages []Stage
-	// Approved is the index of the last stage whose Approval gate is
-	// approved for Revision (-1: none).
+	// Approved is how many stages, from the first, have their Approval
+	// gate approved for Revision (0: none).
 	Approved int
-	// Resumed lets Revision go on past a halt and opens Pause gates.
-	Resumed bool
+	// Resumed is how many stages, from the first, have their halts lifted
+	// and their Pause gates opened for Revision (0: none).
+	Resumed int
 }
 
 // Plan returns the rollout plan: every member's state and the shares of
@@ -95,6 +106,9 @@ func Plan(in Input) *v1alpha1.RolloutStatus {
 		}
 	}
 	out := &v1alpha1.RolloutStatus{Revision: in.Revision, MaxSurge: in.Budget.Surge, MaxUnavailable: in.Budget.Unavailable}
+	if in.Previous != nil && in.Previous.Revision == in.Revision {
+		out.Reached = in.Previous.Reached
+	}
 	free := in.Budget
 	var waiting []int // indexes into out.Clusters of admissible clusters
 	for _, m := range in.Members {
@@ -111,7 +125,7 @@ func Plan(in Input) *v1alpha1.RolloutStatus {
 			free.Surge -= p.MaxSurge
 			free.Unavailable -= p.MaxUnavailable
 		case v1alpha1.RolloutWaiting:
-			if m.Usable && m.HasCopy {
+			if m.Usable && m.HasCopy && !m.Leaving {
 				waiting = append(waiting, len(out.Clusters))
 			}
 		}
@@ -122,18 +136,19 @@ func Plan(in Input) *v1alpha1.RolloutStatus {
 			free.Surge -= above(m)
 		}
 		c.Since = since(p, had, c.State, in.Now)
+		c.Readmit = c.State == v1alpha1.RolloutWaiting && (in.Suspended || had && p.Readmit)
 		out.Clusters = append(out.Clusters, c)
 	}
 	defer slices.SortFunc(out.Clusters, func(a, b v1alpha1.ClusterRollout) int { return cmp.Compare(a.Cluster, b.Cluster) })
 	if len(in.Stages) > 0 {
 		waiting = staged(in, out, waiting)
 	}
-	if in.Frozen {
+	if in.Frozen || in.Suspended {
 		return out
 	}
 	weights := make([]int32, len(waiting))
 	for i, idx := range waiting {
-		weights[i] = in.Members[idx].Replicas
+		weights[i] = in.Members[idx].SpecReplicas
 	}
 	for i, share := range admit(free, weights) {
 		if share.Surge+share.Unavailable == 0 {
@@ -146,41 +161,69 @@ func Plan(in Input) *v1alpha1.RolloutStatus {
 	return out
 }
 
-// state is where a member is: Done once its copy has rolled out the
-// revision; Rolling (with the share it had) until then once admitted, or
-// from the start without a share when nothing is to be replaced (a new
-// copy, or the first plan of an object); Stalled when a rolling cluster
-// stays unusable for StallAfter; Waiting otherwise, which holds the copy.
+// state is where a member is:
+//   - Rolling with its share once admitted, until done; a rolling cluster
+//     that stays unusable for StallAfter is Stalled (its share goes back);
+//     one leaving the placement keeps its share while its copy is there;
+//   - Rolling without a share from the start when nothing is to be
+//     replaced: a new copy (a usable cluster known to hold none), or, with
+//     no plan for it yet, a copy already of the revision (or of no
+//     revision at all: a copy written before rollouts were federated);
+//   - Done once its copy has rolled out the revision (and stays so for
+//     the revision: a scale is no rollout);
+//   - Waiting otherwise, which holds the copy. A cluster waiting since a
+//     suspension (Readmit) leaves Waiting only when admitted: its copy
+//     may run a template someone changed by hand, which only a roll
+//     within the budget puts right.
+//
+// An unusable cluster's copy is unknown: it keeps its state (Waiting when
+// it had none).
 func state(in Input, m Member, p v1alpha1.ClusterRollout, had bool) v1alpha1.RolloutState {
 	sameRevision := in.Previous != nil && in.Previous.Revision == in.Revision
+	rolling := had && p.State == v1alpha1.RolloutRolling
 	switch {
-	case Done(m, in.Revision):
-		return v1alpha1.RolloutDone
-	case had && p.State == v1alpha1.RolloutDone && sameRevision:
-		// A scale or a restarted pod is no rollout.
-		return v1alpha1.RolloutDone
-	case had && p.State == v1alpha1.RolloutRolling:
-		if m.Usable || in.Now.Sub(m.UnusableSince) < in.StallAfter {
+	case rolling && p.MaxSurge+p.MaxUnavailable > 0:
+		switch {
+		case m.Usable && Done(m, in.Revision):
+			return v1alpha1.RolloutDone
+		case m.Usable, m.Leaving, in.Now.Sub(m.UnusableSince) < in.StallAfter:
 			return v1alpha1.RolloutRolling
 		}
 		return v1alpha1.RolloutStalled
-	case had && p.State == v1alpha1.RolloutStalled && !m.Usable:
-		return v1alpha1.RolloutStalled
-	case !m.HasCopy, !had && (in.Previous == nil || m.Revision == in.Revision):
-		// Nothing to hold back: a new copy is created from the template,
-		// and an object's first plan finds its copies as they are.
+	case in.Suspended:
+		return v1alpha1.RolloutWaiting
+	case !m.Usable:
+		if had && p.State != v1alpha1.RolloutRolling && (sameRevision || p.State == v1alpha1.RolloutStalled) {
+			return p.State
+		}
+		return v1alpha1.RolloutWaiting
+	case m.Leaving:
+		return v1alpha1.RolloutWaiting
+	case had && p.State == v1alpha1.RolloutWaiting && p.Readmit:
+		return v1alpha1.RolloutWaiting
+	case had && p.State == v1alpha1.RolloutStalled:
+		return v1alpha1.RolloutWaiting
+	case Done(m, in.Revision):
+		return v1alpha1.RolloutDone
+	case had && p.State == v1alpha1.RolloutDone && sameRevision:
+		return v1alpha1.RolloutDone
+	case !m.HasCopy:
+		return v1alpha1.RolloutRolling // a new copy: created as it is
+	case rolling && sameRevision:
+		return v1alpha1.RolloutRolling // a new copy, still starting
+	case !had && (m.Revision == in.Revision || in.Previous == nil && m.Revision == ""):
 		return v1alpha1.RolloutRolling
 	}
 	return v1alpha1.RolloutWaiting
 }
 
 // Done reports whether a copy has rolled out revision: it holds it, its
-// status is current, and all its replicas are of the revision with no
-// old pod left (their availability counts against the budget whatever
-// the state).
+// status is current, and all the replicas it asks for are of the revision
+// with no old pod left. Their availability counts against the budget
+// whatever the state (lacking).
 func Done(m Member, revision string) bool {
-	return m.HasCopy && m.Revision == revision && m.Observed && m.SpecReplicas == m.Replicas &&
-		m.Updated == m.Replicas && m.Total == m.Replicas
+	return m.HasCopy && m.Revision == revision && m.Observed &&
+		m.Updated == m.SpecReplicas && m.Total == m.SpecReplicas
 }
 
 // lacking is how many of a copy's replicas are unavailable.

@@ -136,6 +136,35 @@ func TestPlan(t *testing.T) {
 			Members: []Member{func() Member { m := held("a", 0, "r2"); m.Total, m.SpecReplicas, m.Available = 0, 0, 0; return m }(), held("b", 10, "r2")}},
 		want: "a=Done b=Rolling(1/1)",
 	}, {
+		name: "an unknown copy is not a new one: an unusable waiting cluster keeps waiting",
+		in: Input{Revision: "r2", Budget: Budget{Surge: 0, Unavailable: 1}, Now: t0, StallAfter: time.Minute, Previous: plan("r2", b33, "a=Rolling(0/1)", "b=Waiting"),
+			Members: []Member{held("a", 10, "r2"), {Cluster: "b", Replicas: 10, UnusableSince: t0.Add(-2 * time.Minute)}}},
+		want: "a=Rolling(0/1) b=Waiting",
+	}, {
+		name: "a member HPA's replicas: done by the copy's own count",
+		in: Input{Revision: "r2", Budget: Budget{Surge: 0, Unavailable: 1}, Previous: plan("r2", b33, "a=Rolling(0/1)", "b=Waiting"),
+			Members: []Member{func() Member { m := steady("a", 10, "r2"); m.SpecReplicas, m.Total, m.Updated, m.Available = 14, 14, 14, 14; return m }(), held("b", 10, "r2")}},
+		want: "a=Done b=Rolling(0/1)",
+	}, {
+		name: "no plan yet: a copy of another revision waits",
+		in: Input{Revision: "r2", Budget: b33, Members: []Member{held("a", 10, "r1"), held("b", 10, "")}},
+		want: "a=Rolling(3/3) b=Rolling",
+	}, {
+		name: "a leaving cluster's share stays reserved while its copy is there",
+		in: Input{Revision: "r2", Budget: Budget{Surge: 0, Unavailable: 1}, Previous: plan("r2", b33, "a=Rolling(0/1)", "b=Waiting"),
+			Members: []Member{func() Member { m := held("a", 10, "r2"); m.Leaving = true; return m }(), held("b", 10, "r2")}},
+		want: "a=Rolling(0/1) b=Waiting",
+	}, {
+		name: "suspended: nobody admitted, the others wait to be readmitted",
+		in: Input{Revision: "r2", Budget: b33, Suspended: true, Previous: plan("r2", b33, "a=Rolling(1/1)", "b=Done", "c=Waiting"),
+			Members: []Member{held("a", 10, "r2"), steady("b", 10, "r2"), held("c", 10, "r2")}},
+		want: "a=Rolling(1/1) b=Waiting c=Waiting",
+	}, {
+		name: "a new copy whose template changed before it was done waits",
+		in: Input{Revision: "r3", Budget: Budget{Surge: 0, Unavailable: 1}, Previous: plan("r2", b33, "a=Rolling(0/1)", "b=Rolling"),
+			Members: []Member{held("a", 10, "r3"), held("b", 10, "r3")}},
+		want: "a=Rolling(0/1) b=Waiting",
+	}, {
 		name: "a cluster new to the placement is created, not held",
 		in: Input{Revision: "r2", Budget: b33, Previous: plan("r2", b33, "a=Done"),
 			Members: []Member{steady("a", 5, "r2"), {Cluster: "b", Replicas: 5, Usable: true}}},
@@ -185,26 +214,36 @@ func TestFor(t *testing.T) {
 		{"c", "r2", true, "as is"},
 		{"c", "r3", true, "hold"}, // the moment between a change and its plan
 		{"d", "r2", true, "as is"},
+		{"d", "r3", true, "hold"}, // a new copy's template changed: wait for the plan
 		{"e", "r2", true, "hold"},
 		{"f", "r2", true, "hold"},
 		{"f", "r2", false, "as is"},
 	}
 	for _, tt := range tests {
-		d := For(st, tt.revision, tt.cluster, tt.hasCopy)
-		got := "as is"
-		switch {
-		case d.Hold:
-			got = "hold"
-		case d.Share != nil:
-			got = fmt.Sprintf("share %d/%d", d.Share.Surge, d.Share.Unavailable)
-		}
+		d := For(st, tt.revision, tt.cluster, tt.hasCopy, "r1")
+		got := describeDirective(d)
 		if got != tt.want || d.Revision != tt.revision {
 			t.Errorf("For(%s, %s, copy %v) = %s (revision %s), want %s", tt.cluster, tt.revision, tt.hasCopy, got, d.Revision, tt.want)
 		}
 	}
-	if d := For(nil, "r1", "a", true); d.Hold || d.Share != nil {
-		t.Errorf("For without a plan = %+v, want the copy as it is", d)
+	// Without a plan: only a copy labelled with another revision waits.
+	for _, tt := range []struct {
+		copyRevision, want string
+	}{{"", "as is"}, {"r1", "as is"}, {"r0", "hold"}} {
+		if got := describeDirective(For(nil, "r1", "a", true, tt.copyRevision)); got != tt.want {
+			t.Errorf("For without a plan, copy of %q = %s, want %s", tt.copyRevision, got, tt.want)
+		}
 	}
+}
+
+func describeDirective(d Directive) string {
+	switch {
+	case d.Hold:
+		return "hold"
+	case d.Share != nil:
+		return fmt.Sprintf("share %d/%d", d.Share.Surge, d.Share.Unavailable)
+	}
+	return "as is"
 }
 
 func deployment(strategy map[string]any) *unstructured.Unstructured {

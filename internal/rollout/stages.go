@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,12 +27,12 @@ type Stage struct {
 
 // staged narrows the admissible clusters to the current stage's (the
 // first with a cluster not Done) once the previous stage's gate is open
-// and the rollout is not halted, recording the stage, the gate and the
-// halt in out. It returns the admissible indexes.
+// and the rollout is not halted, recording the stage, the gate, the halt
+// and the stage reached in out. It returns the admissible indexes.
 func staged(in Input, out *v1alpha1.RolloutStatus, waiting []int) []int {
 	current := len(in.Stages)
 	for i, c := range out.Clusters {
-		if c.State != v1alpha1.RolloutDone {
+		if c.State != v1alpha1.RolloutDone && !in.Members[i].Leaving {
 			current = min(current, in.Members[i].Stage)
 		}
 	}
@@ -39,25 +40,29 @@ func staged(in Input, out *v1alpha1.RolloutStatus, waiting []int) []int {
 		return nil // every stage is done
 	}
 	out.Stage = in.Stages[current].Name
-	if halt := halted(in, out, current); halt != "" {
+	if halt := halted(in, current); halt != "" {
 		out.Halted = halt
 		return nil
 	}
-	if current > 0 && !started(in, out, current) {
+	reached := slices.IndexFunc(in.Stages, func(s Stage) bool { return s.Name == out.Reached })
+	if current > reached && current > 0 {
 		gate := in.Stages[current-1]
 		switch gate.After {
 		case v1alpha1.GateApproval:
-			if in.Approved < current-1 {
+			if in.Approved < current {
 				out.Stage, out.Gate = gate.Name, v1alpha1.GateApproval
 				return nil
 			}
 		case v1alpha1.GatePause:
 			until := doneAt(in, out, current-1).Add(gate.Pause)
-			if !in.Resumed && in.Now.Before(until) {
+			if in.Resumed < current && in.Now.Before(until) {
 				out.Stage, out.Gate, out.PausedUntil = gate.Name, v1alpha1.GatePause, &metav1.Time{Time: until}
 				return nil
 			}
 		}
+	}
+	if current > reached && !in.Frozen && !in.Suspended {
+		out.Reached = in.Stages[current].Name
 	}
 	var admissible []int
 	for _, i := range waiting {
@@ -66,17 +71,6 @@ func staged(in Input, out *v1alpha1.RolloutStatus, waiting []int) []int {
 		}
 	}
 	return admissible
-}
-
-// started reports whether a stage has begun: one of its clusters was
-// admitted (its gate was open then).
-func started(in Input, out *v1alpha1.RolloutStatus, stage int) bool {
-	for i, c := range out.Clusters {
-		if in.Members[i].Stage == stage && in.Members[i].HasCopy && (c.State == v1alpha1.RolloutDone || c.MaxSurge+c.MaxUnavailable > 0) {
-			return true
-		}
-	}
-	return false
 }
 
 // doneAt is when a stage's last cluster became Done.
@@ -94,19 +88,21 @@ func doneAt(in Input, out *v1alpha1.RolloutStatus, stage int) time.Time {
 // whose clusters are all Done) must stop admitting: a halt recorded for
 // this revision stays until resumed; a copy that exceeded its progress
 // deadline, or a stage whose availability fell below its
-// minAvailablePercent, halts it.
-func halted(in Input, out *v1alpha1.RolloutStatus, current int) string {
-	if in.Resumed {
+// minAvailablePercent, halts it. Resuming through a stage lifts the halts
+// of that stage and those before it, not later ones.
+func halted(in Input, current int) string {
+	if in.Resumed > current {
 		return ""
 	}
-	if in.Previous != nil && in.Previous.Revision == in.Revision && in.Previous.Halted != "" {
-		return in.Previous.Halted
+	if p := in.Previous; p != nil && p.Revision == in.Revision && p.Halted != "" &&
+		slices.IndexFunc(in.Stages, func(s Stage) bool { return s.Name == p.Stage }) >= in.Resumed {
+		return p.Halted
 	}
 	var why []string
-	for s := 0; s <= current; s++ {
+	for s := in.Resumed; s <= current; s++ {
 		var replicas, available int32
 		for _, m := range in.Members {
-			if m.Stage != s || !m.Usable {
+			if m.Stage != s || !m.Usable || m.Leaving {
 				continue
 			}
 			if m.Stuck {

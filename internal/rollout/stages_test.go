@@ -30,27 +30,31 @@ func TestStagedPlan(t *testing.T) {
 		pauseLeft time.Duration
 	}{{
 		name: "only the first stage is admitted",
-		in: Input{Revision: "r2", Budget: budget, Stages: canary, Approved: -1, Previous: plan("r1", budget, "a=Done", "b=Done", "c=Done"),
+		in: Input{Revision: "r2", Budget: budget, Stages: canary, Previous: plan("r1", budget, "a=Done", "b=Done", "c=Done"),
 			Members: []Member{inStage(held("a", 10, "r2"), 0), inStage(held("b", 10, "r2"), 1), inStage(held("c", 10, "r2"), 1)}},
 		want: "a=Rolling(3/3) b=Waiting c=Waiting", stage: "canary",
 	}, {
 		name: "the canary done: the rollout waits for approval",
-		in: Input{Revision: "r2", Budget: budget, Stages: canary, Approved: -1, Previous: plan("r2", budget, "a=Rolling(3/3)", "b=Waiting", "c=Waiting"),
+		in: Input{Revision: "r2", Budget: budget, Stages: canary, Previous: plan("r2", budget, "a=Rolling(3/3)", "b=Waiting", "c=Waiting"),
 			Members: []Member{inStage(steady("a", 10, "r2"), 0), inStage(held("b", 10, "r2"), 1), inStage(held("c", 10, "r2"), 1)}},
 		want: "a=Done b=Waiting c=Waiting", stage: "canary", gate: v1alpha1.GateApproval,
 	}, {
 		name: "approved: the rest roll",
-		in: Input{Revision: "r2", Budget: budget, Stages: canary, Approved: 0, Previous: plan("r2", budget, "a=Done", "b=Waiting", "c=Waiting"),
+		in: Input{Revision: "r2", Budget: budget, Stages: canary, Approved: 1, Previous: plan("r2", budget, "a=Done", "b=Waiting", "c=Waiting"),
 			Members: []Member{inStage(steady("a", 10, "r2"), 0), inStage(held("b", 10, "r2"), 1), inStage(held("c", 10, "r2"), 1)}},
 		want: "a=Done b=Rolling(2/2) c=Rolling(1/1)", stage: "rest",
 	}, {
-		name: "a started stage needs no approval any more",
-		in: Input{Revision: "r2", Budget: budget, Stages: canary, Approved: -1, Previous: plan("r2", budget, "a=Done", "b=Rolling(2/2)", "c=Waiting"),
+		name: "a reached stage needs no approval any more",
+		in: Input{Revision: "r2", Budget: budget, Stages: canary, Previous: func() *v1alpha1.RolloutStatus {
+			p := plan("r2", budget, "a=Done", "b=Rolling(2/2)", "c=Waiting")
+			p.Reached = "rest"
+			return p
+		}(),
 			Members: []Member{inStage(steady("a", 10, "r2"), 0), inStage(held("b", 10, "r2"), 1), inStage(held("c", 10, "r2"), 1)}},
 		want: "a=Done b=Rolling(2/2) c=Rolling(1/1)", stage: "rest",
 	}, {
 		name: "a pause gate holds until its time",
-		in: Input{Revision: "r2", Budget: budget, Stages: paused, Approved: -1, Now: t0, Previous: func() *v1alpha1.RolloutStatus {
+		in: Input{Revision: "r2", Budget: budget, Stages: paused, Now: t0, Previous: func() *v1alpha1.RolloutStatus {
 			p := plan("r2", budget, "a=Done", "b=Waiting")
 			p.Clusters[0].Since.Time = t0.Add(-20 * time.Second)
 			return p
@@ -58,30 +62,41 @@ func TestStagedPlan(t *testing.T) {
 		want: "a=Done b=Waiting", stage: "canary", gate: v1alpha1.GatePause, pauseLeft: 40 * time.Second,
 	}, {
 		name: "resumed: the pause ends early",
-		in: Input{Revision: "r2", Budget: budget, Stages: paused, Approved: -1, Resumed: true, Now: t0, Previous: plan("r2", budget, "a=Done", "b=Waiting"),
+		in: Input{Revision: "r2", Budget: budget, Stages: paused, Resumed: 1, Now: t0, Previous: plan("r2", budget, "a=Done", "b=Waiting"),
 			Members: []Member{inStage(steady("a", 10, "r2"), 0), inStage(held("b", 10, "r2"), 1)}},
 		want: "a=Done b=Rolling(3/3)", stage: "rest",
 	}, {
 		name: "a stuck canary halts the rollout",
-		in: Input{Revision: "r2", Budget: budget, Stages: canary, Approved: 0, Previous: plan("r2", budget, "a=Rolling(3/3)", "b=Waiting"),
+		in: Input{Revision: "r2", Budget: budget, Stages: canary, Approved: 1, Previous: plan("r2", budget, "a=Rolling(3/3)", "b=Waiting"),
 			Members: []Member{inStage(stuck(unavailable(held("a", 10, "r2"), 3)), 0), inStage(held("b", 10, "r2"), 1)}},
 		want: "a=Rolling(3/3) b=Waiting", stage: "canary", halted: true,
 	}, {
 		name: "availability below the stage's minimum halts",
-		in: Input{Revision: "r2", Budget: budget, Stages: guarded, Approved: -1, Previous: plan("r2", budget, "a=Rolling(3/3)", "b=Waiting"),
+		in: Input{Revision: "r2", Budget: budget, Stages: guarded, Previous: plan("r2", budget, "a=Rolling(3/3)", "b=Waiting"),
 			Members: []Member{inStage(unavailable(held("a", 10, "r2"), 3), 0), inStage(held("b", 10, "r2"), 1)}},
 		want: "a=Rolling(3/3) b=Waiting", stage: "canary", halted: true,
 	}, {
 		name: "a halt stays for the revision even when the canary recovers",
-		in: Input{Revision: "r2", Budget: budget, Stages: guarded, Approved: -1, Previous: func() *v1alpha1.RolloutStatus {
+		in: Input{Revision: "r2", Budget: budget, Stages: guarded, Previous: func() *v1alpha1.RolloutStatus {
 			p := plan("r2", budget, "a=Done", "b=Waiting")
-			p.Halted = "stage canary: 7 of 10 replicas available"
+			p.Halted, p.Stage = "stage canary: 7 of 10 replicas available", "canary"
 			return p
 		}(), Members: []Member{inStage(steady("a", 10, "r2"), 0), inStage(held("b", 10, "r2"), 1)}},
 		want: "a=Done b=Waiting", stage: "rest", halted: true,
 	}, {
+		name: "a Done cluster of a gated stage does not open the gate",
+		in: Input{Revision: "r2", Budget: budget, Stages: []Stage{{Name: "canary", After: v1alpha1.GateApproval}, {Name: "rest"}}, Previous: plan("r2", budget, "a=Done", "c=Done", "d=Waiting"),
+			Members: []Member{inStage(steady("a", 10, "r2"), 0), inStage(steady("c", 0, "r2"), 1), inStage(held("d", 10, "r2"), 1)}},
+		want: "a=Done c=Done d=Waiting", stage: "canary", gate: v1alpha1.GateApproval,
+	}, {
+		name: "resuming the canary does not lift a later stage's halt",
+		in: Input{Revision: "r2", Budget: budget, Stages: []Stage{{Name: "canary"}, {Name: "eu", MinAvailablePercent: 90}, {Name: "rest"}}, Resumed: 1,
+			Previous: func() *v1alpha1.RolloutStatus { p := plan("r2", budget, "a=Done", "b=Rolling(3/3)", "c=Waiting"); p.Reached = "eu"; return p }(),
+			Members: []Member{inStage(steady("a", 10, "r2"), 0), inStage(unavailable(held("b", 10, "r2"), 3), 1), inStage(held("c", 10, "r2"), 2)}},
+		want: "a=Done b=Rolling(3/3) c=Waiting", stage: "eu", halted: true,
+	}, {
 		name: "resumed: the halt is lifted",
-		in: Input{Revision: "r2", Budget: budget, Stages: guarded, Approved: -1, Resumed: true, Previous: func() *v1alpha1.RolloutStatus {
+		in: Input{Revision: "r2", Budget: budget, Stages: guarded, Resumed: 1, Previous: func() *v1alpha1.RolloutStatus {
 			p := plan("r2", budget, "a=Done", "b=Waiting")
 			p.Halted = "stage canary: 7 of 10 replicas available"
 			return p
@@ -89,7 +104,7 @@ func TestStagedPlan(t *testing.T) {
 		want: "a=Done b=Rolling(3/3)", stage: "rest",
 	}, {
 		name: "a new revision starts without the old halt",
-		in: Input{Revision: "r3", Budget: budget, Stages: guarded, Approved: -1, Previous: func() *v1alpha1.RolloutStatus {
+		in: Input{Revision: "r3", Budget: budget, Stages: guarded, Previous: func() *v1alpha1.RolloutStatus {
 			p := plan("r2", budget, "a=Done", "b=Waiting")
 			p.Halted = "stage canary: 7 of 10 replicas available"
 			return p

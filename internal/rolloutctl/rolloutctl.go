@@ -63,17 +63,21 @@ func (d Deployment) Approve(ctx context.Context, stage string) (string, error) {
 	return fmt.Sprintf("deployment/%s: revision %s approved after stage %s", d.Key.Name, plan.Revision, stage), nil
 }
 
-// Resume lets the current revision go on past a halt and ends a Pause
-// gate early.
+// Resume lets the current revision go on past a halt of the stage it is
+// at, or through that stage's Pause gate early. Later stages still halt
+// and pause.
 func (d Deployment) Resume(ctx context.Context) (string, error) {
 	plan, err := d.plan(ctx)
 	if err != nil {
 		return "", err
 	}
-	if err := d.annotate(ctx, v1alpha1.AnnotationRolloutResumed, plan.Revision); err != nil {
+	if plan.Stage == "" || (plan.Halted == "" && plan.Gate != v1alpha1.GatePause) {
+		return "", fmt.Errorf("the rollout of %s is neither halted nor at a Pause gate (stage %q, gate %q)", d.Key, plan.Stage, plan.Gate)
+	}
+	if err := d.annotate(ctx, v1alpha1.AnnotationRolloutResumed, plan.Revision+"/"+plan.Stage); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("deployment/%s: revision %s resumed", d.Key.Name, plan.Revision), nil
+	return fmt.Sprintf("deployment/%s: revision %s resumed at stage %s", d.Key.Name, plan.Revision, plan.Stage), nil
 }
 
 // annotate sets one annotation on the host Deployment.

@@ -59,11 +59,13 @@ Deployment. A new template needs its own approval.`,
 		newRolloutVerb(streams, "resume", &cobra.Command{
 			Use:   "resume [deployment/]NAME",
 			Short: "Let a halted rollout go on, or end a stage's pause early",
-			Long: `Resume the revision rolling now past a halt (a stage's copy exceeded its
-progress deadline, or its availability fell below minAvailablePercent) and
-through Pause gates: the annotation flotilla.io/rollout-resumed=<revision>.
-The revision is not halted again. Not the same as kubectl rollout resume,
-which unpauses a paused Deployment.`,
+			Long: `Resume the revision rolling now past the halt of the stage it is at (a
+copy exceeded its progress deadline, or the stage's availability fell below
+minAvailablePercent), or through that stage's Pause gate early: the
+annotation flotilla.io/rollout-resumed=<revision>/<stage>. That stage (and
+those before it) does not halt this revision again; later stages still halt
+and pause. Not the same as kubectl rollout resume, which unpauses a paused
+Deployment.`,
 			Example: `  flotilla rollout resume web -n shop`,
 		}),
 		newRolloutVerb(streams, "abort", &cobra.Command{

@@ -56,13 +56,22 @@ func (r *Reconciler) syncCluster(ctx context.Context, fo types.NamespacedName, t
 	// waited for here, not met by a render and a requeue.
 	sess.WaitManaged(ctx, gvr)
 	rin := render.Input{Template: tmpl, Placement: p, Overrides: policy.Overrides(tmpl, mc, env.cops, env.ops)}
-	if env.revision != "" {
-		// A federated rollout: whether the member holds a copy decides
-		// whether it may be held (a cache that is listing makes Apply
-		// wait before anything is written).
-		live, _ := sess.ManagedObject(gvr, tmpl.GetNamespace(), tmpl.GetName())
-		d := rollout.For(env.rollout, env.revision, p.Cluster, live != nil)
+	switch {
+	case env.governed:
+		// A federated rollout: whether the member holds a copy, and of
+		// which revision, decides whether it is held (a copy the cache
+		// does not know for sure counts as held by the plan).
+		live, state := sess.ManagedObject(gvr, tmpl.GetNamespace(), tmpl.GetName())
+		copyRevision := ""
+		if live != nil {
+			copyRevision = live.GetLabels()[v1alpha1.LabelRevision]
+		}
+		d := rollout.For(env.rollout, env.revision, p.Cluster, live != nil || state != member.CacheSynced, copyRevision)
 		rin.Rollout = &d
+	case env.revision != "":
+		// Labelled with its revision all the same, so that a rollout
+		// federated later knows what each copy holds.
+		rin.Rollout = &rollout.Directive{Revision: env.revision}
 	}
 	desired, err := render.Render(rin)
 	if err != nil {

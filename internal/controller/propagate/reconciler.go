@@ -199,9 +199,11 @@ type environment struct {
 	// object's emptyPlacement is Allow; always for followers, whose
 	// placement follows their workloads' copies).
 	allowEmpty bool
-	// revision is the template's revision when its rollout is federated
-	// (rollout.Governed), "" otherwise; rollout is the recorded plan.
+	// revision is a Deployment's revision (rollout.Revision), "" for
+	// other kinds; governed says its rollout is federated
+	// (rollout.Governed), by the recorded plan rollout.
 	revision string
+	governed bool
 	rollout  *v1alpha1.RolloutStatus
 }
 
@@ -251,8 +253,9 @@ func (r *Reconciler) environment(ctx context.Context, fo *v1alpha1.FederatedObje
 	}
 	adoption := policy.Adopt(tmpl, own, leaders)
 	env.adopt, env.conflictHint = adoption.Adopt, adoption.Hint
-	if rollout.Governed(tmpl, divided(fo)) {
-		env.revision, env.rollout = rollout.Revision(tmpl), fo.Status.Rollout
+	if gvk := tmpl.GroupVersionKind(); gvk.Group == "apps" && gvk.Kind == "Deployment" {
+		env.revision = rollout.Revision(tmpl)
+		env.governed, env.rollout = rollout.Governed(tmpl, divided(fo)), fo.Status.Rollout
 	}
 	return env, nil
 }

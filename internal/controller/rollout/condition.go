@@ -33,6 +33,8 @@ const (
 	ReasonStagePaused = "StagePaused"
 	// ReasonInvalidStages: the policy's stages cannot be resolved.
 	ReasonInvalidStages = "InvalidStages"
+	// ReasonSuspended: the object's federation is suspended.
+	ReasonSuspended = "Suspended"
 )
 
 // condition renders the RolledOut condition of a plan: who is rolling

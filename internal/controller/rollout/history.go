@@ -76,6 +76,9 @@ func (r *Reconciler) recordRevision(ctx context.Context, tmpl *unstructured.Unst
 		// An earlier template back (kubectl rollout undo): its revision
 		// becomes the newest, as on a single cluster.
 		current = current.DeepCopy()
+		if current.Annotations == nil {
+			current.Annotations = map[string]string{}
+		}
 		current.Annotations[annotationRevision] = strconv.FormatInt(newest+1, 10)
 		if err := r.Client.Update(ctx, current); err != nil {
 			return fmt.Errorf("renumber revision of %s/%s: %w", dep.Namespace, dep.Name, err)

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,6 +29,7 @@ import (
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/controller/copies"
 	"github.com/flotilla-io/flotilla/internal/controller/fedobj"
+	"github.com/flotilla-io/flotilla/internal/controller/recent"
 	"github.com/flotilla-io/flotilla/internal/controller/trigger"
 	"github.com/flotilla-io/flotilla/internal/member"
 	"github.com/flotilla-io/flotilla/internal/rollout"
@@ -61,7 +63,8 @@ type Reconciler struct {
 	// Now is the clock (tests); time.Now when nil.
 	Now func() time.Time
 
-	queue trigger.Queue[ctrl.Request]
+	queue   trigger.Queue[ctrl.Request]
+	written recent.Writes[*v1alpha1.FederatedObject]
 }
 
 // SetupWithManager registers the controller with mgr: FederatedObjects,
@@ -74,6 +77,28 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			r.queue.Add(req)
 		}
 	})
+	// Forget the status writes the cache has caught up with.
+	inf, err := mgr.GetCache().GetInformer(context.Background(), &v1alpha1.FederatedObject{})
+	if err != nil {
+		return err
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, o any) {
+			if fo, ok := o.(*v1alpha1.FederatedObject); ok {
+				r.written.Observed(fo, false)
+			}
+		},
+		DeleteFunc: func(o any) {
+			if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+				o = d.Obj
+			}
+			if fo, ok := o.(*v1alpha1.FederatedObject); ok {
+				r.written.Observed(fo, true)
+			}
+		},
+	}); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		For(&v1alpha1.FederatedObject{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, fedobj.PlacementChanged))).
@@ -108,6 +133,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, fo); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	// The plan just written, until the cache shows it: planning from an
+	// older one could re-hold a cluster just admitted.
+	fo = r.written.Fresh(fo)
 	if !fo.DeletionTimestamp.IsZero() || !fedobj.Scheduled(fo) {
 		return reconcile.Result{}, nil
 	}
@@ -137,28 +165,49 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	revision := rollout.Revision(tmpl)
 	if err := r.recordRevision(ctx, tmpl, revision); err != nil {
-		return reconcile.Result{}, err
+		// The history serves kubectl rollout history/undo; the rollout
+		// itself goes on without it.
+		ctrl.LoggerFrom(ctx).Error(err, "Recording the revision history")
 	}
 	members, clusterLabels, wait, err := r.members(ctx, fo, tmpl, now)
 	if err != nil || wait {
 		return reconcile.Result{RequeueAfter: time.Second}, err
 	}
 	stages, stagesErr := r.stages(ctx, fo, members, clusterLabels)
+	var invalid invalidStages
+	if stagesErr != nil && !errors.As(stagesErr, &invalid) {
+		return reconcile.Result{}, stagesErr
+	}
 	in := rollout.Input{Revision: revision, Budget: budget, Previous: fo.Status.Rollout, Members: members,
-		Frozen: rollout.Paused(tmpl) || stagesErr != nil, Now: now, StallAfter: r.stallAfter(), Stages: stages}
+		Frozen: rollout.Paused(tmpl) || stagesErr != nil, Suspended: suspended(tmpl), Now: now, StallAfter: r.stallAfter(), Stages: stages}
 	in.Approved, in.Resumed = approvals(tmpl, revision, stages)
 	plan := rollout.Plan(in)
 	cond := condition(plan, in.Frozen, members)
-	if stagesErr != nil {
+	next := nextLook(r.stallCheck(plan, members, now), plan, now)
+	switch {
+	case stagesErr != nil:
 		// The plan is recorded (a changed template is held) but nobody
-		// is admitted.
+		// is admitted; a MemberCluster created later is looked for.
 		cond = metav1.Condition{Type: v1alpha1.ConditionRolledOut, Status: metav1.ConditionFalse, Reason: ReasonInvalidStages,
 			Message: "the policy's rollout.stages: " + stagesErr.Error() + "; no cluster is admitted until they are fixed"}
+		next = invalidRecheck
+	case in.Suspended:
+		cond = metav1.Condition{Type: v1alpha1.ConditionRolledOut, Status: metav1.ConditionFalse, Reason: ReasonSuspended,
+			Message: "federation suspended (" + v1alpha1.AnnotationSuspend + "): nobody is admitted; on resuming every copy not rolling is held and admitted again within the budget"}
 	}
 	if err := r.write(ctx, fo, plan, &cond); err != nil {
 		return reconcile.Result{}, err
 	}
-	return reconcile.Result{RequeueAfter: nextLook(r.stallCheck(plan, members, now), plan, now)}, nil
+	return reconcile.Result{RequeueAfter: next}, nil
+}
+
+// invalidRecheck is how often an object whose stages are invalid is looked
+// at again (a MemberCluster a stage names may be created).
+const invalidRecheck = 30 * time.Second
+
+// suspended reports whether tmpl's federation is suspended.
+func suspended(tmpl *unstructured.Unstructured) bool {
+	return tmpl.GetAnnotations()[v1alpha1.AnnotationSuspend] == "true"
 }
 
 // nextLook is the sooner of a stall check and the end of a Pause gate
@@ -183,8 +232,20 @@ func (r *Reconciler) members(ctx context.Context, fo *v1alpha1.FederatedObject, 
 		return nil, nil, true, nil
 	}
 	clusterLabels = map[string]map[string]string{}
-	for _, p := range fo.Placement() {
-		m := rollout.Member{Cluster: p.Cluster, Replicas: ptrValue(p.Replicas)}
+	placed := map[string]bool{}
+	clusters := fo.Placement()
+	for _, p := range clusters {
+		placed[p.Cluster] = true
+	}
+	// Clusters that left but still hold a copy (graceful eviction): a
+	// share they roll with stays reserved while the copy is there.
+	for _, c := range fo.Status.Clusters {
+		if !placed[c.Cluster] {
+			clusters = append(clusters, v1alpha1.ClusterPlacement{Cluster: c.Cluster})
+		}
+	}
+	for _, p := range clusters {
+		m := rollout.Member{Cluster: p.Cluster, Replicas: ptrValue(p.Replicas), Leaving: !placed[p.Cluster]}
 		mc := &v1alpha1.MemberCluster{}
 		if err := r.Client.Get(ctx, client.ObjectKey{Name: p.Cluster}, mc, client.UnsafeDisableDeepCopy); client.IgnoreNotFound(err) != nil {
 			return nil, nil, false, err
@@ -198,6 +259,8 @@ func (r *Reconciler) members(ctx context.Context, fo *v1alpha1.FederatedObject, 
 		switch {
 		case c.Waiting():
 			return nil, nil, true, nil
+		case m.Leaving && c.Known() && c.Live == nil:
+			continue // its copy is gone
 		case c.Known():
 			m.Usable = true
 			if c.Live != nil {
@@ -280,7 +343,11 @@ func (r *Reconciler) write(ctx context.Context, fo *v1alpha1.FederatedObject, pl
 	if cond != nil {
 		st.Conditions = []metav1.Condition{fedobj.Condition(fo.Status, *cond)}
 	}
-	_, err := fedobj.ApplyStatus(ctx, r.Client, fo, fedobj.StatusApply{Manager: v1alpha1.FieldManagerRollout, Status: st})
+	replaced := fo.ResourceVersion
+	written, err := fedobj.ApplyStatus(ctx, r.Client, fo, fedobj.StatusApply{Manager: v1alpha1.FieldManagerRollout, Status: st})
+	if written {
+		r.written.Wrote(replaced, fo)
+	}
 	return client.IgnoreNotFound(err)
 }
 

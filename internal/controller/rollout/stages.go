@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -49,12 +50,16 @@ func (r *Reconciler) stages(ctx context.Context, fo *v1alpha1.FederatedObject, m
 		out = append(out, st)
 		if s.LabelSelector != nil {
 			if selectors[i], err = metav1.LabelSelectorAsSelector(s.LabelSelector); err != nil {
-				return nil, fmt.Errorf("stage %s: labelSelector: %w", s.Name, err)
+				return nil, invalidStages{fmt.Errorf("stage %s: labelSelector: %w", s.Name, err)}
 			}
 		}
 		for _, name := range s.ClusterNames {
-			if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, &v1alpha1.MemberCluster{}); err != nil {
-				return nil, fmt.Errorf("stage %s names cluster %s: %w", s.Name, name, client.IgnoreNotFound(err))
+			err := r.Client.Get(ctx, client.ObjectKey{Name: name}, &v1alpha1.MemberCluster{}, client.UnsafeDisableDeepCopy)
+			switch {
+			case apierrors.IsNotFound(err):
+				return nil, invalidStages{fmt.Errorf("stage %s names cluster %s, which is not a MemberCluster", s.Name, name)}
+			case err != nil:
+				return nil, err
 			}
 		}
 	}
@@ -79,14 +84,25 @@ func (r *Reconciler) stages(ctx context.Context, fo *v1alpha1.FederatedObject, m
 	return out, nil
 }
 
-// approvals reads the host object's approval and resume annotations for
-// revision: the index of the last approved stage (-1: none) and whether
-// it was resumed.
-func approvals(tmpl *unstructured.Unstructured, revision string, stages []rollout.Stage) (approved int, resumed bool) {
+// invalidStages is an error of the policy's stages themselves (as opposed
+// to a failed read, which is retried).
+type invalidStages struct{ error }
+
+// approvals reads the host object's approval and resume annotations
+// ("<revision>/<stage>") for revision: how many stages, from the first,
+// are approved and resumed (rollout.Input).
+func approvals(tmpl *unstructured.Unstructured, revision string, stages []rollout.Stage) (approved, resumed int) {
 	a := tmpl.GetAnnotations()
-	approved = -1
-	if rev, stage, ok := strings.Cut(a[v1alpha1.AnnotationRolloutApproved], "/"); ok && rev == revision {
-		approved = slices.IndexFunc(stages, func(s rollout.Stage) bool { return s.Name == stage })
+	return through(a[v1alpha1.AnnotationRolloutApproved], revision, stages), through(a[v1alpha1.AnnotationRolloutResumed], revision, stages)
+}
+
+// through is how many stages, from the first, a "<revision>/<stage>"
+// value covers for revision: up to and with the stage it names (0:
+// another revision, or no such stage).
+func through(value, revision string, stages []rollout.Stage) int {
+	rev, stage, ok := strings.Cut(value, "/")
+	if !ok || rev != revision {
+		return 0
 	}
-	return approved, a[v1alpha1.AnnotationRolloutResumed] == revision
+	return slices.IndexFunc(stages, func(s rollout.Stage) bool { return s.Name == stage }) + 1
 }
