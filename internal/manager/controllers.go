@@ -12,6 +12,7 @@ import (
 
 	"github.com/flotilla-io/flotilla/internal/agentcert"
 	"github.com/flotilla-io/flotilla/internal/controller/agentsigner"
+	"github.com/flotilla-io/flotilla/internal/controller/autoscale"
 	"github.com/flotilla-io/flotilla/internal/controller/cluster"
 	"github.com/flotilla-io/flotilla/internal/controller/federate"
 	"github.com/flotilla-io/flotilla/internal/controller/interpreters"
@@ -112,6 +113,15 @@ var Controllers = []Controller{
 			Client:   mgr.GetClient(),
 			Loader:   shared.Interpreters,
 			Recorder: mgr.GetEventRecorder("flotilla-" + interpreters.Name),
+		}
+		return r.SetupWithManager(mgr)
+	}},
+	{Name: autoscale.Name, Setup: func(mgr ctrl.Manager, opts Options, shared *Shared) error {
+		r := &autoscale.Reconciler{
+			Client:    mgr.GetClient(),
+			Templates: shared.Templates,
+			Pool:      shared.Pool,
+			Recorder:  mgr.GetEventRecorder("flotilla-" + autoscale.Name),
 		}
 		return r.SetupWithManager(mgr)
 	}},

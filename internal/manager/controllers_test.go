@@ -63,7 +63,7 @@ func TestEnabled(t *testing.T) {
 
 func TestEnabledWithRegisteredControllers(t *testing.T) {
 	names := ControllerNames()
-	if d := cmp.Diff([]string{"agent-signer", "cluster", "federate", "interpreters", "migrate", "propagate", "rollout", "schedule", "status"}, names); d != "" {
+	if d := cmp.Diff([]string{"agent-signer", "autoscale", "cluster", "federate", "interpreters", "migrate", "propagate", "rollout", "schedule", "status"}, names); d != "" {
 		t.Fatalf("ControllerNames() mismatch (-want +got):\n%s", d)
 	}
 	tests := []struct {
@@ -72,10 +72,10 @@ func TestEnabledWithRegisteredControllers(t *testing.T) {
 		want    map[string]bool
 		wantErr string
 	}{
-		{name: "*", list: []string{"*"}, want: map[string]bool{"agent-signer": true, "cluster": true, "federate": true, "interpreters": true, "migrate": true, "propagate": true, "rollout": true, "schedule": true, "status": true}},
-		{name: "*,-cluster", list: []string{"*", "-cluster"}, want: map[string]bool{"agent-signer": true, "federate": true, "interpreters": true, "migrate": true, "propagate": true, "rollout": true, "schedule": true, "status": true}},
+		{name: "*", list: []string{"*"}, want: map[string]bool{"agent-signer": true, "autoscale": true, "cluster": true, "federate": true, "interpreters": true, "migrate": true, "propagate": true, "rollout": true, "schedule": true, "status": true}},
+		{name: "*,-cluster", list: []string{"*", "-cluster"}, want: map[string]bool{"agent-signer": true, "autoscale": true, "federate": true, "interpreters": true, "migrate": true, "propagate": true, "rollout": true, "schedule": true, "status": true}},
 		{name: "cluster", list: []string{"cluster"}, want: map[string]bool{"cluster": true}},
-		{name: "unknown", list: []string{"scheduler"}, wantErr: `unknown controller "scheduler" (known: agent-signer, cluster, federate, interpreters, migrate, propagate, rollout, schedule, status)`},
+		{name: "unknown", list: []string{"scheduler"}, wantErr: `unknown controller "scheduler" (known: agent-signer, autoscale, cluster, federate, interpreters, migrate, propagate, rollout, schedule, status)`},
 		{name: "empty", list: []string{""}, wantErr: "empty controller name"},
 	}
 	for _, tt := range tests {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/flotilla-io/flotilla/internal/autoscale"
 	"github.com/flotilla-io/flotilla/internal/dispatch"
 )
 
@@ -55,6 +57,10 @@ type Member interface {
 	// Delete deletes the member's managed copy of an object (an unmanaged
 	// one is a dispatch.ErrConflict).
 	Delete(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (dispatch.Outcome, error)
+	// PodUsage returns the resource usage of the member's pods in
+	// namespace matching selector, per resource (Session.PodUsage);
+	// ErrNoMetrics when the member cannot report it.
+	PodUsage(ctx context.Context, namespace string, selector labels.Selector) (map[corev1.ResourceName]autoscale.Usage, error)
 	// UnschedulablePods returns the member's unschedulable pods in
 	// namespace that match selector (see Session.UnschedulablePods).
 	UnschedulablePods(namespace string, selector labels.Selector) ([]UnschedulablePod, bool)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/autoscale"
 	"github.com/flotilla-io/flotilla/internal/dispatch"
 	"github.com/flotilla-io/flotilla/internal/member"
 )
@@ -464,4 +466,10 @@ func (s *Session) Delete(ctx context.Context, gvk schema.GroupVersionKind, names
 // yet, so replicas a pull member cannot schedule are not migrated.
 func (s *Session) UnschedulablePods(string, labels.Selector) ([]member.UnschedulablePod, bool) {
 	return nil, true
+}
+
+// PodUsage is not available for a pull member: the hub holds no
+// credential for it, and its agent does not report usage yet.
+func (s *Session) PodUsage(context.Context, string, labels.Selector) (map[corev1.ResourceName]autoscale.Usage, error) {
+	return nil, member.ErrNoMetrics
 }

@@ -14,9 +14,9 @@ func NewComponentsCmd(streams Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "components",
 		Short: "Build (when the pins changed) and print the directory of the Kubernetes component binaries",
-		Long: `Build kube-apiserver, kube-controller-manager, kube-scheduler, etcd and kwok from
-the sources pinned in hack/tools into the cache (about 6 minutes on 2 cores
-when cold), then print the directory holding them. Nothing is rebuilt while
+		Long: `Build kube-apiserver, kube-controller-manager, kube-scheduler, etcd, kwok and
+metrics-server from the sources pinned in hack/tools into the cache (about 7
+minutes on 2 cores when cold), then print the directory holding them. Nothing is rebuilt while
 the pins and the Go toolchain stay the same.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

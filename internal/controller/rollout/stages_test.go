@@ -229,3 +229,89 @@ func TestStagesBadInput(t *testing.T) {
 	waitRolledOut(t, key, 3)
 	waitRolloutReason(t, types.NamespacedName{Namespace: ns, Name: "web.deployment.apps"}, "RolledOut")
 }
+
+// TestResumeAfterSuspensionRollsWithinBudget: while the object is
+// suspended, every member's copy is changed by hand; on resuming, the
+// federation's template comes back one cluster at a time within the
+// budget (maxUnavailable 1, maxSurge 0), not everywhere at once.
+func TestResumeAfterSuspensionRollsWithinBudget(t *testing.T) {
+	startControlPlane(t)
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	dividePolicy(t, ns)
+	key := types.NamespacedName{Namespace: ns, Name: "cart"}
+	foKey := types.NamespacedName{Namespace: ns, Name: "cart.deployment.apps"}
+	d := rollingDeployment("cart", ns, 6, 0, 1, "300ms")
+	d.Labels["app"], d.Spec.Selector.MatchLabels["app"], d.Spec.Template.Labels["app"] = "cart", "cart", "cart"
+	d.Spec.Template.Spec.Containers[0].Image = "example.com/cart:1"
+	if err := admin.Create(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	waitRolledOut(t, key, 6)
+	waitRolloutReason(t, foKey, "RolledOut")
+
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		d := &appsv1.Deployment{}
+		if err := admin.Get(ctx, key, d); err != nil {
+			return err
+		}
+		metav1.SetMetaDataAnnotation(&d.ObjectMeta, v1alpha1.AnnotationSuspend, "true")
+		return admin.Update(ctx, d)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitRolloutReason(t, foKey, "Suspended")
+	for _, m := range env.Members {
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			d, err := m.Client.AppsV1().Deployments(ns).Get(ctx, "cart", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			d.Spec.Template.Spec.Containers[0].Image = "example.com/cart:hotfix"
+			_, err = m.Client.AppsV1().Deployments(ns).Update(ctx, d, metav1.UpdateOptions{})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.Eventually(t, waitTimeout, "every member runs the hand-made fix", func(ctx context.Context) error {
+		images, err := podImages(ctx, ns, "cart")
+		if err != nil {
+			return err
+		}
+		for m, img := range images {
+			if img != "example.com/cart:hotfix" {
+				return fmt.Errorf("%s runs %s", m, img)
+			}
+		}
+		return testenv.DeploymentReady(ctx, env.Members[0].Client, ns, "cart")
+	})
+
+	census := testenv.WatchPods(t, memberClients(), ns, "app=cart")
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		d := &appsv1.Deployment{}
+		if err := admin.Get(ctx, key, d); err != nil {
+			return err
+		}
+		delete(d.Annotations, v1alpha1.AnnotationSuspend)
+		return admin.Update(ctx, d)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, waitTimeout, "the federation's template back in every member", func(ctx context.Context) error {
+		images, err := podImages(ctx, ns, "cart")
+		if err != nil {
+			return err
+		}
+		for m, img := range images {
+			if img != "example.com/cart:1" {
+				return fmt.Errorf("%s runs %s", m, img)
+			}
+		}
+		return nil
+	})
+	waitRolledOut(t, key, 6)
+	if _, minReady := census.Worst(); census.MostAsked() > 6 || minReady < 5 {
+		t.Errorf("resuming rolled past the budget 0/1: %s; want at most 6 pods and at least 5 ready", census)
+	}
+}

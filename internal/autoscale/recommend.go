@@ -1,0 +1,183 @@
+// Package autoscale computes a federated HorizontalPodAutoscaler's
+// recommendation (pure): the replicas a workload needs from resource
+// usage summed over every member, with the Kubernetes HPA's rules (a
+// ratio to the target, a tolerance of 10%, unready and unreported pods
+// counted against the move, min and max, a scale-down stabilization
+// window, a scale-up rate). The autoscale controller feeds it what the
+// members' metrics.k8s.io report and writes the result to the host
+// object's replicas, which the scheduler divides by the policy.
+package autoscale
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Tolerance is how far from the target a ratio may be without a change
+// (Kubernetes' default, --horizontal-pod-autoscaler-tolerance).
+const Tolerance = 0.1
+
+// Usage is one resource's usage of a workload in one member, or summed
+// over members.
+type Usage struct {
+	// Ready counts the pods that report usage and are ready.
+	Ready int32
+	// Unready counts the pods that are not ready (starting): their usage
+	// is not trusted.
+	Unready int32
+	// Missing counts the ready pods without metrics yet.
+	Missing int32
+	// Used is the ready pods' summed usage (millicores, bytes).
+	Used int64
+}
+
+// Add sums usages.
+func (u Usage) Add(o Usage) Usage {
+	return Usage{Ready: u.Ready + o.Ready, Unready: u.Unready + o.Unready, Missing: u.Missing + o.Missing, Used: u.Used + o.Used}
+}
+
+// Metric is one resource metric of an HPA with its usage.
+type Metric struct {
+	// Name is the resource (cpu, memory).
+	Name string
+	// Usage is the usage over all members.
+	Usage Usage
+	// PerPod is the target per pod: the request times the target
+	// utilization for a Utilization target, or the AverageValue
+	// (millicores, bytes).
+	PerPod int64
+}
+
+// Recommend returns the replicas one metric asks for, from current
+// replicas, and a description. Pods that are not ready or report nothing
+// count against the move: as using nothing when scaling up, as using
+// exactly the target when scaling down (Kubernetes' rule), so a rollout
+// or a slow metrics pipeline does not swing the workload.
+func Recommend(m Metric, current int32) (int32, string) {
+	u := m.Usage
+	if m.PerPod <= 0 {
+		return current, fmt.Sprintf("%s: no target per pod", m.Name)
+	}
+	if u.Ready == 0 {
+		return current, fmt.Sprintf("%s: no ready pod reports usage", m.Name)
+	}
+	ratio := float64(u.Used) / float64(int64(u.Ready)*m.PerPod)
+	desc := fmt.Sprintf("%s: %d%% of target over %d ready pods", m.Name, int64(math.Round(ratio*100)), u.Ready)
+	if u.Missing+u.Unready > 0 {
+		var used, pods float64 = float64(u.Used), float64(u.Ready)
+		if ratio > 1 {
+			pods += float64(u.Unready + u.Missing) // as using nothing
+		} else {
+			used += float64(int64(u.Missing) * m.PerPod) // missing as at target
+			pods += float64(u.Missing)
+		}
+		newRatio := used / (pods * float64(m.PerPod))
+		if math.Abs(1-newRatio) <= Tolerance || (ratio > 1) != (newRatio > 1) {
+			return current, desc + " (within tolerance once unready and unreported pods count)"
+		}
+		ratio = newRatio
+		desc += fmt.Sprintf(", %d%% counting %d unready and %d unreported", int64(math.Round(ratio*100)), u.Unready, u.Missing)
+	} else if math.Abs(1-ratio) <= Tolerance {
+		return current, desc + " (within tolerance)"
+	}
+	pods := u.Ready + u.Missing
+	if ratio > 1 {
+		pods += u.Unready
+	}
+	want := int32(math.Ceil(ratio * float64(pods)))
+	if (ratio < 1 && want > current) || (ratio > 1 && want < current) {
+		return current, desc + " (the pods counted point the other way)"
+	}
+	return want, desc
+}
+
+// Decision is the outcome of one pass.
+type Decision struct {
+	// Replicas is what the workload should run.
+	Replicas int32
+	// Why describes the metrics and any limit that applied.
+	Why string
+	// Limited names the bound that capped the recommendation (min, max,
+	// rate), "" for none.
+	Limited string
+}
+
+// Recommendation is one past recommendation, kept for the stabilization
+// window.
+type Recommendation struct {
+	At       time.Time
+	Replicas int32
+}
+
+// Policy bounds the recommendation.
+type Policy struct {
+	Min, Max int32
+	// DownWindow is the scale-down stabilization window: the highest
+	// recommendation in it wins (default 300 s).
+	DownWindow time.Duration
+	// UpWindow is the scale-up stabilization window: the lowest
+	// recommendation in it wins (default 0).
+	UpWindow time.Duration
+}
+
+// Decide combines the metrics' recommendations (the highest wins), clamps
+// them to min and max, applies the stabilization windows over history and
+// Kubernetes' default scale-up rate (at most double, or +4, per pass),
+// and returns the decision and the history to keep.
+func Decide(metrics []Metric, current int32, p Policy, history []Recommendation, now time.Time) (Decision, []Recommendation) {
+	want := int32(0)
+	var why string
+	for i, m := range metrics {
+		r, d := Recommend(m, current)
+		if i == 0 || r > want {
+			want = r
+		}
+		if why != "" {
+			why += "; "
+		}
+		why += d
+	}
+	if len(metrics) == 0 {
+		want, why = current, "no metric"
+	}
+	d := Decision{Replicas: want, Why: why}
+	switch {
+	case d.Replicas < p.Min:
+		d.Replicas, d.Limited = p.Min, "min"
+	case d.Replicas > p.Max:
+		d.Replicas, d.Limited = p.Max, "max"
+	}
+	keep := history[:0:0]
+	horizon := max(p.DownWindow, p.UpWindow)
+	for _, h := range history {
+		if now.Sub(h.At) <= horizon {
+			keep = append(keep, h)
+		}
+	}
+	keep = append(keep, Recommendation{At: now, Replicas: d.Replicas})
+	stable := d.Replicas
+	if stable < current {
+		for _, h := range keep {
+			if now.Sub(h.At) <= p.DownWindow && h.Replicas > stable {
+				stable = h.Replicas
+			}
+		}
+		stable = min(stable, current)
+	} else if stable > current {
+		for _, h := range keep {
+			if now.Sub(h.At) <= p.UpWindow && h.Replicas < stable {
+				stable = h.Replicas
+			}
+		}
+		stable = max(stable, current)
+	}
+	if stable != d.Replicas && d.Limited == "" {
+		d.Limited = "stabilization"
+	}
+	d.Replicas = stable
+	if limit := max(2*current, current+4); d.Replicas > limit && current > 0 {
+		d.Replicas, d.Limited = limit, "rate"
+	}
+	return d, keep
+}

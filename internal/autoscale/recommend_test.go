@@ -1,0 +1,76 @@
+package autoscale
+
+import (
+	"testing"
+	"time"
+)
+
+func TestRecommend(t *testing.T) {
+	cpu := func(ready, unready, missing int32, used int64) Metric {
+		return Metric{Name: "cpu", PerPod: 500, Usage: Usage{Ready: ready, Unready: unready, Missing: missing, Used: used}} // 50% of 1 CPU
+	}
+	tests := []struct {
+		name    string
+		m       Metric
+		current int32
+		want    int32
+	}{
+		{"at target", cpu(10, 0, 0, 5000), 10, 10},
+		{"within tolerance", cpu(10, 0, 0, 5400), 10, 10},
+		{"twice the target doubles", cpu(10, 0, 0, 10000), 10, 20},
+		{"half the target halves", cpu(10, 0, 0, 2500), 10, 5},
+		{"scale up counts unready pods as idle", cpu(6, 4, 0, 9000), 10, 18}, // 300% over 6 → 180% over 10
+		{"unready pods that would turn it around: no change", cpu(2, 8, 0, 1200), 10, 10},
+		{"scale down counts unreported pods at target", cpu(6, 0, 4, 900), 10, 6}, // 30% over 6; (900+4×500)/(10×500) = 58% over 10 → 6
+		{"no ready pod reports: no change", cpu(0, 5, 5, 0), 10, 10},
+		{"ratio up but fewer pods counted: no change", cpu(1, 0, 0, 600), 10, 10},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, why := Recommend(tt.m, tt.current)
+			if got != tt.want {
+				t.Errorf("Recommend = %d (%s), want %d", got, why, tt.want)
+			}
+			if why == "" {
+				t.Error("no description")
+			}
+		})
+	}
+}
+
+func TestDecide(t *testing.T) {
+	t0 := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
+	load := func(used int64) []Metric {
+		return []Metric{{Name: "cpu", PerPod: 500, Usage: Usage{Ready: 10, Used: used}}}
+	}
+	p := Policy{Min: 2, Max: 30, DownWindow: 5 * time.Minute}
+
+	d, hist := Decide(load(10000), 10, p, nil, t0)
+	if d.Replicas != 20 || d.Limited != "" {
+		t.Errorf("scale up: %+v, want 20", d)
+	}
+	d, _ = Decide(load(50000), 10, p, nil, t0)
+	if d.Replicas != 20 || d.Limited != "rate" {
+		t.Errorf("a jump of 10x: %+v, want 20 (at most double per pass)", d)
+	}
+	d, _ = Decide(load(100000), 20, p, nil, t0)
+	if d.Replicas != 30 || d.Limited != "max" {
+		t.Errorf("past max: %+v, want 30 (max)", d)
+	}
+	d, _ = Decide(load(100), 10, p, nil, t0)
+	if d.Replicas != 2 || d.Limited != "min" {
+		t.Errorf("below min: %+v, want 2 (min)", d)
+	}
+	// A drop right after a high recommendation waits for the window.
+	d, hist = Decide(load(2500), 20, p, hist, t0.Add(time.Minute))
+	if d.Replicas != 20 || d.Limited != "stabilization" {
+		t.Errorf("scale down inside the window: %+v, want 20 (stabilized)", d)
+	}
+	d, _ = Decide(load(2500), 20, p, hist, t0.Add(7*time.Minute))
+	if d.Replicas != 5 {
+		t.Errorf("scale down after the window: %+v, want 5", d)
+	}
+	if d, _ := Decide(nil, 7, p, nil, t0); d.Replicas != 7 {
+		t.Errorf("no metric: %+v, want the current 7", d)
+	}
+}

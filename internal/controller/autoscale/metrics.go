@@ -1,0 +1,171 @@
+package autoscale
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/autoscale"
+	"github.com/flotilla-io/flotilla/internal/workload"
+)
+
+// usage sums the resource usage of the target's pods over the placed
+// members (each reports its own: two requests per member, never one per
+// pod) and turns the HPA's Resource metrics into autoscale.Metrics, with
+// the status they show. problems name what was left out (a member that
+// did not report, a metric type other than Resource).
+func (r *Reconciler) usage(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler, tmpl *unstructured.Unstructured, fo *v1alpha1.FederatedObject) ([]autoscale.Metric, []autoscalingv2.MetricStatus, []string) {
+	var problems []string
+	selector, ok := workload.PodSelector(tmpl)
+	if !ok {
+		return nil, nil, []string{"the target has no pod selector"}
+	}
+	total := map[corev1.ResourceName]autoscale.Usage{}
+	reported := 0
+	for _, p := range fo.Placement() {
+		sess := r.Pool.Get(p.Cluster)
+		if sess == nil {
+			problems = append(problems, p.Cluster+": not connected")
+			continue
+		}
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		u, err := sess.PodUsage(ctx, tmpl.GetNamespace(), selector)
+		cancel()
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %v", p.Cluster, err))
+			continue
+		}
+		reported++
+		for name, v := range u {
+			total[name] = total[name].Add(v)
+		}
+	}
+	if reported == 0 {
+		return nil, nil, problems
+	}
+	requests := podRequests(tmpl)
+	var metrics []autoscale.Metric
+	var statuses []autoscalingv2.MetricStatus
+	for _, m := range hpa.Spec.Metrics {
+		if m.Type != autoscalingv2.ResourceMetricSourceType || m.Resource == nil {
+			problems = append(problems, fmt.Sprintf("metric type %s is not supported by a federated HPA (Resource only)", m.Type))
+			continue
+		}
+		name, target := m.Resource.Name, m.Resource.Target
+		u := total[name]
+		var perPod int64
+		switch {
+		case target.Type == autoscalingv2.UtilizationMetricType && target.AverageUtilization != nil:
+			req := requests[name]
+			if req == 0 {
+				problems = append(problems, fmt.Sprintf("%s: %v", name, errNoRequest))
+				continue
+			}
+			perPod = req * int64(*target.AverageUtilization) / 100
+		case target.Type == autoscalingv2.AverageValueMetricType && target.AverageValue != nil:
+			perPod = amount(name, *target.AverageValue)
+		default:
+			problems = append(problems, fmt.Sprintf("%s: target type %s is not supported (Utilization or AverageValue)", name, target.Type))
+			continue
+		}
+		metrics = append(metrics, autoscale.Metric{Name: string(name), Usage: u, PerPod: perPod})
+		statuses = append(statuses, status(name, u, requests[name]))
+	}
+	return metrics, statuses, problems
+}
+
+// status is a Resource metric's current value: the average usage of the
+// ready pods, and its utilization of the request.
+func status(name corev1.ResourceName, u autoscale.Usage, request int64) autoscalingv2.MetricStatus {
+	var avg int64
+	if u.Ready > 0 {
+		avg = u.Used / int64(u.Ready)
+	}
+	cur := autoscalingv2.MetricValueStatus{AverageValue: quantity(name, avg)}
+	if request > 0 {
+		util := int32(avg * 100 / request)
+		cur.AverageUtilization = &util
+	}
+	return autoscalingv2.MetricStatus{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricStatus{Name: name, Current: cur}}
+}
+
+// podRequests sums the template's container requests per resource
+// (millicores of cpu, bytes of the others).
+func podRequests(tmpl *unstructured.Unstructured) map[corev1.ResourceName]int64 {
+	out := map[corev1.ResourceName]int64{}
+	raw, found, _ := unstructured.NestedMap(tmpl.Object, workload.PodSpecPath(tmpl)...)
+	if !found {
+		return out
+	}
+	spec := &corev1.PodSpec{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, spec); err != nil {
+		return out
+	}
+	for _, c := range spec.Containers {
+		for name, q := range c.Resources.Requests {
+			out[name] += amount(name, q)
+		}
+	}
+	return out
+}
+
+func amount(name corev1.ResourceName, q resource.Quantity) int64 {
+	if name == corev1.ResourceCPU {
+		return q.MilliValue()
+	}
+	return q.Value()
+}
+
+func quantity(name corev1.ResourceName, v int64) *resource.Quantity {
+	if name == corev1.ResourceCPU {
+		return resource.NewMilliQuantity(v, resource.DecimalSI)
+	}
+	return resource.NewQuantity(v, resource.BinarySI)
+}
+
+// setCondition sets an HPA condition, keeping its transition time while
+// its status stays.
+func setCondition(st *autoscalingv2.HorizontalPodAutoscalerStatus, typ autoscalingv2.HorizontalPodAutoscalerConditionType, status corev1.ConditionStatus, reason, msg string, now time.Time) {
+	c := autoscalingv2.HorizontalPodAutoscalerCondition{Type: typ, Status: status, Reason: reason, Message: msg, LastTransitionTime: metav1.NewTime(now)}
+	for i := range st.Conditions {
+		if st.Conditions[i].Type == typ {
+			if st.Conditions[i].Status == status {
+				c.LastTransitionTime = st.Conditions[i].LastTransitionTime
+			}
+			st.Conditions[i] = c
+			return
+		}
+	}
+	st.Conditions = append(st.Conditions, c)
+}
+
+// statusEqual compares statuses ignoring nothing: a write happens only
+// when something the HPA shows changed.
+func statusEqual(a, b autoscalingv2.HorizontalPodAutoscalerStatus) bool {
+	return equality.Semantic.DeepEqual(a, b)
+}
+
+func limitReason(limited string) string {
+	switch limited {
+	case "min":
+		return "TooFewReplicas"
+	case "max":
+		return "TooManyReplicas"
+	}
+	return "ScaleUpLimit"
+}
+
+func joinProblems(p []string) string {
+	return strings.Join(slices.Compact(p), "; ")
+}

@@ -1,0 +1,282 @@
+// Package autoscale is the controller of federated
+// HorizontalPodAutoscalers: an autoscaling/v2 HPA on the host that no
+// policy propagates, whose target is a workload divided over clusters,
+// scales the host object's replicas from resource usage summed over every
+// member (internal/autoscale decides), and the scheduler divides the new
+// count by the policy. An HPA a policy propagates runs in the members
+// instead, as before. The host runs no HPA controller of its own.
+package autoscale
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/autoscale"
+	"github.com/flotilla-io/flotilla/internal/member"
+	"github.com/flotilla-io/flotilla/internal/templates"
+	"github.com/flotilla-io/flotilla/internal/workload"
+)
+
+// Name is the controller's name for --controllers.
+const Name = "autoscale"
+
+// +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch
+// +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers/status,verbs=patch
+// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets,verbs=patch
+// +kubebuilder:rbac:groups=flotilla.io,resources=federatedobjects,verbs=get;list;watch
+
+// DefaultInterval is how often a federated HPA is evaluated (Kubernetes'
+// --horizontal-pod-autoscaler-sync-period).
+const DefaultInterval = 15 * time.Second
+
+// defaultDownWindow is the default scale-down stabilization window.
+const defaultDownWindow = 300 * time.Second
+
+// Reconciler evaluates federated HPAs.
+type Reconciler struct {
+	// Client reads HPAs and FederatedObjects (cached) and writes the
+	// targets' replicas and the HPAs' status.
+	Client client.Client
+	// Templates is the host template cache (the targets).
+	Templates *templates.Cache
+	// Pool holds the member sessions, which report usage.
+	Pool *member.Pool
+	// Recorder records events on the HPAs.
+	Recorder events.EventRecorder
+	// Interval overrides DefaultInterval.
+	Interval time.Duration
+	// Now is the clock (tests); time.Now when nil.
+	Now func() time.Time
+
+	mu      sync.Mutex
+	history map[types.UID][]autoscale.Recommendation
+}
+
+// SetupWithManager registers the controller with mgr.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.history = map[types.UID][]autoscale.Recommendation{}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(Name).
+		For(&autoscalingv2.HorizontalPodAutoscaler{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
+		Complete(r)
+}
+
+// Reconcile evaluates one HPA and looks again after the interval.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	hpa := &autoscalingv2.HorizontalPodAutoscaler{}
+	if err := r.Client.Get(ctx, req.NamespacedName, hpa); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName)
+		}
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !hpa.DeletionTimestamp.IsZero() {
+		return reconcile.Result{}, nil
+	}
+	propagated, err := r.federated(ctx, hpa.Namespace, hpa.Name, "HorizontalPodAutoscaler", "autoscaling")
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if propagated {
+		return reconcile.Result{}, nil // a policy propagates it: it runs in the members
+	}
+	st := r.evaluate(ctx, hpa)
+	if err := r.writeStatus(ctx, hpa, st); err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: cmp.Or(r.Interval, DefaultInterval)}, nil
+}
+
+// federated reports whether the host object namespace/name of kind
+// group/kind has a FederatedObject (a policy propagates it).
+func (r *Reconciler) federated(ctx context.Context, namespace, name, kind, group string) (bool, error) {
+	key := templates.Key{Group: group, Kind: kind, Namespace: namespace, Name: name}.FederatedName()
+	err := r.Client.Get(ctx, key, &v1alpha1.FederatedObject{}, client.UnsafeDisableDeepCopy)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// evaluate decides one HPA and scales its target; it returns the status
+// to write.
+func (r *Reconciler) evaluate(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler) autoscalingv2.HorizontalPodAutoscalerStatus {
+	st := hpa.Status
+	st.ObservedGeneration = &hpa.Generation
+	now := r.now()
+	fail := func(typ autoscalingv2.HorizontalPodAutoscalerConditionType, reason, msg string) autoscalingv2.HorizontalPodAutoscalerStatus {
+		setCondition(&st, typ, corev1.ConditionFalse, reason, msg, now)
+		if typ == autoscalingv2.AbleToScale {
+			setCondition(&st, autoscalingv2.ScalingActive, corev1.ConditionFalse, reason, msg, now)
+		}
+		r.event(hpa, corev1.EventTypeWarning, reason, msg)
+		return st
+	}
+	ref := hpa.Spec.ScaleTargetRef
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return fail(autoscalingv2.AbleToScale, "FailedGetScale", fmt.Sprintf("scaleTargetRef.apiVersion %q: %v", ref.APIVersion, err))
+	}
+	tmpl, err := r.Templates.Get(templates.Key{Group: gv.Group, Kind: ref.Kind, Namespace: hpa.Namespace, Name: ref.Name})
+	if err != nil || tmpl == nil {
+		return fail(autoscalingv2.AbleToScale, "FailedGetScale", fmt.Sprintf("the target %s %s does not exist on the host", ref.Kind, ref.Name))
+	}
+	current, ok := workload.Replicas(tmpl)
+	if !ok {
+		return fail(autoscalingv2.AbleToScale, "FailedGetScale", fmt.Sprintf("the target %s %s has no replicas to scale", ref.Kind, ref.Name))
+	}
+	fo := &v1alpha1.FederatedObject{}
+	if err := r.Client.Get(ctx, templates.KeyOf(tmpl).FederatedName(), fo); err != nil || !divided(fo) {
+		return fail(autoscalingv2.AbleToScale, "NotFederated", fmt.Sprintf("the target %s %s is not divided over clusters by a propagation policy (no FederatedObject with a Divide placement): a federated HPA scales only such workloads; propagate the HPA itself to run one in each member", ref.Kind, ref.Name))
+	}
+	setCondition(&st, autoscalingv2.AbleToScale, corev1.ConditionTrue, "SucceededGetScale", "the federated target's replicas can be scaled", now)
+	st.CurrentReplicas = current
+
+	metrics, current2, problems := r.usage(ctx, hpa, tmpl, fo)
+	st.CurrentMetrics = current2
+	if len(metrics) == 0 {
+		msg := "no resource metric could be read"
+		if len(problems) > 0 {
+			msg += ": " + joinProblems(problems)
+		}
+		setCondition(&st, autoscalingv2.ScalingActive, corev1.ConditionFalse, "FailedGetResourceMetric", msg, now)
+		return st
+	}
+	msg := "the replicas are computed from resource usage summed over every member"
+	if len(problems) > 0 {
+		msg += "; left out: " + joinProblems(problems)
+	}
+	setCondition(&st, autoscalingv2.ScalingActive, corev1.ConditionTrue, "ValidMetricFound", msg, now)
+
+	d := r.decide(hpa, metrics, current, now)
+	st.DesiredReplicas = d.Replicas
+	if d.Limited == "min" || d.Limited == "max" || d.Limited == "rate" {
+		setCondition(&st, autoscalingv2.ScalingLimited, corev1.ConditionTrue, limitReason(d.Limited), d.Why, now)
+	} else {
+		setCondition(&st, autoscalingv2.ScalingLimited, corev1.ConditionFalse, "DesiredWithinRange", d.Why, now)
+	}
+	if d.Replicas == current {
+		return st
+	}
+	if err := r.scale(ctx, tmpl, d.Replicas); err != nil {
+		setCondition(&st, autoscalingv2.AbleToScale, corev1.ConditionFalse, "FailedUpdateScale", err.Error(), now)
+		r.event(hpa, corev1.EventTypeWarning, "FailedRescale", err.Error())
+		return st
+	}
+	st.CurrentReplicas, st.LastScaleTime = d.Replicas, &metav1.Time{Time: now}
+	r.event(hpa, corev1.EventTypeNormal, "SuccessfulRescale", fmt.Sprintf("New size: %d; reason: %s", d.Replicas, d.Why))
+	return st
+}
+
+// decide runs autoscale.Decide with the HPA's bounds and windows, keeping
+// the history of recommendations.
+func (r *Reconciler) decide(hpa *autoscalingv2.HorizontalPodAutoscaler, metrics []autoscale.Metric, current int32, now time.Time) autoscale.Decision {
+	p := autoscale.Policy{Min: 1, Max: hpa.Spec.MaxReplicas, DownWindow: defaultDownWindow}
+	if hpa.Spec.MinReplicas != nil {
+		p.Min = *hpa.Spec.MinReplicas
+	}
+	if b := hpa.Spec.Behavior; b != nil {
+		if b.ScaleDown != nil && b.ScaleDown.StabilizationWindowSeconds != nil {
+			p.DownWindow = time.Duration(*b.ScaleDown.StabilizationWindowSeconds) * time.Second
+		}
+		if b.ScaleUp != nil && b.ScaleUp.StabilizationWindowSeconds != nil {
+			p.UpWindow = time.Duration(*b.ScaleUp.StabilizationWindowSeconds) * time.Second
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d, keep := autoscale.Decide(metrics, current, p, r.history[hpa.UID], now)
+	r.history[hpa.UID] = keep
+	return d
+}
+
+// scale sets the host object's replicas (a merge patch of spec.replicas,
+// which scale-down protection may refuse).
+func (r *Reconciler) scale(ctx context.Context, tmpl *unstructured.Unstructured, replicas int32) error {
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(tmpl.GroupVersionKind())
+	obj.SetNamespace(tmpl.GetNamespace())
+	obj.SetName(tmpl.GetName())
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"replicas": replicas}})
+	if err != nil {
+		return err
+	}
+	if err := r.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("scale %s %s to %d: %w", tmpl.GetKind(), tmpl.GetName(), replicas, err)
+	}
+	return nil
+}
+
+// writeStatus merge-patches the HPA's status when it changed.
+func (r *Reconciler) writeStatus(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler, st autoscalingv2.HorizontalPodAutoscalerStatus) error {
+	if statusEqual(hpa.Status, st) {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"status": st})
+	if err != nil {
+		return err
+	}
+	if err := r.Client.Status().Patch(ctx, hpa, client.RawPatch(types.MergePatchType, patch)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("status of HPA %s/%s: %w", hpa.Namespace, hpa.Name, err)
+	}
+	return nil
+}
+
+func (r *Reconciler) forget(key types.NamespacedName) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	// The history is keyed by UID; an HPA gone is forgotten lazily by
+	// size: keep the map bounded.
+	if len(r.history) > 10000 {
+		r.history = map[types.UID][]autoscale.Recommendation{}
+	}
+	_ = key
+}
+
+func (r *Reconciler) event(hpa *autoscalingv2.HorizontalPodAutoscaler, kind, reason, msg string) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(hpa, nil, kind, reason, "Autoscale", "%s", msg)
+	}
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// divided reports whether fo's placement gives its clusters replicas.
+func divided(fo *v1alpha1.FederatedObject) bool {
+	for _, p := range fo.Placement() {
+		if p.Replicas != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// errNoRequest says a Utilization target needs the pods' request.
+var errNoRequest = errors.New("the pod template requests none of the resource")
