@@ -143,11 +143,15 @@ func TestPlan(t *testing.T) {
 	}, {
 		name: "a member HPA's replicas: done by the copy's own count",
 		in: Input{Revision: "r2", Budget: Budget{Surge: 0, Unavailable: 1}, Previous: plan("r2", b33, "a=Rolling(0/1)", "b=Waiting"),
-			Members: []Member{func() Member { m := steady("a", 10, "r2"); m.SpecReplicas, m.Total, m.Updated, m.Available = 14, 14, 14, 14; return m }(), held("b", 10, "r2")}},
+			Members: []Member{func() Member {
+				m := steady("a", 10, "r2")
+				m.SpecReplicas, m.Total, m.Updated, m.Available = 14, 14, 14, 14
+				return m
+			}(), held("b", 10, "r2")}},
 		want: "a=Done b=Rolling(0/1)",
 	}, {
 		name: "no plan yet: a copy of another revision waits",
-		in: Input{Revision: "r2", Budget: b33, Members: []Member{held("a", 10, "r1"), held("b", 10, "")}},
+		in:   Input{Revision: "r2", Budget: b33, Members: []Member{held("a", 10, "r1"), held("b", 10, "")}},
 		want: "a=Rolling(3/3) b=Rolling",
 	}, {
 		name: "a leaving cluster's share stays reserved while its copy is there",

@@ -91,7 +91,11 @@ func TestStagedPlan(t *testing.T) {
 	}, {
 		name: "resuming the canary does not lift a later stage's halt",
 		in: Input{Revision: "r2", Budget: budget, Stages: []Stage{{Name: "canary"}, {Name: "eu", MinAvailablePercent: 90}, {Name: "rest"}}, Resumed: 1,
-			Previous: func() *v1alpha1.RolloutStatus { p := plan("r2", budget, "a=Done", "b=Rolling(3/3)", "c=Waiting"); p.Reached = "eu"; return p }(),
+			Previous: func() *v1alpha1.RolloutStatus {
+				p := plan("r2", budget, "a=Done", "b=Rolling(3/3)", "c=Waiting")
+				p.Reached = "eu"
+				return p
+			}(),
 			Members: []Member{inStage(steady("a", 10, "r2"), 0), inStage(unavailable(held("b", 10, "r2"), 3), 1), inStage(held("c", 10, "r2"), 2)}},
 		want: "a=Done b=Rolling(3/3) c=Waiting", stage: "eu", halted: true,
 	}, {
