@@ -248,7 +248,7 @@ func TestClusterVerbsRefuseBadInput(t *testing.T) {
 		{"join bad name", []string{"join", "Edge_1", "--kubeconfig", nowhere}, `invalid member name "Edge_1"`},
 		{"join bad label", []string{"join", "edge-1", "--kubeconfig", nowhere, "--labels", "bad key=x"}, `invalid label key "bad key"`},
 		{"join missing kubeconfig file", []string{"join", "edge-1", "--kubeconfig", nowhere}, "member kubeconfig"},
-		{"unknown controller", []string{"controller-manager", "--controllers", "*,-nope"}, `unknown controller "nope" (known: agent-signer, cluster, federate, interpreters, migrate, propagate, schedule, status)`},
+		{"unknown controller", []string{"controller-manager", "--controllers", "*,-nope"}, `unknown controller "nope" (known: agent-signer, autoscale, cluster, federate, interpreters, migrate, propagate, rollout, schedule, status)`},
 		{"renew deadline too long", []string{"controller-manager", "--leader-elect-renew-deadline", "20s"}, "must be shorter than --leader-elect-lease-duration"},
 		{"zero probe interval", []string{"controller-manager", "--cluster-probe-interval", "0s"}, "--cluster-probe-interval must be positive"},
 		{"signing cert without key", []string{"controller-manager", "--agent-signing-cert-file", nowhere}, "--agent-signing-cert-file and --agent-signing-key-file go together"},
