@@ -90,7 +90,6 @@ func (p clusterPlan) aggregationArgs() []string {
 		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
 		"--proxy-client-cert-file=" + p.pki("front-proxy-client.crt"),
 		"--proxy-client-key-file=" + p.pki("front-proxy-client.key"),
-		"--enable-aggregator-routing=true",
 	}
 }
 
@@ -113,6 +112,7 @@ func (p clusterPlan) metricsServerArgs() []string {
 		"--kubelet-use-node-status-port",
 		"--kubelet-preferred-address-types=InternalIP",
 		"--metric-resolution=10s",
+		"--kubelet-request-timeout=5s",
 	}
 }
 
