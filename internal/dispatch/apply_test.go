@@ -296,3 +296,31 @@ func TestApplyCreatesAMissingNamespace(t *testing.T) {
 		t.Errorf("writes %v, want one apply", w)
 	}
 }
+
+// TestHeldCopyCreatedUnpaused: a copy rendered held by a federated rollout
+// (paused, flotilla.io/held) that the member does not have is created
+// unpaused, so that it starts its pods; an existing copy is paused as
+// rendered.
+func TestHeldCopyCreatedUnpaused(t *testing.T) {
+	a, _ := applier(t)
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	held := func(name string) *unstructured.Unstructured {
+		d := deployment(ns, name, "example.com/app:2")
+		d.SetAnnotations(map[string]string{v1alpha1.AnnotationHeld: "true"})
+		_ = unstructured.SetNestedField(d.Object, true, "spec", "paused")
+		return d
+	}
+	mustApply(t, a, held("fresh"), dispatch.Options{}, dispatch.Created)
+	mustApply(t, a, deployment(ns, "existing", "example.com/app:1"), dispatch.Options{}, dispatch.Created)
+	mustApply(t, a, held("existing"), dispatch.Options{}, dispatch.Updated)
+	for name, want := range map[string]bool{"fresh": false, "existing": true} {
+		d, err := env.Members[0].Client.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Spec.Paused != want {
+			t.Errorf("%s: paused %v, want %v", name, d.Spec.Paused, want)
+		}
+	}
+}

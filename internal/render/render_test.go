@@ -1,6 +1,7 @@
 package render
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/override"
+	"github.com/flotilla-io/flotilla/internal/rollout"
 )
 
 // hostMeta is metadata as the host's apiserver returns it.
@@ -181,6 +183,49 @@ func TestRenderOverrides(t *testing.T) {
 			}
 			if _, found, _ := unstructured.NestedFieldNoCopy(got.Object, "metadata", "uid"); found {
 				t.Errorf("the rendered object kept metadata.uid")
+			}
+		})
+	}
+}
+
+func TestRenderRolloutDirective(t *testing.T) {
+	dep := func(paused bool) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
+			"metadata": map[string]any{"name": "web", "namespace": "shop"}, "spec": map[string]any{"replicas": int64(10)}}}
+		if paused {
+			_ = unstructured.SetNestedField(u.Object, true, "spec", "paused")
+		}
+		return u
+	}
+	tests := []struct {
+		name       string
+		tmpl       *unstructured.Unstructured
+		d          rollout.Directive
+		wantPaused bool
+		wantHeld   bool
+		wantShare  string
+	}{
+		{"as is", dep(false), rollout.Directive{Revision: "r1"}, false, false, ""},
+		{"held", dep(false), rollout.Directive{Revision: "r1", Hold: true}, true, true, ""},
+		{"held while the host is paused: not marked held", dep(true), rollout.Directive{Revision: "r1", Hold: true}, true, false, ""},
+		{"a share", dep(false), rollout.Directive{Revision: "r1", Share: &rollout.Budget{Surge: 1, Unavailable: 2}}, false, false, "1/2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Render(Input{Template: tt.tmpl, Rollout: &tt.d})
+			if err != nil {
+				t.Fatal(err)
+			}
+			paused, _, _ := unstructured.NestedBool(got.Object, "spec", "paused")
+			held := got.GetAnnotations()[v1alpha1.AnnotationHeld] == "true"
+			s, _, _ := unstructured.NestedInt64(got.Object, "spec", "strategy", "rollingUpdate", "maxSurge")
+			u, _, _ := unstructured.NestedInt64(got.Object, "spec", "strategy", "rollingUpdate", "maxUnavailable")
+			share := ""
+			if _, found, _ := unstructured.NestedFieldNoCopy(got.Object, "spec", "strategy"); found {
+				share = fmt.Sprintf("%d/%d", s, u)
+			}
+			if paused != tt.wantPaused || held != tt.wantHeld || share != tt.wantShare || got.GetLabels()[v1alpha1.LabelRevision] != "r1" {
+				t.Errorf("paused %v held %v share %q labels %v; want paused %v held %v share %q and the revision label", paused, held, share, got.GetLabels(), tt.wantPaused, tt.wantHeld, tt.wantShare)
 			}
 		})
 	}
