@@ -193,6 +193,12 @@ func TestStagesBadInput(t *testing.T) {
 		}
 	}
 
+	// A budget of 0/0 is refused by the host apiserver itself.
+	zero := rollingDeployment("zero", ns, 3, 0, 0, "0s")
+	if err := admin.Create(ctx, zero); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "maxUnavailable") {
+		t.Errorf("a Deployment with maxSurge 0 and maxUnavailable 0: %v, want Invalid naming maxUnavailable", err)
+	}
+
 	stagedPolicy(t, ns, v1alpha1.RolloutStage{Name: "canary", ClusterNames: []string{"member-9"}})
 	if err := admin.Create(ctx, rollingDeployment("web", ns, 3, 1, 1, "0s")); err != nil {
 		t.Fatal(err)
