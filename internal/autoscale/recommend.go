@@ -47,13 +47,18 @@ type Metric struct {
 	// utilization for a Utilization target, or the AverageValue
 	// (millicores, bytes).
 	PerPod int64
+	// MissingAt is what a pod without metrics counts as using when
+	// scaling down (Kubernetes: the larger of the request and the target
+	// for a Utilization target); 0 means PerPod.
+	MissingAt int64
 }
 
 // Recommend returns the replicas one metric asks for, from current
 // replicas, and a description. Pods that are not ready or report nothing
-// count against the move: as using nothing when scaling up, as using
-// exactly the target when scaling down (Kubernetes' rule), so a rollout
-// or a slow metrics pipeline does not swing the workload.
+// count against the move: as using nothing when scaling up; when scaling
+// down, pods without metrics as using the target (MissingAt when larger)
+// and unready pods not at all (Kubernetes' rules), so a rollout or a slow
+// metrics pipeline does not swing the workload.
 func Recommend(m Metric, current int32) (int32, string) {
 	u := m.Usage
 	if m.PerPod <= 0 {
@@ -69,7 +74,7 @@ func Recommend(m Metric, current int32) (int32, string) {
 		if ratio > 1 {
 			pods += float64(u.Unready + u.Missing) // as using nothing
 		} else {
-			used += float64(int64(u.Missing) * m.PerPod) // missing as at target
+			used += float64(int64(u.Missing) * max(m.MissingAt, m.PerPod)) // missing as at the target, at least
 			pods += float64(u.Missing)
 		}
 		newRatio := used / (pods * float64(m.PerPod))
@@ -119,6 +124,9 @@ type Policy struct {
 	// UpWindow is the scale-up stabilization window: the lowest
 	// recommendation in it wins (default 0).
 	UpWindow time.Duration
+	// NoUp and NoDown disable scaling that way (behavior's selectPolicy
+	// Disabled).
+	NoUp, NoDown bool
 }
 
 // Decide combines the metrics' recommendations (the highest wins), clamps
@@ -179,5 +187,15 @@ func Decide(metrics []Metric, current int32, p Policy, history []Recommendation,
 	if limit := max(2*current, current+4); d.Replicas > limit && current > 0 {
 		d.Replicas, d.Limited = limit, "rate"
 	}
+	if (p.NoUp && d.Replicas > current) || (p.NoDown && d.Replicas < current) {
+		d.Replicas, d.Limited = current, "disabled"
+	}
 	return d, keep
+}
+
+// Seed is the history to start from: the current replicas, as if
+// recommended now, so that a new HPA, or a controller that restarted,
+// waits a whole scale-down window before scaling down (never early).
+func Seed(current int32, now time.Time) []Recommendation {
+	return []Recommendation{{At: now, Replicas: current}}
 }

@@ -74,3 +74,31 @@ func TestDecide(t *testing.T) {
 		t.Errorf("no metric: %+v, want the current 7", d)
 	}
 }
+
+func TestDecideFromASeed(t *testing.T) {
+	t0 := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
+	idle := []Metric{{Name: "cpu", PerPod: 500, Usage: Usage{Ready: 20, Used: 200}}}
+	p := Policy{Min: 2, Max: 30, DownWindow: 5 * time.Minute}
+	// A new HPA or a restarted controller: no scale-down before a window.
+	d, hist := Decide(idle, 20, p, Seed(20, t0), t0)
+	if d.Replicas != 20 {
+		t.Errorf("first pass of an idle workload: %+v, want 20 kept for the window", d)
+	}
+	if d, _ := Decide(idle, 20, p, hist, t0.Add(6*time.Minute)); d.Replicas != 2 {
+		t.Errorf("after the window: %+v, want min 2", d)
+	}
+	p.NoDown = true
+	if d, _ := Decide(idle, 20, p, nil, t0); d.Replicas != 20 || d.Limited != "disabled" {
+		t.Errorf("scale-down disabled: %+v, want 20", d)
+	}
+}
+
+func TestMissingPodsCountAtTheRequestWhenScalingDown(t *testing.T) {
+	// Target 50% of a 1000m request: 500m per pod. 4 pods at 100m, 4
+	// without metrics counted at their request (1000m, more than the
+	// target): (400+4000)/(8×500) = 110% → no scale-down.
+	m := Metric{Name: "cpu", PerPod: 500, MissingAt: 1000, Usage: Usage{Ready: 4, Missing: 4, Used: 400}}
+	if got, why := Recommend(m, 8); got != 8 {
+		t.Errorf("Recommend = %d (%s), want 8", got, why)
+	}
+}

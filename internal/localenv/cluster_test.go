@@ -70,7 +70,7 @@ func TestComponentArgs(t *testing.T) {
 		{
 			name: "apiserver", plan: member, component: components.KubeAPIServer,
 			wantArgs: []string{"--etcd-servers=http://127.0.0.1:11", "--secure-port=13", "--authorization-mode=RBAC", "--client-ca-file=/s/pki/ca.crt", "--token-auth-file=/s/clusters/member-2/pki/tokens.csv",
-				"--requestheader-client-ca-file=/s/pki/front-proxy-ca.crt", "--proxy-client-cert-file=/s/clusters/member-2/pki/front-proxy-client.crt"},
+				"--requestheader-client-ca-file=/s/clusters/member-2/pki/front-proxy-ca.crt", "--proxy-client-cert-file=/s/clusters/member-2/pki/front-proxy-client.crt"},
 			wantPort: 13, wantURL: "https://127.0.0.1:13/readyz",
 		},
 		{

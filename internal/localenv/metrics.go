@@ -9,7 +9,6 @@ import (
 	"crypto/x509/pkix"
 	"encoding/base64"
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -52,16 +51,22 @@ const (
 // scrapes for the node's resource metrics instead of /metrics/resource.
 const AnnotationResourceMetricsPath = "metrics.k8s.io/resource-metrics-path"
 
-func (p paths) frontProxyCA() string { return filepath.Join(p.stateDir, "pki", "front-proxy-ca.crt") }
+func (p paths) frontProxyCA() string { return p.pki("front-proxy-ca.crt") }
 
 func (p clusterPlan) runsMetrics() bool { return p.runsKwok() }
 
-// prepareMetrics writes a full member's front-proxy client certificate
-// (its apiserver's identity towards metrics-server) and metrics-server's
-// serving certificate.
-func (p clusterPlan) prepareMetrics(ca, frontProxy *authority) error {
+// prepareMetrics writes a full member's front-proxy CA (its own: a
+// front-proxy certificate asserts any user to the apiserver that trusts
+// it, so no two members share one) and client certificate (its
+// apiserver's identity towards metrics-server; the CA's key is not kept),
+// and metrics-server's serving certificate.
+func (p clusterPlan) prepareMetrics(ca *authority) error {
 	if !p.runsMetrics() {
 		return nil
+	}
+	frontProxy, err := newAuthority("flotilla-front-proxy-" + p.name)
+	if err != nil {
+		return err
 	}
 	clientCert, clientKey, err := frontProxy.issueClient(frontProxyClient)
 	if err != nil {
@@ -72,6 +77,7 @@ func (p clusterPlan) prepareMetrics(ca, frontProxy *authority) error {
 		return err
 	}
 	return writeFiles(map[string][]byte{
+		p.frontProxyCA():                frontProxy.certPEM,
 		p.pki("front-proxy-client.crt"): clientCert,
 		p.pki("front-proxy-client.key"): clientKey,
 		p.pki("metrics-server.crt"):     servingCert,

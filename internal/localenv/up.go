@@ -130,17 +130,12 @@ func (e *Environment) start(ctx context.Context, set components.Set, dir string,
 	if err != nil {
 		return err
 	}
-	frontProxy, err := newAuthority("flotilla-front-proxy")
-	if err != nil {
-		return err
-	}
 	agentCert, agentKey := AgentSignerFiles(dir)
 	if err := writeFiles(map[string][]byte{
 		filepath.Join(dir, "pki", "ca.crt"): ca.certPEM,
 		filepath.Join(dir, "pki", "ca.key"): ca.keyPEM,
 		agentCert:                           agentCA.certPEM,
 		agentKey:                            agentCA.keyPEM,
-		filepath.Join(dir, "pki", "front-proxy-ca.crt"): frontProxy.certPEM,
 		filepath.Join(dir, "pki", "host-client-ca.crt"): append(slices.Clone(ca.certPEM), agentCA.certPEM...),
 	}); err != nil {
 		return err
@@ -184,7 +179,7 @@ func (e *Environment) start(ctx context.Context, set components.Set, dir string,
 		if err := p.writeStages(set); err != nil {
 			return fmt.Errorf("kwok of %s: %w", p.name, err)
 		}
-		if err := p.prepareMetrics(ca, frontProxy); err != nil {
+		if err := p.prepareMetrics(ca); err != nil {
 			return fmt.Errorf("metrics-server of %s: %w", p.name, err)
 		}
 		st.Clusters = append(st.Clusters, cs)

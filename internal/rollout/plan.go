@@ -186,7 +186,7 @@ func state(in Input, m Member, p v1alpha1.ClusterRollout, had bool) v1alpha1.Rol
 		switch {
 		case m.Usable && Done(m, in.Revision):
 			return v1alpha1.RolloutDone
-		case m.Usable, m.Leaving, in.Now.Sub(m.UnusableSince) < in.StallAfter:
+		case m.Usable, in.Now.Sub(m.UnusableSince) < in.StallAfter:
 			return v1alpha1.RolloutRolling
 		}
 		return v1alpha1.RolloutStalled

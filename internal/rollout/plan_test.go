@@ -159,6 +159,11 @@ func TestPlan(t *testing.T) {
 			Members: []Member{func() Member { m := held("a", 10, "r2"); m.Leaving = true; return m }(), held("b", 10, "r2")}},
 		want: "a=Rolling(0/1) b=Waiting",
 	}, {
+		name: "a leaving cluster unusable past StallAfter stalls",
+		in: Input{Revision: "r2", Budget: Budget{Surge: 0, Unavailable: 1}, Now: t0, StallAfter: time.Minute, Previous: plan("r2", b33, "a=Rolling(0/1)", "b=Waiting"),
+			Members: []Member{{Cluster: "a", Leaving: true, UnusableSince: t0.Add(-2 * time.Minute)}, held("b", 10, "r2")}},
+		want: "a=Stalled b=Rolling(0/1)",
+	}, {
 		name: "suspended: nobody admitted, the others wait to be readmitted",
 		in: Input{Revision: "r2", Budget: b33, Suspended: true, Previous: plan("r2", b33, "a=Rolling(1/1)", "b=Done", "c=Waiting"),
 			Members: []Member{held("a", 10, "r2"), steady("b", 10, "r2"), held("c", 10, "r2")}},

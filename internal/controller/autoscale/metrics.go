@@ -33,10 +33,12 @@ func (r *Reconciler) usage(ctx context.Context, hpa *autoscalingv2.HorizontalPod
 	}
 	total := map[corev1.ResourceName]autoscale.Usage{}
 	reported := 0
+	var unreported int32 // replicas placed on members that did not report
 	for _, p := range fo.Placement() {
 		sess := r.Pool.Get(p.Cluster)
 		if sess == nil {
 			problems = append(problems, p.Cluster+": not connected")
+			unreported += ptrValue(p.Replicas)
 			continue
 		}
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -44,6 +46,7 @@ func (r *Reconciler) usage(ctx context.Context, hpa *autoscalingv2.HorizontalPod
 		cancel()
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("%s: %v", p.Cluster, err))
+			unreported += ptrValue(p.Replicas)
 			continue
 		}
 		reported++
@@ -54,7 +57,7 @@ func (r *Reconciler) usage(ctx context.Context, hpa *autoscalingv2.HorizontalPod
 	if reported == 0 {
 		return nil, nil, problems
 	}
-	requests := podRequests(tmpl)
+	requests, unrequested := podRequests(tmpl)
 	var metrics []autoscale.Metric
 	var statuses []autoscalingv2.MetricStatus
 	for _, m := range hpa.Spec.Metrics {
@@ -63,23 +66,28 @@ func (r *Reconciler) usage(ctx context.Context, hpa *autoscalingv2.HorizontalPod
 			continue
 		}
 		name, target := m.Resource.Name, m.Resource.Target
+		// The pods of members that did not report count as reporting
+		// nothing: at the target when scaling down, idle when scaling up,
+		// so that a silent member neither shrinks nor holds the workload.
 		u := total[name]
-		var perPod int64
+		u.Missing += unreported
+		var perPod, missingAt int64
 		switch {
 		case target.Type == autoscalingv2.UtilizationMetricType && target.AverageUtilization != nil:
 			req := requests[name]
-			if req == 0 {
+			if req == 0 || unrequested[name] {
 				problems = append(problems, fmt.Sprintf("%s: %v", name, errNoRequest))
 				continue
 			}
 			perPod = req * int64(*target.AverageUtilization) / 100
+			missingAt = req
 		case target.Type == autoscalingv2.AverageValueMetricType && target.AverageValue != nil:
 			perPod = amount(name, *target.AverageValue)
 		default:
 			problems = append(problems, fmt.Sprintf("%s: target type %s is not supported (Utilization or AverageValue)", name, target.Type))
 			continue
 		}
-		metrics = append(metrics, autoscale.Metric{Name: string(name), Usage: u, PerPod: perPod})
+		metrics = append(metrics, autoscale.Metric{Name: string(name), Usage: u, PerPod: perPod, MissingAt: missingAt})
 		statuses = append(statuses, status(name, u, requests[name]))
 	}
 	return metrics, statuses, problems
@@ -101,23 +109,53 @@ func status(name corev1.ResourceName, u autoscale.Usage, request int64) autoscal
 }
 
 // podRequests sums the template's container requests per resource
-// (millicores of cpu, bytes of the others).
-func podRequests(tmpl *unstructured.Unstructured) map[corev1.ResourceName]int64 {
-	out := map[corev1.ResourceName]int64{}
+// (millicores of cpu, bytes of the others), and names the resources some
+// container (a sidecar among them) does not request: a utilization is
+// then meaningless, as in Kubernetes.
+func podRequests(tmpl *unstructured.Unstructured) (map[corev1.ResourceName]int64, map[corev1.ResourceName]bool) {
+	out, missing := map[corev1.ResourceName]int64{}, map[corev1.ResourceName]bool{}
 	raw, found, _ := unstructured.NestedMap(tmpl.Object, workload.PodSpecPath(tmpl)...)
 	if !found {
-		return out
+		return out, missing
 	}
 	spec := &corev1.PodSpec{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, spec); err != nil {
-		return out
+		return out, missing
 	}
-	for _, c := range spec.Containers {
-		for name, q := range c.Resources.Requests {
+	containers := slices.Clone(spec.Containers)
+	for _, c := range spec.InitContainers {
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			containers = append(containers, c) // a sidecar runs beside the others
+		}
+	}
+	for _, c := range containers {
+		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+			q, ok := c.Resources.Requests[name]
+			if !ok {
+				missing[name] = true
+				continue
+			}
 			out[name] += amount(name, q)
 		}
 	}
-	return out
+	return out, missing
+}
+
+// findCondition returns the status's condition of type typ, or nil.
+func findCondition(st autoscalingv2.HorizontalPodAutoscalerStatus, typ autoscalingv2.HorizontalPodAutoscalerConditionType) *autoscalingv2.HorizontalPodAutoscalerCondition {
+	for i := range st.Conditions {
+		if st.Conditions[i].Type == typ {
+			return &st.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func ptrValue(p *int32) int32 {
+	if p == nil {
+		return 0
+	}
+	return *p
 }
 
 func amount(name corev1.ResourceName, q resource.Quantity) int64 {
@@ -162,6 +200,8 @@ func limitReason(limited string) string {
 		return "TooFewReplicas"
 	case "max":
 		return "TooManyReplicas"
+	case "disabled":
+		return "ScalingDisabled"
 	}
 	return "ScaleUpLimit"
 }

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -53,6 +54,10 @@ const DefaultInterval = 15 * time.Second
 // defaultDownWindow is the default scale-down stabilization window.
 const defaultDownWindow = 300 * time.Second
 
+// creationGrace is how long a new HPA is left alone, so that a policy
+// that propagates it is found first.
+const creationGrace = 5 * time.Second
+
 // Reconciler evaluates federated HPAs.
 type Reconciler struct {
 	// Client reads HPAs and FederatedObjects (cached) and writes the
@@ -70,15 +75,25 @@ type Reconciler struct {
 	Now func() time.Time
 
 	mu      sync.Mutex
-	history map[types.UID][]autoscale.Recommendation
+	history map[types.NamespacedName]history
+}
+
+// history is one HPA's recent recommendations (the stabilization window),
+// for the HPA of that UID.
+type history struct {
+	uid  types.UID
+	recs []autoscale.Recommendation
 }
 
 // SetupWithManager registers the controller with mgr.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	r.history = map[types.UID][]autoscale.Recommendation{}
+	r.history = map[types.NamespacedName]history{}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		For(&autoscalingv2.HorizontalPodAutoscaler{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// An HPA's own FederatedObject (a policy propagates it, or no
+		// longer does) hands it to the members or back.
+		Watches(&v1alpha1.FederatedObject{}, handler.EnqueueRequestsFromMapFunc(hpaOfFederatedObject)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		Complete(r)
 }
@@ -95,11 +110,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !hpa.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, nil
 	}
+	if age := r.now().Sub(hpa.CreationTimestamp.Time); age < creationGrace {
+		// The federate controller decides first whether a policy
+		// propagates it (then it runs in the members).
+		return reconcile.Result{RequeueAfter: creationGrace - age}, nil
+	}
 	propagated, err := r.federated(ctx, hpa.Namespace, hpa.Name, "HorizontalPodAutoscaler", "autoscaling")
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	if propagated {
+		r.forget(req.NamespacedName)
 		return reconcile.Result{}, nil // a policy propagates it: it runs in the members
 	}
 	st := r.evaluate(ctx, hpa)
@@ -123,15 +144,17 @@ func (r *Reconciler) federated(ctx context.Context, namespace, name, kind, group
 // evaluate decides one HPA and scales its target; it returns the status
 // to write.
 func (r *Reconciler) evaluate(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler) autoscalingv2.HorizontalPodAutoscalerStatus {
-	st := hpa.Status
+	st := *hpa.Status.DeepCopy()
 	st.ObservedGeneration = &hpa.Generation
 	now := r.now()
 	fail := func(typ autoscalingv2.HorizontalPodAutoscalerConditionType, reason, msg string) autoscalingv2.HorizontalPodAutoscalerStatus {
+		if c := findCondition(hpa.Status, typ); c == nil || c.Reason != reason {
+			r.event(hpa, corev1.EventTypeWarning, reason, msg) // once per new reason, not every pass
+		}
 		setCondition(&st, typ, corev1.ConditionFalse, reason, msg, now)
 		if typ == autoscalingv2.AbleToScale {
 			setCondition(&st, autoscalingv2.ScalingActive, corev1.ConditionFalse, reason, msg, now)
 		}
-		r.event(hpa, corev1.EventTypeWarning, reason, msg)
 		return st
 	}
 	ref := hpa.Spec.ScaleTargetRef
@@ -153,6 +176,10 @@ func (r *Reconciler) evaluate(ctx context.Context, hpa *autoscalingv2.Horizontal
 	}
 	setCondition(&st, autoscalingv2.AbleToScale, corev1.ConditionTrue, "SucceededGetScale", "the federated target's replicas can be scaled", now)
 	st.CurrentReplicas = current
+	if current == 0 {
+		setCondition(&st, autoscalingv2.ScalingActive, corev1.ConditionFalse, "ScalingDisabled", "scaling is disabled since the replica count of the target is zero", now)
+		return st
+	}
 
 	metrics, current2, problems := r.usage(ctx, hpa, tmpl, fo)
 	st.CurrentMetrics = current2
@@ -172,7 +199,7 @@ func (r *Reconciler) evaluate(ctx context.Context, hpa *autoscalingv2.Horizontal
 
 	d := r.decide(hpa, metrics, current, now)
 	st.DesiredReplicas = d.Replicas
-	if d.Limited == "min" || d.Limited == "max" || d.Limited == "rate" {
+	if d.Limited == "min" || d.Limited == "max" || d.Limited == "rate" || d.Limited == "disabled" {
 		setCondition(&st, autoscalingv2.ScalingLimited, corev1.ConditionTrue, limitReason(d.Limited), d.Why, now)
 	} else {
 		setCondition(&st, autoscalingv2.ScalingLimited, corev1.ConditionFalse, "DesiredWithinRange", d.Why, now)
@@ -198,17 +225,30 @@ func (r *Reconciler) decide(hpa *autoscalingv2.HorizontalPodAutoscaler, metrics 
 		p.Min = *hpa.Spec.MinReplicas
 	}
 	if b := hpa.Spec.Behavior; b != nil {
-		if b.ScaleDown != nil && b.ScaleDown.StabilizationWindowSeconds != nil {
-			p.DownWindow = time.Duration(*b.ScaleDown.StabilizationWindowSeconds) * time.Second
+		if b.ScaleDown != nil {
+			if b.ScaleDown.StabilizationWindowSeconds != nil {
+				p.DownWindow = time.Duration(*b.ScaleDown.StabilizationWindowSeconds) * time.Second
+			}
+			p.NoDown = b.ScaleDown.SelectPolicy != nil && *b.ScaleDown.SelectPolicy == autoscalingv2.DisabledPolicySelect
 		}
-		if b.ScaleUp != nil && b.ScaleUp.StabilizationWindowSeconds != nil {
-			p.UpWindow = time.Duration(*b.ScaleUp.StabilizationWindowSeconds) * time.Second
+		if b.ScaleUp != nil {
+			if b.ScaleUp.StabilizationWindowSeconds != nil {
+				p.UpWindow = time.Duration(*b.ScaleUp.StabilizationWindowSeconds) * time.Second
+			}
+			p.NoUp = b.ScaleUp.SelectPolicy != nil && *b.ScaleUp.SelectPolicy == autoscalingv2.DisabledPolicySelect
 		}
 	}
+	key := types.NamespacedName{Namespace: hpa.Namespace, Name: hpa.Name}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	d, keep := autoscale.Decide(metrics, current, p, r.history[hpa.UID], now)
-	r.history[hpa.UID] = keep
+	h := r.history[key]
+	if h.uid != hpa.UID {
+		// A new HPA, or a restart: start from the current replicas, so
+		// that no scale-down comes before a whole window.
+		h = history{uid: hpa.UID, recs: autoscale.Seed(current, now)}
+	}
+	d, keep := autoscale.Decide(metrics, current, p, h.recs, now)
+	r.history[key] = history{uid: hpa.UID, recs: keep}
 	return d
 }
 
@@ -244,15 +284,21 @@ func (r *Reconciler) writeStatus(ctx context.Context, hpa *autoscalingv2.Horizon
 	return nil
 }
 
+// forget drops the history of an HPA that is gone or no longer
+// federated.
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	// The history is keyed by UID; an HPA gone is forgotten lazily by
-	// size: keep the map bounded.
-	if len(r.history) > 10000 {
-		r.history = map[types.UID][]autoscale.Recommendation{}
+	delete(r.history, key)
+}
+
+// hpaOfFederatedObject maps the FederatedObject of an HPA to the HPA.
+func hpaOfFederatedObject(_ context.Context, o client.Object) []reconcile.Request {
+	fo, ok := o.(*v1alpha1.FederatedObject)
+	if !ok || fo.Spec.Template.Kind != "HorizontalPodAutoscaler" {
+		return nil
 	}
-	_ = key
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: fo.Spec.Template.Namespace, Name: fo.Spec.Template.Name}}}
 }
 
 func (r *Reconciler) event(hpa *autoscalingv2.HorizontalPodAutoscaler, kind, reason, msg string) {
