@@ -60,10 +60,11 @@ func TestUpStatusDown(t *testing.T) {
 			t.Fatalf("status: %v", r.err)
 		}
 		// host: etcd, apiserver, kube-controller-manager,
-		// flotilla-controller-manager and flotilla-gateway; members add
-		// scheduler and kwok.
-		if n := strings.Count(r.stdout, " healthy "); n != 5+2*5 {
-			t.Errorf("status shows %d healthy components, want 15:\n%s", n, r.stdout)
+		// flotilla-controller-manager and flotilla-gateway; members:
+		// etcd, apiserver, kube-controller-manager, scheduler, kwok and
+		// metrics-server.
+		if n := strings.Count(r.stdout, " healthy "); n != 5+2*6 {
+			t.Errorf("status shows %d healthy components, want 17:\n%s", n, r.stdout)
 		}
 	})
 
