@@ -37,6 +37,10 @@ type Shared struct {
 	// Interpreters compiles the WorkloadInterpreters into
 	// workload.Interpreters.
 	Interpreters *interpreters.Loader
+	// Rollouts says the rollout controller runs: only then does propagate
+	// hold copies for a federated rollout (without it they would wait
+	// for a plan nobody writes).
+	Rollouts bool
 }
 
 // Controller is a controller the manager can run.
@@ -105,6 +109,7 @@ var Controllers = []Controller{
 			Pool:                    shared.Pool,
 			Recorder:                mgr.GetEventRecorder("flotilla-" + propagate.Name),
 			MaxConcurrentReconciles: opts.ConcurrentPropagationSyncs,
+			FederatedRollouts:       shared.Rollouts,
 		}
 		return r.SetupWithManager(mgr)
 	}},

@@ -209,6 +209,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err != nil {
 		return err
 	}
+	shared.Rollouts = enabled[rollout.Name]
 	for _, c := range Controllers {
 		if !enabled[c.Name] {
 			logger.Info("Controller disabled", "controller", c.Name)

@@ -49,10 +49,30 @@ func For(st *v1alpha1.RolloutStatus, revision, cluster string, hasCopy bool, cop
 	case e != nil && e.State == v1alpha1.RolloutRolling && e.MaxSurge+e.MaxUnavailable > 0:
 		d.Share = &Budget{Surge: e.MaxSurge, Unavailable: e.MaxUnavailable}
 	case e != nil && (e.State == v1alpha1.RolloutRolling || e.State == v1alpha1.RolloutDone) && st.Revision == revision:
+		if e.MaxSurge+e.MaxUnavailable > 0 {
+			d.Share = &Budget{Surge: e.MaxSurge, Unavailable: e.MaxUnavailable} // kept: finishing writes nothing
+		}
 	default:
 		d.Hold = true
 	}
 	return d
+}
+
+// Deferred reports whether propagate should leave an existing copy as it
+// is for now: the template changed and the plan for the new revision is
+// not written yet, and the copy holds another revision and rolls with no
+// share. The plan's write wakes propagate, which then renders the copy
+// admitted (one write) or held, instead of holding it first and writing
+// it again when admitted.
+func Deferred(st *v1alpha1.RolloutStatus, revision, cluster string, known bool, copyRevision string) bool {
+	if !known || copyRevision == revision || (st != nil && st.Revision == revision) {
+		return false
+	}
+	if st == nil {
+		return copyRevision != ""
+	}
+	e := Entry(st, cluster)
+	return e == nil || e.State != v1alpha1.RolloutRolling || e.MaxSurge+e.MaxUnavailable == 0
 }
 
 // Revision identifies a workload's pod template: a hash of

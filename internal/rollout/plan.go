@@ -124,12 +124,18 @@ func Plan(in Input) *v1alpha1.RolloutStatus {
 			c.MaxSurge, c.MaxUnavailable = p.MaxSurge, p.MaxUnavailable
 			free.Surge -= p.MaxSurge
 			free.Unavailable -= p.MaxUnavailable
+		case v1alpha1.RolloutDone:
+			// A done copy keeps the share it rolled with (not counted: it
+			// rolls no more), so that finishing writes nothing to it.
+			if had && (p.State == v1alpha1.RolloutRolling || p.State == v1alpha1.RolloutDone) {
+				c.MaxSurge, c.MaxUnavailable = p.MaxSurge, p.MaxUnavailable
+			}
 		case v1alpha1.RolloutWaiting:
 			if m.Usable && m.HasCopy && !m.Leaving {
 				waiting = append(waiting, len(out.Clusters))
 			}
 		}
-		if c.MaxSurge+c.MaxUnavailable == 0 {
+		if c.State != v1alpha1.RolloutRolling || c.MaxSurge+c.MaxUnavailable == 0 {
 			// What the clusters that roll without a share lack already
 			// counts against the budget.
 			free.Unavailable -= lacking(m)

@@ -89,7 +89,7 @@ func TestPlan(t *testing.T) {
 		name: "a finished cluster hands its share to the next",
 		in: Input{Revision: "r2", Budget: Budget{Surge: 0, Unavailable: 1}, Previous: plan("r2", b33, "a=Rolling(0/1)", "b=Waiting", "c=Waiting"),
 			Members: []Member{steady("a", 10, "r2"), held("b", 10, "r2"), held("c", 10, "r2")}},
-		want: "a=Done b=Rolling(0/1) c=Waiting",
+		want: "a=Done(0/1) b=Rolling(0/1) c=Waiting", // a keeps its share, uncounted: finishing writes nothing
 	}, {
 		name: "rolling shares are never cut, and nothing is admitted beyond them",
 		in: Input{Revision: "r2", Budget: Budget{Surge: 0, Unavailable: 1}, Previous: plan("r2", b33, "a=Rolling(2/2)", "b=Waiting"),
@@ -148,7 +148,7 @@ func TestPlan(t *testing.T) {
 				m.SpecReplicas, m.Total, m.Updated, m.Available = 14, 14, 14, 14
 				return m
 			}(), held("b", 10, "r2")}},
-		want: "a=Done b=Rolling(0/1)",
+		want: "a=Done(0/1) b=Rolling(0/1)",
 	}, {
 		name: "no plan yet: a copy of another revision waits",
 		in:   Input{Revision: "r2", Budget: b33, Members: []Member{held("a", 10, "r1"), held("b", 10, "")}},
@@ -209,7 +209,7 @@ func TestPlanKeepsSince(t *testing.T) {
 }
 
 func TestFor(t *testing.T) {
-	st := plan("r2", Budget{}, "a=Rolling(1/2)", "b=Waiting", "c=Done", "d=Rolling", "e=Stalled")
+	st := plan("r2", Budget{}, "a=Rolling(1/2)", "b=Waiting", "c=Done", "d=Rolling", "e=Stalled", "g=Done(1/1)")
 	tests := []struct {
 		cluster  string
 		revision string
@@ -221,7 +221,8 @@ func TestFor(t *testing.T) {
 		{"b", "r2", true, "hold"},
 		{"b", "r2", false, "as is"}, // never hold a copy being created
 		{"c", "r2", true, "as is"},
-		{"c", "r3", true, "hold"}, // the moment between a change and its plan
+		{"g", "r2", true, "share 1/1"}, // done, keeping the share it rolled with
+		{"c", "r3", true, "hold"},      // the moment between a change and its plan
 		{"d", "r2", true, "as is"},
 		{"d", "r3", true, "hold"}, // a new copy's template changed: wait for the plan
 		{"e", "r2", true, "hold"},
@@ -241,6 +242,30 @@ func TestFor(t *testing.T) {
 	}{{"", "as is"}, {"r1", "as is"}, {"r0", "hold"}} {
 		if got := describeDirective(For(nil, "r1", "a", true, tt.copyRevision)); got != tt.want {
 			t.Errorf("For without a plan, copy of %q = %s, want %s", tt.copyRevision, got, tt.want)
+		}
+	}
+}
+
+func TestDeferred(t *testing.T) {
+	st := plan("r1", Budget{}, "a=Done", "b=Rolling(1/1)", "c=Rolling")
+	tests := []struct {
+		st                    *v1alpha1.RolloutStatus
+		cluster, copyRevision string
+		known                 bool
+		want                  bool
+	}{
+		{st, "a", "r1", true, true},                                 // the template changed to r2, no plan for it yet
+		{st, "b", "r1", true, false},                                // rolling with a share: carries over
+		{st, "c", "r1", true, true},                                 // a new copy's template changed
+		{st, "a", "r2", true, false},                                // already holds r2 (held earlier)
+		{st, "a", "r1", false, false},                               // unknown: For decides (holds)
+		{nil, "a", "r1", true, true},                                // no plan at all, another revision
+		{nil, "a", "", true, false},                                 // a copy from before federated rollouts
+		{plan("r2", Budget{}, "a=Waiting"), "a", "r1", true, false}, // the plan is there
+	}
+	for _, tt := range tests {
+		if got := Deferred(tt.st, "r2", tt.cluster, tt.known, tt.copyRevision); got != tt.want {
+			t.Errorf("Deferred(%v, %s, known %v, copy %s) = %v, want %v", tt.st != nil, tt.cluster, tt.known, tt.copyRevision, got, tt.want)
 		}
 	}
 }

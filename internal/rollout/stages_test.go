@@ -37,7 +37,7 @@ func TestStagedPlan(t *testing.T) {
 		name: "the canary done: the rollout waits for approval",
 		in: Input{Revision: "r2", Budget: budget, Stages: canary, Previous: plan("r2", budget, "a=Rolling(3/3)", "b=Waiting", "c=Waiting"),
 			Members: []Member{inStage(steady("a", 10, "r2"), 0), inStage(held("b", 10, "r2"), 1), inStage(held("c", 10, "r2"), 1)}},
-		want: "a=Done b=Waiting c=Waiting", stage: "canary", gate: v1alpha1.GateApproval,
+		want: "a=Done(3/3) b=Waiting c=Waiting", stage: "canary", gate: v1alpha1.GateApproval,
 	}, {
 		name: "approved: the rest roll",
 		in: Input{Revision: "r2", Budget: budget, Stages: canary, Approved: 1, Previous: plan("r2", budget, "a=Done", "b=Waiting", "c=Waiting"),

@@ -66,6 +66,15 @@ func (r *Reconciler) syncCluster(ctx context.Context, fo types.NamespacedName, t
 		if live != nil {
 			copyRevision = live.GetLabels()[v1alpha1.LabelRevision]
 		}
+		if rollout.Deferred(env.rollout, env.revision, p.Cluster, live != nil && state == member.CacheSynced, copyRevision) {
+			// The plan of the new revision is on its way (its write wakes
+			// the object): the copy stays as it is meanwhile.
+			res := result{status: prev, pending: true}
+			if prev.Reason == "" {
+				res.status = v1alpha1.ClusterPropagationStatus{Cluster: p.Cluster, Reason: v1alpha1.PropagationPending, Message: "waiting for the rollout plan of the new template"}
+			}
+			return res
+		}
 		d := rollout.For(env.rollout, env.revision, p.Cluster, live != nil || state != member.CacheSynced, copyRevision)
 		rin.Rollout = &d
 	case env.revision != "":

@@ -57,6 +57,10 @@ type Reconciler struct {
 	// WaitBudget is how long a reconcile waits for a member's write before
 	// reporting it Pending and moving on (default 2 s).
 	WaitBudget time.Duration
+	// FederatedRollouts: the rollout controller runs, so a divided
+	// Deployment's copies follow its plan (internal/rollout); without it
+	// each member rolls on its own.
+	FederatedRollouts bool
 
 	queue    trigger.Queue[reconcile.Request]
 	flights  flights
@@ -255,7 +259,7 @@ func (r *Reconciler) environment(ctx context.Context, fo *v1alpha1.FederatedObje
 	env.adopt, env.conflictHint = adoption.Adopt, adoption.Hint
 	if gvk := tmpl.GroupVersionKind(); gvk.Group == "apps" && gvk.Kind == "Deployment" {
 		env.revision = rollout.Revision(tmpl)
-		env.governed, env.rollout = rollout.Governed(tmpl, divided(fo)), fo.Status.Rollout
+		env.governed, env.rollout = r.FederatedRollouts && rollout.Governed(tmpl, divided(fo)), fo.Status.Rollout
 	}
 	return env, nil
 }
