@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -44,16 +46,21 @@ func (r *Reconciler) recordRevision(ctx context.Context, tmpl *unstructured.Unst
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(tmpl.Object, dep); err != nil {
 		return fmt.Errorf("read Deployment %s/%s: %w", tmpl.GetNamespace(), tmpl.GetName(), err)
 	}
-	list := &appsv1.ReplicaSetList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(dep.Namespace)); err != nil {
+	// The template cache holds the host's ReplicaSets already (it watches
+	// every kind): no second cache of them.
+	list, err := r.Templates.List(schema.GroupKind{Group: "apps", Kind: "ReplicaSet"}, dep.Namespace)
+	if err != nil {
 		return err
 	}
 	var owned []*appsv1.ReplicaSet
 	newest := int64(0)
 	var current *appsv1.ReplicaSet
-	for i := range list.Items {
-		rs := &list.Items[i]
-		if !metav1.IsControlledBy(rs, dep) {
+	for _, u := range list {
+		if !controlledBy(u, dep.UID) {
+			continue
+		}
+		rs := &appsv1.ReplicaSet{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, rs); err != nil {
 			continue
 		}
 		owned = append(owned, rs)
@@ -150,4 +157,16 @@ func withLabel(labels map[string]string, k, v string) map[string]string {
 func revisionOf(rs *appsv1.ReplicaSet) int64 {
 	n, _ := strconv.ParseInt(rs.Annotations[annotationRevision], 10, 64)
 	return n
+}
+
+// controlledBy reports whether u's controller has uid, without decoding u.
+func controlledBy(u *unstructured.Unstructured, uid types.UID) bool {
+	refs, _, _ := unstructured.NestedSlice(u.Object, "metadata", "ownerReferences")
+	for _, r := range refs {
+		m, _ := r.(map[string]any)
+		if c, _ := m["controller"].(bool); c && m["uid"] == string(uid) {
+			return true
+		}
+	}
+	return false
 }

@@ -195,10 +195,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		cond = metav1.Condition{Type: v1alpha1.ConditionRolledOut, Status: metav1.ConditionFalse, Reason: ReasonSuspended,
 			Message: "federation suspended (" + v1alpha1.AnnotationSuspend + "): nobody is admitted; on resuming every copy not rolling is held and admitted again within the budget"}
 	}
+	if fo.Status.Rollout == nil && trivial(plan) && stagesErr == nil && !in.Suspended {
+		// Never rolled out: nothing to record (a plan is written from the
+		// first template change on), so creating a Deployment costs no
+		// status write here.
+		return reconcile.Result{RequeueAfter: next}, nil
+	}
 	if err := r.write(ctx, fo, plan, &cond); err != nil {
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{RequeueAfter: next}, nil
+}
+
+// trivial reports whether a plan says only that every copy runs the
+// revision or is being created: nothing waits, nothing holds a share.
+func trivial(plan *v1alpha1.RolloutStatus) bool {
+	for _, c := range plan.Clusters {
+		if c.State != v1alpha1.RolloutDone && (c.State != v1alpha1.RolloutRolling || c.MaxSurge+c.MaxUnavailable > 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // invalidRecheck is how often an object whose stages are invalid is looked

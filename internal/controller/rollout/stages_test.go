@@ -254,7 +254,6 @@ func TestResumeAfterSuspensionRollsWithinBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitRolledOut(t, key, 6)
-	waitRolloutReason(t, foKey, "RolledOut")
 
 	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		d := &appsv1.Deployment{}
