@@ -42,9 +42,12 @@ func WatchPods(t testing.TB, clusters map[string]kubernetes.Interface, namespace
 	c := &Census{pods: map[string]map[string]bool{}, sets: map[string]map[string]int32{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
+	for name := range clusters {
+		// Before any watch starts: their handlers read these maps.
+		c.pods[name], c.sets[name] = map[string]bool{}, map[string]int32{}
+	}
 	var synced []cache.InformerSynced
 	for name, cs := range clusters {
-		c.pods[name], c.sets[name] = map[string]bool{}, map[string]int32{}
 		f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(namespace),
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
 		rsInf := f.Apps().V1().ReplicaSets().Informer()

@@ -279,7 +279,7 @@ func TestResumeAfterSuspensionRollsWithinBudget(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	testenv.Eventually(t, waitTimeout, "every member runs the hand-made fix", func(ctx context.Context) error {
+	testenv.Eventually(t, waitTimeout, "every member runs the hand-made fix, all pods ready", func(ctx context.Context) error {
 		images, err := podImages(ctx, ns, "cart")
 		if err != nil {
 			return err
@@ -289,7 +289,16 @@ func TestResumeAfterSuspensionRollsWithinBudget(t *testing.T) {
 				return fmt.Errorf("%s runs %s", m, img)
 			}
 		}
-		return testenv.DeploymentReady(ctx, env.Members[0].Client, ns, "cart")
+		for _, m := range env.Members {
+			d, err := m.Client.AppsV1().Deployments(ns).Get(ctx, "cart", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if s := d.Status; s.ObservedGeneration < d.Generation || s.UpdatedReplicas != *d.Spec.Replicas || s.AvailableReplicas != *d.Spec.Replicas || s.Replicas != *d.Spec.Replicas {
+				return fmt.Errorf("%s: status %+v", m.Name, s)
+			}
+		}
+		return nil
 	})
 
 	census := testenv.WatchPods(t, memberClients(), ns, "app=cart")
