@@ -330,6 +330,11 @@ type ClusterRollout struct {
 	// suspended), so it waits until admitted even if it looks rolled out.
 	// +optional
 	Readmit bool `json:"readmit,omitempty"`
+	// Generation is the copy's generation when the cluster was admitted:
+	// it is Done only once the member has observed a later one (the
+	// admitted template), not because the copy it had looked rolled out.
+	// +optional
+	Generation int64 `json:"generation,omitempty"`
 }
 
 // FederatedObject is Flotilla's internal record of one propagated host

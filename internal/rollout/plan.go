@@ -45,6 +45,8 @@ type Member struct {
 	Revision string
 	// Observed: the copy's status is of its current generation.
 	Observed bool
+	// Generation and ObservedGeneration are the copy's.
+	Generation, ObservedGeneration int64
 	// SpecReplicas is the copy's spec.replicas.
 	SpecReplicas int32
 	// Total, Updated and Available are the copy's status replicas,
@@ -121,7 +123,7 @@ func Plan(in Input) *v1alpha1.RolloutStatus {
 		case v1alpha1.RolloutRolling:
 			// Rolling keeps its share until done: a cut could leave it
 			// using more than its new share while the rest is handed on.
-			c.MaxSurge, c.MaxUnavailable = p.MaxSurge, p.MaxUnavailable
+			c.MaxSurge, c.MaxUnavailable, c.Generation = p.MaxSurge, p.MaxUnavailable, p.Generation
 			free.Surge -= p.MaxSurge
 			free.Unavailable -= p.MaxUnavailable
 		case v1alpha1.RolloutDone:
@@ -162,6 +164,7 @@ func Plan(in Input) *v1alpha1.RolloutStatus {
 		}
 		c := &out.Clusters[waiting[i]]
 		c.State, c.MaxSurge, c.MaxUnavailable = v1alpha1.RolloutRolling, share.Surge, share.Unavailable
+		c.Generation = in.Members[waiting[i]].Generation
 		c.Since = metav1.NewTime(in.Now)
 	}
 	return out
@@ -190,7 +193,9 @@ func state(in Input, m Member, p v1alpha1.ClusterRollout, had bool) v1alpha1.Rol
 	switch {
 	case rolling && p.MaxSurge+p.MaxUnavailable > 0:
 		switch {
-		case m.Usable && Done(m, in.Revision):
+		case m.Usable && Done(m, in.Revision) && m.ObservedGeneration > p.Generation:
+			// Done with what it was admitted to roll: the member observed
+			// a spec written after the admission.
 			return v1alpha1.RolloutDone
 		case m.Usable, in.Now.Sub(m.UnusableSince) < in.StallAfter:
 			return v1alpha1.RolloutRolling

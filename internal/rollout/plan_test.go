@@ -16,7 +16,7 @@ var t0 = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 // steady is a member whose copy runs n replicas of revision rev.
 func steady(name string, n int32, rev string) Member {
 	return Member{Cluster: name, Replicas: n, Usable: true, HasCopy: true, Revision: rev, Observed: true,
-		SpecReplicas: n, Total: n, Updated: n, Available: n}
+		Generation: 2, ObservedGeneration: 2, SpecReplicas: n, Total: n, Updated: n, Available: n}
 }
 
 // held is a member whose copy holds revision rev on its n old pods.
@@ -157,6 +157,14 @@ func TestPlan(t *testing.T) {
 		name: "a leaving cluster's share stays reserved while its copy is there",
 		in: Input{Revision: "r2", Budget: Budget{Surge: 0, Unavailable: 1}, Previous: plan("r2", b33, "a=Rolling(0/1)", "b=Waiting"),
 			Members: []Member{func() Member { m := held("a", 10, "r2"); m.Leaving = true; return m }(), held("b", 10, "r2")}},
+		want: "a=Rolling(0/1) b=Waiting",
+	}, {
+		name: "admitted but not yet rewritten: not done, though its copy looks rolled out",
+		in: Input{Revision: "r2", Budget: Budget{Surge: 0, Unavailable: 1}, Previous: func() *v1alpha1.RolloutStatus {
+			p := plan("r2", b33, "a=Rolling(0/1)", "b=Waiting")
+			p.Clusters[0].Generation = 2 // admitted at the generation the member has observed
+			return p
+		}(), Members: []Member{steady("a", 10, "r2"), held("b", 10, "r2")}},
 		want: "a=Rolling(0/1) b=Waiting",
 	}, {
 		name: "a leaving cluster unusable past StallAfter stalls",

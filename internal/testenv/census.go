@@ -7,161 +7,121 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 )
 
-// Census watches one workload's pods and ReplicaSets in several clusters
+// censusInterval is how often a Census takes its snapshot.
+const censusInterval = 40 * time.Millisecond
+
+// Census follows one workload's pods and ReplicaSets in several clusters
 // and records the worst moments of a rollout: the most pods at once, the
 // most pods the ReplicaSets asked for at once (what maxSurge bounds: a
 // pod its ReplicaSet has just scaled away lives on until the ReplicaSet
 // controller deletes it, on one cluster as on many) and the fewest ready
-// pods, over every state the watches reported. Each cluster's watch shows
-// states that cluster passed through, so a sum of them never reports a
-// moment worse than one that happened.
+// pods. It takes snapshots: every clusters' pods and ReplicaSets listed
+// at the same moment (consistent reads, all clusters at once, every
+// 40 ms). Summing separate watches instead would add up states of
+// different moments when one cluster's events arrive late, and report
+// moments that never happened.
 type Census struct {
 	mu       sync.Mutex
-	pods     map[string]map[string]bool  // cluster → pod name → ready (pods not being deleted)
-	sets     map[string]map[string]int32 // cluster → ReplicaSet name → spec.replicas
-	counting bool
+	last     snapshot
 	maxPods  int
 	maxAsked int
 	minReady int
+	err      error
 }
 
-// WatchPods starts a Census of the pods matching selector in namespace of
-// every cluster, until the test ends. It returns once every watch has
-// listed; the worst moments count from then.
+// snapshot is one moment over every cluster.
+type snapshot struct{ pods, ready, asked int }
+
+// WatchPods starts a Census of the pods (and ReplicaSets) matching
+// selector in namespace of every cluster, until the test ends. It returns
+// once the first snapshot is taken; the worst moments count from then.
 func WatchPods(t testing.TB, clusters map[string]kubernetes.Interface, namespace, selector string) *Census {
 	t.Helper()
-	c := &Census{pods: map[string]map[string]bool{}, sets: map[string]map[string]int32{}}
+	c := &Census{}
 	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	for name := range clusters {
-		// Before any watch starts: their handlers read these maps.
-		c.pods[name], c.sets[name] = map[string]bool{}, map[string]int32{}
+	first, err := take(ctx, clusters, namespace, selector)
+	if err != nil {
+		cancel()
+		t.Fatalf("census: %v", err)
 	}
-	var synced []cache.InformerSynced
-	for name, cs := range clusters {
-		f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(namespace),
-			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
-		rsInf := f.Apps().V1().ReplicaSets().Informer()
-		asked := func(obj any) {
-			if rs, ok := obj.(*appsv1.ReplicaSet); ok {
-				c.setAsked(name, rs.Name, ptr.Deref(rs.Spec.Replicas, 1))
+	c.last, c.maxPods, c.maxAsked, c.minReady = first, first.pods, first.asked, first.ready
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(censusInterval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
 			}
-		}
-		if _, err := rsInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    asked,
-			UpdateFunc: func(_, o any) { asked(o) },
-			DeleteFunc: func(o any) {
-				if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
-					o = d.Obj
+			s, err := take(ctx, clusters, namespace, selector)
+			c.mu.Lock()
+			if err != nil {
+				if ctx.Err() == nil {
+					c.err = err
 				}
-				if rs, ok := o.(*appsv1.ReplicaSet); ok {
-					c.setAsked(name, rs.Name, 0)
-				}
-			},
-		}); err != nil {
-			t.Fatal(err)
-		}
-		synced = append(synced, rsInf.HasSynced)
-		inf := f.Core().V1().Pods().Informer()
-		record := func(obj any) {
-			if p, ok := obj.(*corev1.Pod); ok {
-				c.set(name, p.Name, p.DeletionTimestamp == nil, podReady(p))
+			} else {
+				c.last = s
+				c.maxPods, c.maxAsked, c.minReady = max(c.maxPods, s.pods), max(c.maxAsked, s.asked), min(c.minReady, s.ready)
 			}
+			c.mu.Unlock()
 		}
-		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    record,
-			UpdateFunc: func(_, o any) { record(o) },
-			DeleteFunc: func(o any) {
-				if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
-					o = d.Obj
-				}
-				if p, ok := o.(*corev1.Pod); ok {
-					c.set(name, p.Name, false, false)
-				}
-			},
-		}); err != nil {
-			t.Fatal(err)
-		}
-		f.Start(ctx.Done())
-		synced = append(synced, inf.HasSynced)
-	}
-	sctx, scancel := context.WithTimeout(ctx, time.Minute)
-	defer scancel()
-	if !cache.WaitForCacheSync(sctx.Done(), synced...) {
-		t.Fatal("pod watches did not list within a minute")
-	}
-	c.mu.Lock()
-	c.counting = true
-	c.maxPods, c.minReady = c.totals()
-	c.maxAsked = c.asked()
-	c.mu.Unlock()
+	}()
+	t.Cleanup(func() { cancel(); <-done })
 	return c
 }
 
-// setAsked records one ReplicaSet's spec.replicas.
-func (c *Census) setAsked(cluster, rs string, replicas int32) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.sets[cluster][rs] = replicas
-	if c.counting {
-		c.maxAsked = max(c.maxAsked, c.asked())
-	}
-}
-
-func (c *Census) asked() int {
-	n := 0
-	for _, m := range c.sets {
-		for _, r := range m {
-			n += int(r)
-		}
-	}
-	return n
-}
-
-// MostAsked returns the most pods the ReplicaSets asked for at once.
-func (c *Census) MostAsked() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.maxAsked
-}
-
-// set records one pod's state (live: not being deleted) and updates the
-// worst moments.
-func (c *Census) set(cluster, pod string, live, ready bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if live {
-		c.pods[cluster][pod] = ready
-	} else {
-		delete(c.pods[cluster], pod)
-	}
-	if !c.counting {
-		return
-	}
-	pods, readyPods := c.totals()
-	c.maxPods = max(c.maxPods, pods)
-	c.minReady = min(c.minReady, readyPods)
-}
-
-func (c *Census) totals() (pods, ready int) {
-	for _, m := range c.pods {
-		for _, r := range m {
-			pods++
-			if r {
-				ready++
+// take lists every cluster's pods and ReplicaSets at once.
+func take(ctx context.Context, clusters map[string]kubernetes.Interface, namespace, selector string) (snapshot, error) {
+	var mu sync.Mutex
+	var s snapshot
+	var firstErr error
+	var wg sync.WaitGroup
+	for name, cs := range clusters {
+		wg.Go(func() {
+			opts := metav1.ListOptions{LabelSelector: selector}
+			pods, err := cs.CoreV1().Pods(namespace).List(ctx, opts)
+			var sets int
+			if err == nil {
+				list, rerr := cs.AppsV1().ReplicaSets(namespace).List(ctx, opts)
+				err = rerr
+				if rerr == nil {
+					for _, r := range list.Items {
+						sets += int(ptr.Deref(r.Spec.Replicas, 1))
+					}
+				}
 			}
-		}
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if firstErr == nil {
+					firstErr = fmt.Errorf("%s: %w", name, err)
+				}
+				return
+			}
+			s.asked += sets
+			for i := range pods.Items {
+				p := &pods.Items[i]
+				if p.DeletionTimestamp != nil {
+					continue
+				}
+				s.pods++
+				if podReady(p) {
+					s.ready++
+				}
+			}
+		})
 	}
-	return pods, ready
+	wg.Wait()
+	return s, firstErr
 }
 
 // Worst returns the most pods seen at once and the fewest ready ones.
@@ -171,11 +131,25 @@ func (c *Census) Worst() (maxPods, minReady int) {
 	return c.maxPods, c.minReady
 }
 
-// Now returns the pods and the ready ones at present.
+// MostAsked returns the most pods the ReplicaSets asked for at once.
+func (c *Census) MostAsked() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.maxAsked
+}
+
+// Now returns the pods and the ready ones of the latest snapshot.
 func (c *Census) Now() (pods, ready int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.totals()
+	return c.last.pods, c.last.ready
+}
+
+// Err returns the last failed snapshot's error, if any.
+func (c *Census) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
 }
 
 // String describes the worst moments.

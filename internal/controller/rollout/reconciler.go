@@ -298,6 +298,7 @@ func describeCopy(m *rollout.Member, live *unstructured.Unstructured) {
 	m.Revision = live.GetLabels()[v1alpha1.LabelRevision]
 	observed, _, _ := unstructured.NestedInt64(live.Object, "status", "observedGeneration")
 	m.Observed = observed >= live.GetGeneration()
+	m.Generation, m.ObservedGeneration = live.GetGeneration(), observed
 	m.SpecReplicas, _ = workload.Replicas(live)
 	m.Total = statusCount(live, "replicas")
 	m.Updated = statusCount(live, "updatedReplicas")
