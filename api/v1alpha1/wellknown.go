@@ -304,10 +304,16 @@ const (
 	OrdinalsPerMember = "per-member"
 )
 
+// Suspended reports whether a host object with these annotations has its
+// federation suspended (AnnotationSuspend "true").
+func Suspended(annotations map[string]string) bool {
+	return annotations[AnnotationSuspend] == "true"
+}
+
 // KeepsCopies reports whether a host object with these annotations keeps
 // its member copies when it is deleted: it asks to (AnnotationOrphan
 // "true"), or its federation is suspended (AnnotationSuspend "true"),
 // which no deletion overrides.
 func KeepsCopies(annotations map[string]string) bool {
-	return annotations[AnnotationOrphan] == "true" || annotations[AnnotationSuspend] == "true"
+	return annotations[AnnotationOrphan] == "true" || Suspended(annotations)
 }

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/autoscale"
@@ -38,7 +39,7 @@ func (r *Reconciler) usage(ctx context.Context, hpa *autoscalingv2.HorizontalPod
 		sess := r.Pool.Get(p.Cluster)
 		if sess == nil {
 			problems = append(problems, p.Cluster+": not connected")
-			unreported += ptrValue(p.Replicas)
+			unreported += ptr.Deref(p.Replicas, 0)
 			continue
 		}
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -46,7 +47,7 @@ func (r *Reconciler) usage(ctx context.Context, hpa *autoscalingv2.HorizontalPod
 		cancel()
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("%s: %v", p.Cluster, err))
-			unreported += ptrValue(p.Replicas)
+			unreported += ptr.Deref(p.Replicas, 0)
 			continue
 		}
 		reported++
@@ -149,13 +150,6 @@ func findCondition(st autoscalingv2.HorizontalPodAutoscalerStatus, typ autoscali
 		}
 	}
 	return nil
-}
-
-func ptrValue(p *int32) int32 {
-	if p == nil {
-		return 0
-	}
-	return *p
 }
 
 func amount(name corev1.ResourceName, q resource.Quantity) int64 {

@@ -34,6 +34,7 @@ import (
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/autoscale"
+	"github.com/flotilla-io/flotilla/internal/controller/fedobj"
 	"github.com/flotilla-io/flotilla/internal/member"
 	"github.com/flotilla-io/flotilla/internal/templates"
 	"github.com/flotilla-io/flotilla/internal/workload"
@@ -171,7 +172,7 @@ func (r *Reconciler) evaluate(ctx context.Context, hpa *autoscalingv2.Horizontal
 		return fail(autoscalingv2.AbleToScale, "FailedGetScale", fmt.Sprintf("the target %s %s has no replicas to scale", ref.Kind, ref.Name))
 	}
 	fo := &v1alpha1.FederatedObject{}
-	if err := r.Client.Get(ctx, templates.KeyOf(tmpl).FederatedName(), fo); err != nil || !divided(fo) {
+	if err := r.Client.Get(ctx, templates.KeyOf(tmpl).FederatedName(), fo); err != nil || !fedobj.Divided(fo) {
 		return fail(autoscalingv2.AbleToScale, "NotFederated", fmt.Sprintf("the target %s %s is not divided over clusters by a propagation policy (no FederatedObject with a Divide placement): a federated HPA scales only such workloads; propagate the HPA itself to run one in each member", ref.Kind, ref.Name))
 	}
 	setCondition(&st, autoscalingv2.AbleToScale, corev1.ConditionTrue, "SucceededGetScale", "the federated target's replicas can be scaled", now)
@@ -312,16 +313,6 @@ func (r *Reconciler) now() time.Time {
 		return r.Now()
 	}
 	return time.Now()
-}
-
-// divided reports whether fo's placement gives its clusters replicas.
-func divided(fo *v1alpha1.FederatedObject) bool {
-	for _, p := range fo.Placement() {
-		if p.Replicas != nil {
-			return true
-		}
-	}
-	return false
 }
 
 // errNoRequest says a Utilization target needs the pods' request.

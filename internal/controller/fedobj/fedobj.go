@@ -152,6 +152,17 @@ func Scheduled(fo *v1alpha1.FederatedObject) bool {
 		meta.FindStatusCondition(fo.Status.Conditions, v1alpha1.ConditionScheduled) != nil
 }
 
+// Divided reports whether fo's placement gives its clusters replicas (a
+// workload divided over them, not a copy in each).
+func Divided(fo *v1alpha1.FederatedObject) bool {
+	for _, p := range fo.Placement() {
+		if p.Replicas != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // RolloutChanged passes FederatedObject updates that change what a
 // federated rollout admits (status.rollout's revision, states and
 // shares; not the times).

@@ -121,7 +121,7 @@ func (r *Reconciler) propagate(ctx context.Context, fo *v1alpha1.FederatedObject
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if Suspended(tmpl) {
+	if v1alpha1.Suspended(tmpl.GetAnnotations()) {
 		return r.suspend(ctx, fo, tmpl, env)
 	}
 	key := types.NamespacedName{Namespace: fo.Namespace, Name: fo.Name}
@@ -259,20 +259,9 @@ func (r *Reconciler) environment(ctx context.Context, fo *v1alpha1.FederatedObje
 	env.adopt, env.conflictHint = adoption.Adopt, adoption.Hint
 	if gvk := tmpl.GroupVersionKind(); gvk.Group == "apps" && gvk.Kind == "Deployment" {
 		env.revision = rollout.Revision(tmpl)
-		env.governed, env.rollout = r.FederatedRollouts && rollout.Governed(tmpl, divided(fo)), fo.Status.Rollout
+		env.governed, env.rollout = r.FederatedRollouts && rollout.Governed(tmpl, fedobj.Divided(fo)), fo.Status.Rollout
 	}
 	return env, nil
-}
-
-// divided reports whether fo's placement gives its clusters replicas (a
-// workload divided over them).
-func divided(fo *v1alpha1.FederatedObject) bool {
-	for _, p := range fo.Placement() {
-		if p.Replicas != nil {
-			return true
-		}
-	}
-	return false
 }
 
 // result is one cluster's outcome.

@@ -16,12 +16,6 @@ import (
 	"github.com/flotilla-io/flotilla/internal/controller/fedobj"
 )
 
-// Suspended reports whether tmpl's federation is suspended
-// (v1alpha1.AnnotationSuspend "true").
-func Suspended(tmpl *unstructured.Unstructured) bool {
-	return tmpl.GetAnnotations()[v1alpha1.AnnotationSuspend] == "true"
-}
-
 // suspendedMessage is each cluster's message while the object is
 // suspended.
 const suspendedMessage = "federation suspended (" + v1alpha1.AnnotationSuspend + `: "true" on the host object): the copy is neither written nor deleted; member-side edits are kept until it resumes`

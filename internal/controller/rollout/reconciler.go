@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -150,7 +151,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	case tmpl == nil || tmpl.GetUID() != fo.Spec.Template.UID:
 		return reconcile.Result{}, nil
 	}
-	if !rollout.Governed(tmpl, divided(fo)) {
+	if !rollout.Governed(tmpl, fedobj.Divided(fo)) {
 		// Nothing of ours to keep (a policy turned Duplicate, the
 		// per-member annotation): give the fields up.
 		return reconcile.Result{}, r.write(ctx, fo, nil, nil)
@@ -179,7 +180,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, stagesErr
 	}
 	in := rollout.Input{Revision: revision, Budget: budget, Previous: fo.Status.Rollout, Members: members,
-		Frozen: rollout.Paused(tmpl) || stagesErr != nil, Suspended: suspended(tmpl), Now: now, StallAfter: r.stallAfter(), Stages: stages}
+		Frozen: rollout.Paused(tmpl) || stagesErr != nil, Suspended: v1alpha1.Suspended(tmpl.GetAnnotations()), Now: now, StallAfter: r.stallAfter(), Stages: stages}
 	in.Approved, in.Resumed = approvals(tmpl, revision, stages)
 	plan := rollout.Plan(in)
 	cond := condition(plan, in.Frozen, members)
@@ -222,11 +223,6 @@ func trivial(plan *v1alpha1.RolloutStatus) bool {
 // at again (a MemberCluster a stage names may be created).
 const invalidRecheck = 30 * time.Second
 
-// suspended reports whether tmpl's federation is suspended.
-func suspended(tmpl *unstructured.Unstructured) bool {
-	return tmpl.GetAnnotations()[v1alpha1.AnnotationSuspend] == "true"
-}
-
 // nextLook is the sooner of a stall check and the end of a Pause gate
 // (0: none).
 func nextLook(stall time.Duration, plan *v1alpha1.RolloutStatus, now time.Time) time.Duration {
@@ -262,7 +258,7 @@ func (r *Reconciler) members(ctx context.Context, fo *v1alpha1.FederatedObject, 
 		}
 	}
 	for _, p := range clusters {
-		m := rollout.Member{Cluster: p.Cluster, Replicas: ptrValue(p.Replicas), Leaving: !placed[p.Cluster]}
+		m := rollout.Member{Cluster: p.Cluster, Replicas: ptr.Deref(p.Replicas, 0), Leaving: !placed[p.Cluster]}
 		mc := &v1alpha1.MemberCluster{}
 		if err := r.Client.Get(ctx, client.ObjectKey{Name: p.Cluster}, mc, client.UnsafeDisableDeepCopy); client.IgnoreNotFound(err) != nil {
 			return nil, nil, false, err
@@ -377,20 +373,3 @@ func (r *Reconciler) now() time.Time {
 }
 
 func (r *Reconciler) stallAfter() time.Duration { return cmp.Or(r.StallAfter, DefaultStallAfter) }
-
-// divided reports whether fo's placement gives its clusters replicas.
-func divided(fo *v1alpha1.FederatedObject) bool {
-	for _, p := range fo.Placement() {
-		if p.Replicas != nil {
-			return true
-		}
-	}
-	return false
-}
-
-func ptrValue(p *int32) int32 {
-	if p == nil {
-		return 0
-	}
-	return *p
-}
