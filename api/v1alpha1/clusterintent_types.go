@@ -47,6 +47,75 @@ type ClusterIntentSpec struct {
 	// still reports the copy.
 	// +optional
 	Suspended bool `json:"suspended,omitempty"`
+	// Autoscale is set by the autoscale controller, not by propagation,
+	// when a federated HorizontalPodAutoscaler scales the object: the
+	// agent reports the usage of the object's pods and the member's own
+	// HPAs of it, and deletes the ones the federated HPA took over.
+	// Rewriting the rest of the intent keeps it.
+	// +optional
+	Autoscale *IntentAutoscale `json:"autoscale,omitempty"`
+}
+
+// IntentAutoscale asks the agent to report a workload's usage for a
+// federated HPA.
+type IntentAutoscale struct {
+	// Remove names member HPAs of the object that the federated HPA took
+	// over: the agent deletes them (only while they scale this object).
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	Remove []string `json:"remove,omitempty"`
+}
+
+// ResourceUsage is the usage of one resource by a workload's pods in the
+// member, as a federated HPA counts it.
+type ResourceUsage struct {
+	// Resource is cpu or memory.
+	Resource string `json:"resource"`
+	// Ready counts the Ready pods that report usage.
+	Ready int32 `json:"ready"`
+	// Unready counts the pods that are not Ready.
+	// +optional
+	Unready int32 `json:"unready,omitempty"`
+	// Missing counts the Ready pods without metrics yet.
+	// +optional
+	Missing int32 `json:"missing,omitempty"`
+	// Used is the Ready pods' summed usage: millicores of cpu, bytes of
+	// memory.
+	Used int64 `json:"used"`
+}
+
+// MemberAutoscaler is an HPA in the member that scales the object.
+type MemberAutoscaler struct {
+	// Name of the HPA (in the object's namespace).
+	Name string `json:"name"`
+	// MinReplicas is its minimum (1 when unset).
+	MinReplicas int32 `json:"minReplicas"`
+	// MaxReplicas is its maximum.
+	MaxReplicas int32 `json:"maxReplicas"`
+	// Managed: Flotilla propagated it (a policy selects the host HPA of
+	// that name).
+	// +optional
+	Managed bool `json:"managed,omitempty"`
+}
+
+// IntentAutoscaleStatus is the agent's report for a federated HPA.
+type IntentAutoscaleStatus struct {
+	// Time is when the agent read the member.
+	Time metav1.Time `json:"time"`
+	// Usage is the usage of the object's pods per resource.
+	// +listType=map
+	// +listMapKey=resource
+	// +optional
+	Usage []ResourceUsage `json:"usage,omitempty"`
+	// Autoscalers are the member's HPAs that scale the object.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Autoscalers []MemberAutoscaler `json:"autoscalers,omitempty"`
+	// Error says why the usage could not be read (no metrics API, ...).
+	// +optional
+	Error string `json:"error,omitempty"`
 }
 
 // IntentOutcome is what the agent made of an intent.
@@ -86,6 +155,10 @@ type ClusterIntentStatus struct {
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +optional
 	Copy *runtime.RawExtension `json:"copy,omitempty"`
+	// Autoscale is the report spec.autoscale asks for, refreshed every
+	// 15 seconds while it is set.
+	// +optional
+	Autoscale *IntentAutoscaleStatus `json:"autoscale,omitempty"`
 }
 
 // ClusterIntent is one object Flotilla wants in one pull-mode member

@@ -183,6 +183,10 @@ const (
 	// AnnotationRetainReplicas: "true" leaves spec.replicas of the member
 	// copies to member-side actors (a member HPA).
 	AnnotationRetainReplicas = "flotilla.io/retain-replicas"
+	// AnnotationTakenOver, on a federated HorizontalPodAutoscaler, records
+	// the member HPAs it took over (deleted): a JSON list of their
+	// clusters, names and bounds, so that they can be recreated.
+	AnnotationTakenOver = "flotilla.io/taken-over"
 	// AnnotationOrdinals, on a StatefulSet divided over clusters, says how
 	// its ordinals are numbered: OrdinalsFederation (the default) gives
 	// each cluster a disjoint range, so that every pod identity exists once

@@ -198,6 +198,7 @@ func (r *Reconciler) remove(ctx context.Context, sess member.Member, ci *v1alpha
 // the copy alone waits until reportInterval has passed since the last
 // report.
 func (r *Reconciler) report(ctx context.Context, ci *v1alpha1.ClusterIntent, st v1alpha1.ClusterIntentStatus) (reconcile.Result, error) {
+	st.Autoscale = ci.Status.Autoscale // the usage reporter's part
 	same, copyOnly := compare(ci.Status, st)
 	if same {
 		return reconcile.Result{}, nil

@@ -211,6 +211,10 @@ func New(o Options) (ctrl.Manager, *member.Pool, error) {
 	if err := r.SetupWithManager(mgr); err != nil {
 		return nil, nil, fmt.Errorf("set up the intent reconciler: %w", err)
 	}
+	usage := &UsageReporter{Hub: mgr.GetClient(), Cluster: o.Cluster, Pool: pool}
+	if err := usage.SetupWithManager(mgr); err != nil {
+		return nil, nil, fmt.Errorf("set up the usage reporter: %w", err)
+	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, nil, err
 	}

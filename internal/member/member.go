@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/autoscale"
 	"github.com/flotilla-io/flotilla/internal/dispatch"
 )
@@ -57,10 +58,16 @@ type Member interface {
 	// Delete deletes the member's managed copy of an object (an unmanaged
 	// one is a dispatch.ErrConflict).
 	Delete(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (dispatch.Outcome, error)
-	// PodUsage returns the resource usage of the member's pods in
-	// namespace matching selector, per resource (Session.PodUsage);
-	// ErrNoMetrics when the member cannot report it.
-	PodUsage(ctx context.Context, namespace string, selector labels.Selector) (map[corev1.ResourceName]autoscale.Usage, error)
+	// PodUsage returns the resource usage of a workload's pods in the
+	// member, per resource (Session.PodUsage).
+	PodUsage(ctx context.Context, w Workload) (map[corev1.ResourceName]autoscale.Usage, error)
+	// Autoscalers returns the member's HorizontalPodAutoscalers that
+	// scale a workload.
+	Autoscalers(ctx context.Context, w Workload) ([]v1alpha1.MemberAutoscaler, error)
+	// RemoveAutoscalers deletes the named member HPAs of a workload that
+	// Flotilla does not manage (a federated HPA took them over); a pull
+	// member's agent deletes them.
+	RemoveAutoscalers(ctx context.Context, w Workload, names []string) error
 	// UnschedulablePods returns the member's unschedulable pods in
 	// namespace that match selector (see Session.UnschedulablePods).
 	UnschedulablePods(namespace string, selector labels.Selector) ([]UnschedulablePod, bool)

@@ -9,14 +9,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/flotilla-io/flotilla/internal/autoscale"
 )
 
-// ErrNoMetrics says a member cannot report resource usage to the control
-// plane: a pull member (its agent does not report usage yet).
-var ErrNoMetrics = errors.New("the member's resource usage is not available to the control plane (pull member)")
+// ErrNoMetrics says a member has not reported a workload's resource
+// usage (a pull member's agent, asked to, has not reported yet).
+var ErrNoMetrics = errors.New("the member has not reported the workload's resource usage yet")
 
 // podMetricsList is the part of a metrics.k8s.io/v1beta1 PodMetricsList
 // usage needs.
@@ -30,12 +29,16 @@ type podMetricsList struct {
 }
 
 // PodUsage returns, per resource (cpu in millicores, memory in bytes),
-// the usage of the member's pods in namespace that match selector, from
+// the usage of the workload's pods (its namespace and pod selector) from
 // the member's metrics.k8s.io: two requests (the pods, their metrics),
 // not one per pod. Pods being deleted are left out; pods that are not
 // Ready are counted as unready, Ready ones without metrics as missing
 // (autoscale.Usage).
-func (s *Session) PodUsage(ctx context.Context, namespace string, selector labels.Selector) (map[corev1.ResourceName]autoscale.Usage, error) {
+func (s *Session) PodUsage(ctx context.Context, w Workload) (map[corev1.ResourceName]autoscale.Usage, error) {
+	namespace, selector := w.Namespace, w.Selector
+	if selector == nil {
+		return nil, fmt.Errorf("%s %s has no pod selector", w.Kind, w.Name)
+	}
 	pods, err := s.client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String(), ResourceVersion: "0"})
 	if err != nil {
 		return nil, fmt.Errorf("list pods: %w", err)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,7 +28,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/autoscale"
 	"github.com/flotilla-io/flotilla/internal/dispatch"
 	"github.com/flotilla-io/flotilla/internal/member"
 )
@@ -85,6 +83,7 @@ type Session struct {
 	beat      heartbeat
 	resources []v1alpha1.APIResource
 	mapper    meta.RESTMapper
+	asked     map[string]time.Time // intent name -> when the hub last read its usage
 }
 
 var _ member.Member = (*Session)(nil)
@@ -107,6 +106,7 @@ func Start(ctx context.Context, cfg Config, h member.Handlers) (*Session, error)
 		cfg: cfg, namespace: v1alpha1.ClusterNamespace(cfg.Cluster), opts: opts, logger: klog.FromContext(ctx), handlers: h,
 		ctx: ctx, cancel: cancel, notifier: member.NewNotifier(opts.NotifyInterval, cfg.Notify), started: time.Now(),
 		damper: member.NewDamper(opts.FailureThreshold, opts.SuccessThreshold, cfg.Initial),
+		asked:  map[string]time.Time{},
 	}
 	intents := dyn.Resource(v1alpha1.GroupVersion.WithResource("clusterintents")).Namespace(s.namespace)
 	s.intents = cache.NewSharedIndexInformerWithOptions(&cache.ListWatch{
@@ -156,6 +156,9 @@ func (s *Session) notifyIntent(old, obj any) {
 	ns, name := i.object()
 	statusOnly := false
 	if o, ok := old.(*unstructured.Unstructured); ok {
+		if autoscaleOnly(intent{o}, i) {
+			return
+		}
 		statusOnly = copyStatusOnly(intent{o}, i)
 	}
 	s.handlers.Object(member.ObjectEvent{Cluster: s.cfg.Cluster, Resource: i.resource(), Namespace: ns, Name: name, StatusOnly: statusOnly})
@@ -196,6 +199,7 @@ func (s *Session) checkLoop(ctx context.Context) {
 		if changed {
 			s.notifier.Kick()
 		}
+		s.idleAutoscale(ctx, time.Now())
 		select {
 		case <-ctx.Done():
 			return
@@ -417,6 +421,9 @@ func (s *Session) write(ctx context.Context, cur *intent, gvr schema.GroupVersio
 			Object:   runtime.RawExtension{Object: obj}, Hash: in.Hash, Adopt: adopt, KeepLive: keep,
 		},
 	}
+	if cur != nil {
+		ci.Spec.Autoscale = cur.autoscale() // the autoscale controller's, not propagation's
+	}
 	if len(keep) == 0 {
 		ci.Spec.KeepLive = nil
 	}
@@ -466,10 +473,4 @@ func (s *Session) Delete(ctx context.Context, gvk schema.GroupVersionKind, names
 // yet, so replicas a pull member cannot schedule are not migrated.
 func (s *Session) UnschedulablePods(string, labels.Selector) ([]member.UnschedulablePod, bool) {
 	return nil, true
-}
-
-// PodUsage is not available for a pull member: the hub holds no
-// credential for it, and its agent does not report usage yet.
-func (s *Session) PodUsage(context.Context, string, labels.Selector) (map[corev1.ResourceName]autoscale.Usage, error) {
-	return nil, member.ErrNoMetrics
 }

@@ -18,6 +18,7 @@ import (
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/autoscale"
+	"github.com/flotilla-io/flotilla/internal/member"
 	"github.com/flotilla-io/flotilla/internal/workload"
 )
 
@@ -28,8 +29,7 @@ import (
 // did not report, a metric type other than Resource).
 func (r *Reconciler) usage(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler, tmpl *unstructured.Unstructured, fo *v1alpha1.FederatedObject) ([]autoscale.Metric, []autoscalingv2.MetricStatus, []string) {
 	var problems []string
-	selector, ok := workload.PodSelector(tmpl)
-	if !ok {
+	if _, ok := workload.PodSelector(tmpl); !ok {
 		return nil, nil, []string{"the target has no pod selector"}
 	}
 	total := map[corev1.ResourceName]autoscale.Usage{}
@@ -42,8 +42,14 @@ func (r *Reconciler) usage(ctx context.Context, hpa *autoscalingv2.HorizontalPod
 			unreported += ptr.Deref(p.Replicas, 0)
 			continue
 		}
+		w, err := workloadOf(sess, tmpl)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %v", p.Cluster, err))
+			unreported += ptr.Deref(p.Replicas, 0)
+			continue
+		}
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		u, err := sess.PodUsage(ctx, tmpl.GetNamespace(), selector)
+		u, err := sess.PodUsage(ctx, w)
 		cancel()
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("%s: %v", p.Cluster, err))
@@ -92,6 +98,19 @@ func (r *Reconciler) usage(ctx context.Context, hpa *autoscalingv2.HorizontalPod
 		statuses = append(statuses, status(name, u, requests[name]))
 	}
 	return metrics, statuses, problems
+}
+
+// workloadOf names the target for a member.
+func workloadOf(sess member.Member, tmpl *unstructured.Unstructured) (member.Workload, error) {
+	gvr, _, err := sess.Resource(tmpl.GroupVersionKind())
+	if err != nil {
+		return member.Workload{}, err
+	}
+	w := member.Workload{GVR: gvr, Kind: tmpl.GetKind(), Namespace: tmpl.GetNamespace(), Name: tmpl.GetName()}
+	if sel, ok := workload.PodSelector(tmpl); ok {
+		w.Selector = sel
+	}
+	return w, nil
 }
 
 // status is a Resource metric's current value: the average usage of the

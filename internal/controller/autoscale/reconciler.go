@@ -43,10 +43,12 @@ import (
 // Name is the controller's name for --controllers.
 const Name = "autoscale"
 
-// +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch
+// +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers/status,verbs=patch
 // +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets,verbs=patch
 // +kubebuilder:rbac:groups=flotilla.io,resources=federatedobjects,verbs=get;list;watch
+// +kubebuilder:rbac:groups=flotilla.io,resources=federatedobjects/status,verbs=patch
+// +kubebuilder:rbac:groups=flotilla.io,resources=propagationpolicies;clusterpropagationpolicies,verbs=get;list;watch
 
 // DefaultInterval is how often a federated HPA is evaluated (Kubernetes'
 // --horizontal-pod-autoscaler-sync-period).
@@ -91,7 +93,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.history = map[types.NamespacedName]history{}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
-		For(&autoscalingv2.HorizontalPodAutoscaler{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// An annotation (flotilla.io/conflict-resolution) may allow a
+		// take-over.
+		For(&autoscalingv2.HorizontalPodAutoscaler{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		// An HPA's own FederatedObject (a policy propagates it, or no
 		// longer does) hands it to the members or back.
 		Watches(&v1alpha1.FederatedObject{}, handler.EnqueueRequestsFromMapFunc(hpaOfFederatedObject)).
@@ -124,11 +128,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.forget(req.NamespacedName)
 		return reconcile.Result{}, nil // a policy propagates it: it runs in the members
 	}
-	st := r.evaluate(ctx, hpa)
+	st, again := r.evaluate(ctx, hpa)
 	if err := r.writeStatus(ctx, hpa, st); err != nil {
 		return reconcile.Result{}, err
 	}
-	return reconcile.Result{RequeueAfter: cmp.Or(r.Interval, DefaultInterval)}, nil
+	return reconcile.Result{RequeueAfter: cmp.Or(again, r.Interval, DefaultInterval)}, nil
 }
 
 // federated reports whether the host object namespace/name of kind
@@ -143,12 +147,13 @@ func (r *Reconciler) federated(ctx context.Context, namespace, name, kind, group
 }
 
 // evaluate decides one HPA and scales its target; it returns the status
-// to write.
-func (r *Reconciler) evaluate(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler) autoscalingv2.HorizontalPodAutoscalerStatus {
+// to write, and when to look again if sooner than the interval (a
+// take-over in progress).
+func (r *Reconciler) evaluate(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler) (autoscalingv2.HorizontalPodAutoscalerStatus, time.Duration) {
 	st := *hpa.Status.DeepCopy()
 	st.ObservedGeneration = &hpa.Generation
 	now := r.now()
-	fail := func(typ autoscalingv2.HorizontalPodAutoscalerConditionType, reason, msg string) autoscalingv2.HorizontalPodAutoscalerStatus {
+	fail := func(typ autoscalingv2.HorizontalPodAutoscalerConditionType, reason, msg string) (autoscalingv2.HorizontalPodAutoscalerStatus, time.Duration) {
 		if c := findCondition(hpa.Status, typ); c == nil || c.Reason != reason {
 			r.event(hpa, corev1.EventTypeWarning, reason, msg) // once per new reason, not every pass
 		}
@@ -156,7 +161,7 @@ func (r *Reconciler) evaluate(ctx context.Context, hpa *autoscalingv2.Horizontal
 		if typ == autoscalingv2.AbleToScale {
 			setCondition(&st, autoscalingv2.ScalingActive, corev1.ConditionFalse, reason, msg, now)
 		}
-		return st
+		return st, 0
 	}
 	ref := hpa.Spec.ScaleTargetRef
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
@@ -175,11 +180,24 @@ func (r *Reconciler) evaluate(ctx context.Context, hpa *autoscalingv2.Horizontal
 	if err := r.Client.Get(ctx, templates.KeyOf(tmpl).FederatedName(), fo); err != nil || !fedobj.Divided(fo) {
 		return fail(autoscalingv2.AbleToScale, "NotFederated", fmt.Sprintf("the target %s %s is not divided over clusters by a propagation policy (no FederatedObject with a Divide placement): a federated HPA scales only such workloads; propagate the HPA itself to run one in each member", ref.Kind, ref.Name))
 	}
+	if b, err := r.takeOver(ctx, hpa, tmpl, fo); err != nil || b != nil {
+		if err != nil {
+			st, _ = fail(autoscalingv2.AbleToScale, "FailedTakeOver", err.Error())
+			return st, takeOverRetry
+		}
+		if b.warn {
+			st, _ = fail(autoscalingv2.AbleToScale, b.reason, b.message)
+			return st, 0
+		}
+		setCondition(&st, autoscalingv2.AbleToScale, corev1.ConditionFalse, b.reason, b.message, now)
+		setCondition(&st, autoscalingv2.ScalingActive, corev1.ConditionFalse, b.reason, b.message, now)
+		return st, takeOverRetry
+	}
 	setCondition(&st, autoscalingv2.AbleToScale, corev1.ConditionTrue, "SucceededGetScale", "the federated target's replicas can be scaled", now)
 	st.CurrentReplicas = current
 	if current == 0 {
 		setCondition(&st, autoscalingv2.ScalingActive, corev1.ConditionFalse, "ScalingDisabled", "scaling is disabled since the replica count of the target is zero", now)
-		return st
+		return st, 0
 	}
 
 	metrics, current2, problems := r.usage(ctx, hpa, tmpl, fo)
@@ -190,7 +208,7 @@ func (r *Reconciler) evaluate(ctx context.Context, hpa *autoscalingv2.Horizontal
 			msg += ": " + joinProblems(problems)
 		}
 		setCondition(&st, autoscalingv2.ScalingActive, corev1.ConditionFalse, "FailedGetResourceMetric", msg, now)
-		return st
+		return st, 0
 	}
 	msg := "the replicas are computed from resource usage summed over every member"
 	if len(problems) > 0 {
@@ -206,16 +224,16 @@ func (r *Reconciler) evaluate(ctx context.Context, hpa *autoscalingv2.Horizontal
 		setCondition(&st, autoscalingv2.ScalingLimited, corev1.ConditionFalse, "DesiredWithinRange", d.Why, now)
 	}
 	if d.Replicas == current {
-		return st
+		return st, 0
 	}
 	if err := r.scale(ctx, tmpl, d.Replicas); err != nil {
 		setCondition(&st, autoscalingv2.AbleToScale, corev1.ConditionFalse, "FailedUpdateScale", err.Error(), now)
 		r.event(hpa, corev1.EventTypeWarning, "FailedRescale", err.Error())
-		return st
+		return st, 0
 	}
 	st.CurrentReplicas, st.LastScaleTime = d.Replicas, &metav1.Time{Time: now}
 	r.event(hpa, corev1.EventTypeNormal, "SuccessfulRescale", fmt.Sprintf("New size: %d; reason: %s", d.Replicas, d.Why))
-	return st
+	return st, 0
 }
 
 // decide runs autoscale.Decide with the HPA's bounds and windows, keeping
