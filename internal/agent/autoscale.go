@@ -86,7 +86,7 @@ func (r *UsageReporter) Reconcile(ctx context.Context, req reconcile.Request) (r
 		return reconcile.Result{}, err
 	}
 	if ci.Status.Autoscale == nil || !sameReport(*ci.Status.Autoscale, st) || r.now().Sub(ci.Status.Autoscale.Time.Time) >= r.interval() {
-		body, err := json.Marshal(map[string]any{"status": map[string]any{"autoscale": st}})
+		body, err := replacePatch(st)
 		if err != nil {
 			return reconcile.Result{}, err
 		}
@@ -142,6 +142,25 @@ func (r *UsageReporter) observe(ctx context.Context, sess member.Member, ci *v1a
 		}
 	}
 	return st, nil
+}
+
+// replacePatch is a merge patch that replaces status.autoscale with st:
+// the fields st leaves empty are nulled, or a merge would keep them.
+func replacePatch(st v1alpha1.IntentAutoscaleStatus) ([]byte, error) {
+	raw, err := json.Marshal(st)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]any{}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	for _, k := range []string{"usage", "autoscalers", "error"} {
+		if _, ok := m[k]; !ok {
+			m[k] = nil
+		}
+	}
+	return json.Marshal(map[string]any{"status": map[string]any{"autoscale": m}})
 }
 
 // sameReport compares two reports but for their time.

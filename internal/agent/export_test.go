@@ -13,3 +13,6 @@ func AskOnce(ctx context.Context, cluster string, bootstrap *rest.Config) error 
 	src := newCertSource(cluster, bootstrap, &memStore{}, 0)
 	return src.renew(ctx, logr.Discard())
 }
+
+// ReplacePatch is replacePatch.
+var ReplacePatch = replacePatch

@@ -20,6 +20,7 @@ import (
 	"github.com/flotilla-io/flotilla/config/rbac"
 	"github.com/flotilla-io/flotilla/internal/agent"
 	"github.com/flotilla-io/flotilla/internal/controller/agentsigner"
+	"github.com/flotilla-io/flotilla/internal/controller/autoscale"
 	"github.com/flotilla-io/flotilla/internal/controller/cluster"
 	"github.com/flotilla-io/flotilla/internal/controller/federate"
 	"github.com/flotilla-io/flotilla/internal/controller/propagate"
@@ -69,7 +70,7 @@ func startControlPlane(t *testing.T) client.Client {
 	testenv.Need(t, env)
 	startOnce.Do(func() {
 		ctx := context.Background()
-		opts := controlplane.Options(agentsigner.Name, cluster.Name, federate.Name, schedule.Name, propagate.Name, status.Name)
+		opts := controlplane.Options(agentsigner.Name, cluster.Name, federate.Name, schedule.Name, propagate.Name, status.Name, autoscale.Name)
 		// The agent signer with the environment's agent CA, and
 		// certificates short enough for a test to see one renewed.
 		opts.AgentSigningCertFile, opts.AgentSigningKeyFile = localenv.AgentSignerFiles(env.StateDir)
