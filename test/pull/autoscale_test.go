@@ -12,11 +12,12 @@ import (
 )
 
 // TestFederatedHPAThroughTheGateway: an HPA applied through the gateway
-// for a Deployment divided over the two push members; load simulated on
-// the pods of one member (kwok's usage annotation, read by each member's
-// metrics-server) scales the host Deployment up and the new replicas are
-// divided over both members; without the load it scales back down after
-// its stabilization window. The times are logged (docs/benchmarks.md).
+// for a Deployment divided over the three members (two push, one pull,
+// whose agent reports the usage); load simulated on the pods of one
+// member (kwok's usage annotation, read by each member's metrics-server)
+// scales the host Deployment up and the new replicas are divided over
+// every member; without the load it scales back down after its
+// stabilization window. The times are logged (docs/benchmarks.md).
 func TestFederatedHPAThroughTheGateway(t *testing.T) {
 	ns := "autoscale"
 	applyDivided(t, ns, `apiVersion: apps/v1
@@ -24,7 +25,7 @@ kind: Deployment
 metadata:
   name: api
 spec:
-  replicas: 2
+  replicas: 3
   selector:
     matchLabels: {app: api}
   template:
@@ -42,20 +43,21 @@ metadata:
   name: api
 spec:
   scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: api}
-  minReplicas: 2
-  maxReplicas: 8
+  minReplicas: 3
+  maxReplicas: 12
   metrics:
   - type: Resource
     resource: {name: cpu, target: {type: Utilization, averageUtilization: 50}}
   behavior:
-    scaleDown: {stabilizationWindowSeconds: 20}`, "{apiVersion: apps/v1, kind: Deployment, name: api}", push, push2)
+    scaleDown: {stabilizationWindowSeconds: 20}`, "{apiVersion: apps/v1, kind: Deployment, name: api}", push, push2, pull)
 	kubectlGateway(t, "rollout", "status", "deployment/api", "-n", ns, "--timeout=3m")
 	replicas := func() int {
 		n, _ := strconv.Atoi(kubectlGateway(t, "get", "deployment/api", "-n", ns, "-o", "jsonpath={.spec.replicas}"))
 		return n
 	}
-	eventually(t, "the HPA reads the members' usage", func(context.Context) error {
-		if out := kubectlGateway(t, "get", "hpa", "api", "-n", ns, "-o", `jsonpath={.status.conditions[?(@.type=="ScalingActive")].status}`); out != "True" {
+	eventually(t, "the HPA reads every member's usage, the pull member's from its agent", func(context.Context) error {
+		out := kubectlGateway(t, "get", "hpa", "api", "-n", ns, "-o", `jsonpath={.status.conditions[?(@.type=="ScalingActive")].status} {.status.conditions[?(@.type=="ScalingActive")].message}`)
+		if !strings.HasPrefix(out, "True ") || strings.Contains(out, "left out") {
 			return fmt.Errorf("ScalingActive %q", out)
 		}
 		return nil
@@ -63,14 +65,16 @@ spec:
 
 	start := time.Now()
 	kubectlMember(t, push, "annotate", "pods", "-n", ns, "-l", "app=api", "--overwrite", localenv.AnnotationUsageCPU+"=300m")
-	eventually(t, "scaled up, the new replicas on both members", func(context.Context) error {
-		if n := replicas(); n < 4 {
+	eventually(t, "scaled up, the new replicas on every member", func(context.Context) error {
+		if n := replicas(); n < 6 {
 			return fmt.Errorf("host replicas %d", n)
 		}
-		a, _ := strconv.Atoi(kubectlMember(t, push, "get", "deployment/api", "-n", ns, "-o", "jsonpath={.spec.replicas}"))
-		b, _ := strconv.Atoi(kubectlMember(t, push2, "get", "deployment/api", "-n", ns, "-o", "jsonpath={.spec.replicas}"))
-		if a < 2 || b < 2 {
-			return fmt.Errorf("members %d and %d", a, b)
+		per := map[string]int{}
+		for _, m := range []string{push, push2, pull} {
+			per[m], _ = strconv.Atoi(kubectlMember(t, m, "get", "deployment/api", "-n", ns, "-o", "jsonpath={.spec.replicas}"))
+			if per[m] < 2 {
+				return fmt.Errorf("members %v", per)
+			}
 		}
 		return nil
 	})
@@ -82,11 +86,11 @@ spec:
 	start = time.Now()
 	kubectlMember(t, push, "annotate", "pods", "-n", ns, "-l", "app=api", "--overwrite", localenv.AnnotationUsageCPU+"=1m")
 	eventually(t, "back to minReplicas", func(context.Context) error {
-		if n := replicas(); n != 2 {
+		if n := replicas(); n != 3 {
 			return fmt.Errorf("host replicas %d", n)
 		}
 		return nil
 	})
-	t.Logf("federated HPA over 2 members: scaled up %s after the load, back to 2 replicas %s after it ended (window 20 s, metrics every 10 s, evaluation every 15 s)",
+	t.Logf("federated HPA over 3 members (one pull): scaled up %s after the load, back to 3 replicas %s after it ended (window 20 s, metrics every 10 s, evaluation every 15 s)",
 		up.Round(time.Second), time.Since(start).Round(time.Second))
 }
