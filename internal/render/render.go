@@ -51,12 +51,9 @@ func Render(in Input) (*unstructured.Unstructured, error) {
 	return obj, nil
 }
 
-// setRollout applies a federated rollout's directive to a Deployment
-// copy, after the overrides (the federation's budget is not theirs to
-// change): the revision label; a held copy is paused, which keeps its
-// pods while it holds the new template, and annotated flotilla.io/held (a
-// held copy the member does not have is created unpaused: dispatch); a
-// rolling one gets its share of maxSurge and maxUnavailable.
+// setRollout applies a federated rollout's directive to a copy, after
+// the overrides (the federation's budget is not theirs to change): the
+// revision label, then a Deployment's or a StatefulSet's hold or share.
 func setRollout(obj *unstructured.Unstructured, d rollout.Directive) error {
 	labels := obj.GetLabels()
 	if labels == nil {
@@ -64,13 +61,11 @@ func setRollout(obj *unstructured.Unstructured, d rollout.Directive) error {
 	}
 	labels[v1alpha1.LabelRevision] = d.Revision
 	obj.SetLabels(labels)
+	if rollout.StatefulSet(obj) {
+		return holdStatefulSet(obj, d)
+	}
 	if paused, _, _ := unstructured.NestedBool(obj.Object, "spec", "paused"); d.Hold && !paused {
-		annotations := obj.GetAnnotations()
-		if annotations == nil {
-			annotations = map[string]string{}
-		}
-		annotations[v1alpha1.AnnotationHeld] = "true"
-		obj.SetAnnotations(annotations)
+		markHeld(obj)
 		return unstructured.SetNestedField(obj.Object, true, "spec", "paused")
 	}
 	if d.Share == nil {
@@ -80,6 +75,35 @@ func setRollout(obj *unstructured.Unstructured, d rollout.Directive) error {
 		return err
 	}
 	return unstructured.SetNestedField(obj.Object, int64(d.Share.Unavailable), "spec", "strategy", "rollingUpdate", "maxUnavailable")
+}
+
+// holdStatefulSet holds a Deployment's counterpart: a held StatefulSet
+// copy's partition is its replicas, so that no pod of it moves to the new
+// template (new ones start on the old, Kubernetes' rule for positions
+// below the partition), and it is annotated flotilla.io/held; a rolling
+// one with a share gets it as maxUnavailable when the template sets one
+// (a member without the MaxUnavailableStatefulSet feature rolls one pod
+// at a time, within any share).
+func holdStatefulSet(obj *unstructured.Unstructured, d rollout.Directive) error {
+	if d.Hold {
+		replicas, _ := workload.Replicas(obj)
+		markHeld(obj)
+		return unstructured.SetNestedField(obj.Object, int64(replicas), "spec", "updateStrategy", "rollingUpdate", "partition")
+	}
+	if _, set, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec", "updateStrategy", "rollingUpdate", "maxUnavailable"); d.Share != nil && set {
+		return unstructured.SetNestedField(obj.Object, int64(d.Share.Unavailable), "spec", "updateStrategy", "rollingUpdate", "maxUnavailable")
+	}
+	return nil
+}
+
+// markHeld annotates a held copy flotilla.io/held.
+func markHeld(obj *unstructured.Unstructured) {
+	annotations := obj.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[v1alpha1.AnnotationHeld] = "true"
+	obj.SetAnnotations(annotations)
 }
 
 // setOrdinalStart numbers a StatefulSet's pods in the cluster from start

@@ -188,6 +188,55 @@ func TestRenderOverrides(t *testing.T) {
 	}
 }
 
+// TestRenderStatefulSetRollout: a held StatefulSet copy is partitioned at
+// its replicas (its share of the placement) and marked held; a rolling
+// one keeps the template's partition, and gets its share as
+// maxUnavailable only when the template sets one.
+func TestRenderStatefulSetRollout(t *testing.T) {
+	sts := func(maxUnavailable bool) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "StatefulSet",
+			"metadata": map[string]any{"name": "db", "namespace": "shop"}, "spec": map[string]any{"replicas": int64(30)}}}
+		if maxUnavailable {
+			_ = unstructured.SetNestedField(u.Object, int64(5), "spec", "updateStrategy", "rollingUpdate", "maxUnavailable")
+		}
+		return u
+	}
+	share := &rollout.Budget{Unavailable: 2}
+	tests := []struct {
+		name          string
+		tmpl          *unstructured.Unstructured
+		d             rollout.Directive
+		wantPartition int64 // -1: none
+		wantHeld      bool
+		wantMax       int64 // -1: none
+	}{
+		{"as is", sts(false), rollout.Directive{Revision: "r1"}, -1, false, -1},
+		{"held at its 10 replicas", sts(false), rollout.Directive{Revision: "r1", Hold: true}, 10, true, -1},
+		{"a share, no maxUnavailable in the template", sts(false), rollout.Directive{Revision: "r1", Share: share}, -1, false, -1},
+		{"a share replaces the template's maxUnavailable", sts(true), rollout.Directive{Revision: "r1", Share: share}, -1, false, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Render(Input{Template: tt.tmpl, Placement: v1alpha1.ClusterPlacement{Cluster: "a", Replicas: ptr.To[int32](10)}, Rollout: &tt.d})
+			if err != nil {
+				t.Fatal(err)
+			}
+			partition, found, _ := unstructured.NestedInt64(got.Object, "spec", "updateStrategy", "rollingUpdate", "partition")
+			if !found {
+				partition = -1
+			}
+			maxU, found, _ := unstructured.NestedInt64(got.Object, "spec", "updateStrategy", "rollingUpdate", "maxUnavailable")
+			if !found {
+				maxU = -1
+			}
+			held := got.GetAnnotations()[v1alpha1.AnnotationHeld] == "true"
+			if partition != tt.wantPartition || held != tt.wantHeld || maxU != tt.wantMax || got.GetLabels()[v1alpha1.LabelRevision] != "r1" {
+				t.Errorf("partition %d held %v maxUnavailable %d labels %v; want %d %v %d and the revision label", partition, held, maxU, got.GetLabels(), tt.wantPartition, tt.wantHeld, tt.wantMax)
+			}
+		})
+	}
+}
+
 func TestRenderRolloutDirective(t *testing.T) {
 	dep := func(paused bool) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",

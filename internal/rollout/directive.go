@@ -16,8 +16,9 @@ import (
 type Directive struct {
 	// Revision labels the copy (v1alpha1.LabelRevision).
 	Revision string
-	// Hold keeps the copy on its current pods: a paused Deployment holds
-	// the new template without rolling to it.
+	// Hold keeps the copy on its current pods: a paused Deployment, or a
+	// StatefulSet partitioned at its replicas, holds the new template
+	// without rolling to it.
 	Hold bool
 	// Share, when set, replaces the copy's maxSurge and maxUnavailable.
 	Share *Budget
@@ -89,19 +90,39 @@ func Revision(tmpl *unstructured.Unstructured) string {
 }
 
 // Governed reports whether a change of tmpl's pod template rolls out
-// under a federated budget: a Deployment with the RollingUpdate strategy
-// divided over clusters (divided: its placement gives clusters replicas),
-// unless flotilla.io/rollout says per-member.
+// under a federated budget: a workload divided over clusters (divided:
+// its placement gives clusters replicas), unless flotilla.io/rollout says
+// per-member, that is a Deployment with the RollingUpdate strategy, or a
+// StatefulSet with the RollingUpdate strategy and no partition of its own
+// (a partition set by hand is a rollout the user drives).
 func Governed(tmpl *unstructured.Unstructured, divided bool) bool {
+	if !divided || tmpl.GetAnnotations()[v1alpha1.AnnotationRollout] == v1alpha1.RolloutPerMember {
+		return false
+	}
+	switch gvk := tmpl.GroupVersionKind(); {
+	case gvk.Group == "apps" && gvk.Kind == "Deployment":
+		t, _, _ := unstructured.NestedString(tmpl.Object, "spec", "strategy", "type")
+		return t == "" || t == "RollingUpdate"
+	case StatefulSet(tmpl):
+		t, _, _ := unstructured.NestedString(tmpl.Object, "spec", "updateStrategy", "type")
+		p, _, _ := unstructured.NestedInt64(tmpl.Object, "spec", "updateStrategy", "rollingUpdate", "partition")
+		return (t == "" || t == "RollingUpdate") && p == 0
+	}
+	return false
+}
+
+// Kind reports whether tmpl is of a kind whose pod template changes a
+// federated rollout can govern (Governed decides for one object).
+func Kind(tmpl *unstructured.Unstructured) bool {
 	gvk := tmpl.GroupVersionKind()
-	if gvk.Group != "apps" || gvk.Kind != "Deployment" || !divided {
-		return false
-	}
-	if tmpl.GetAnnotations()[v1alpha1.AnnotationRollout] == v1alpha1.RolloutPerMember {
-		return false
-	}
-	t, _, _ := unstructured.NestedString(tmpl.Object, "spec", "strategy", "type")
-	return t == "" || t == "RollingUpdate"
+	return gvk.Group == "apps" && (gvk.Kind == "Deployment" || gvk.Kind == "StatefulSet")
+}
+
+// StatefulSet reports whether tmpl is a StatefulSet: it rolls one
+// position after the other, held by its partition, and never surges.
+func StatefulSet(tmpl *unstructured.Unstructured) bool {
+	gvk := tmpl.GroupVersionKind()
+	return gvk.Group == "apps" && gvk.Kind == "StatefulSet"
 }
 
 // Paused reports whether the host object is paused (kubectl rollout
@@ -114,10 +135,24 @@ func Paused(tmpl *unstructured.Unstructured) bool {
 // defaultBudget is a Deployment's default maxSurge and maxUnavailable.
 var defaultBudget = intstr.FromString("25%")
 
-// Resolve returns a Deployment's budget against its total replicas, with
-// Kubernetes' rules: maxSurge rounds up, maxUnavailable down, 25% each
-// when unset, and a budget that comes to 0/0 allows one unavailable.
+// Resolve returns a workload's budget against its total replicas, with
+// Kubernetes' rules. A Deployment: maxSurge rounds up, maxUnavailable
+// down, 25% each when unset, and a budget that comes to 0/0 allows one
+// unavailable. A StatefulSet never surges; its maxUnavailable
+// (spec.updateStrategy.rollingUpdate) rounds up, is 1 when unset, and at
+// least 1.
 func Resolve(tmpl *unstructured.Unstructured, total int32) (Budget, error) {
+	if StatefulSet(tmpl) {
+		unavailable := intstr.FromInt32(1)
+		if v, found, _ := unstructured.NestedFieldNoCopy(tmpl.Object, "spec", "updateStrategy", "rollingUpdate", "maxUnavailable"); found {
+			unavailable = intOrString(v)
+		}
+		u, err := intstr.GetScaledValueFromIntOrPercent(&unavailable, int(total), true)
+		if err != nil {
+			return Budget{}, err
+		}
+		return Budget{Unavailable: int32(max(u, 1))}, nil
+	}
 	surge, unavailable := defaultBudget, defaultBudget
 	ru, _, _ := unstructured.NestedMap(tmpl.Object, "spec", "strategy", "rollingUpdate")
 	if v, ok := ru["maxSurge"]; ok {

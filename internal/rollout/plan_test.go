@@ -330,10 +330,53 @@ func TestGoverned(t *testing.T) {
 	if Governed(deployment(map[string]any{"type": "Recreate"}), true) {
 		t.Error("Recreate: not governed")
 	}
-	sts := deployment(nil)
-	sts.SetKind("StatefulSet")
-	if Governed(sts, true) {
-		t.Error("StatefulSets are not governed (yet)")
+	tests := []struct {
+		name     string
+		strategy map[string]any
+		want     bool
+	}{
+		{"a StatefulSet rolling by default", nil, true},
+		{"RollingUpdate", map[string]any{"type": "RollingUpdate"}, true},
+		{"a partition of 0", map[string]any{"rollingUpdate": map[string]any{"partition": int64(0)}}, true},
+		{"a partition set by hand: the user drives it", map[string]any{"rollingUpdate": map[string]any{"partition": int64(3)}}, false},
+		{"OnDelete", map[string]any{"type": "OnDelete"}, false},
+	}
+	for _, tt := range tests {
+		if got := Governed(statefulSet(tt.strategy), true); got != tt.want {
+			t.Errorf("%s: Governed = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	if Governed(statefulSet(nil), false) {
+		t.Error("a duplicated StatefulSet is governed")
+	}
+}
+
+// statefulSet is a StatefulSet template with spec.updateStrategy.
+func statefulSet(strategy map[string]any) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "StatefulSet",
+		"metadata": map[string]any{"name": "db"}, "spec": map[string]any{"replicas": int64(30)}}}
+	if strategy != nil {
+		_ = unstructured.SetNestedMap(u.Object, strategy, "spec", "updateStrategy")
+	}
+	return u
+}
+
+func TestResolveStatefulSet(t *testing.T) {
+	tests := []struct {
+		strategy map[string]any
+		total    int32
+		want     Budget
+	}{
+		{nil, 30, Budget{Unavailable: 1}}, // one at a time, never a surge
+		{map[string]any{"rollingUpdate": map[string]any{"maxUnavailable": int64(3)}}, 30, Budget{Unavailable: 3}},
+		{map[string]any{"rollingUpdate": map[string]any{"maxUnavailable": "10%"}}, 25, Budget{Unavailable: 3}},    // rounds up
+		{map[string]any{"rollingUpdate": map[string]any{"maxUnavailable": int64(0)}}, 30, Budget{Unavailable: 1}}, // at least one
+	}
+	for _, tt := range tests {
+		got, err := Resolve(statefulSet(tt.strategy), tt.total)
+		if err != nil || got != tt.want {
+			t.Errorf("Resolve(StatefulSet %v, %d) = %+v, %v; want %+v", tt.strategy, tt.total, got, err, tt.want)
+		}
 	}
 }
 

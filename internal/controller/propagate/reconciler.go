@@ -257,7 +257,7 @@ func (r *Reconciler) environment(ctx context.Context, fo *v1alpha1.FederatedObje
 	}
 	adoption := policy.Adopt(tmpl, own, leaders)
 	env.adopt, env.conflictHint = adoption.Adopt, adoption.Hint
-	if gvk := tmpl.GroupVersionKind(); gvk.Group == "apps" && gvk.Kind == "Deployment" {
+	if rollout.Kind(tmpl) {
 		env.revision = rollout.Revision(tmpl)
 		env.governed, env.rollout = r.FederatedRollouts && rollout.Governed(tmpl, fedobj.Divided(fo)), fo.Status.Rollout
 	}

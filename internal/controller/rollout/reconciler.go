@@ -165,10 +165,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, r.write(ctx, fo, fo.Status.Rollout, &cond)
 	}
 	revision := rollout.Revision(tmpl)
-	if err := r.recordRevision(ctx, tmpl, revision); err != nil {
-		// The history serves kubectl rollout history/undo; the rollout
-		// itself goes on without it.
-		ctrl.LoggerFrom(ctx).Error(err, "Recording the revision history")
+	// The history serves kubectl rollout history/undo of a Deployment
+	// (a StatefulSet's would be ControllerRevisions, which the host does
+	// not keep); the rollout itself goes on without it.
+	if !rollout.StatefulSet(tmpl) {
+		if err := r.recordRevision(ctx, tmpl, revision); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Recording the revision history")
+		}
 	}
 	members, clusterLabels, wait, err := r.members(ctx, fo, tmpl, now)
 	if err != nil || wait {
