@@ -124,16 +124,26 @@ type Policy struct {
 	// UpWindow is the scale-up stabilization window: the lowest
 	// recommendation in it wins (default 0).
 	UpWindow time.Duration
-	// NoUp and NoDown disable scaling that way (behavior's selectPolicy
-	// Disabled).
-	NoUp, NoDown bool
+	// Up and Down are the scaling policies (behavior.*.policies and
+	// selectPolicy); nil: Kubernetes' defaults (DefaultUp, DefaultDown).
+	Up, Down *Rules
+}
+
+// History is what Decide remembers of an HPA between passes.
+type History struct {
+	// Recommendations are the recent recommendations (the stabilization
+	// windows).
+	Recommendations []Recommendation
+	// Events are the recent changes (the policies' periods).
+	Events []Event
 }
 
 // Decide combines the metrics' recommendations (the highest wins), clamps
-// them to min and max, applies the stabilization windows over history and
-// Kubernetes' default scale-up rate (at most double, or +4, per pass),
-// and returns the decision and the history to keep.
-func Decide(metrics []Metric, current int32, p Policy, history []Recommendation, now time.Time) (Decision, []Recommendation) {
+// them to min and max, applies the stabilization windows over the history
+// and the scaling policies (Kubernetes' defaults: up by 4 pods or 100%
+// per 15 s, down by up to 100%), and returns the decision and the history
+// to keep.
+func Decide(metrics []Metric, current int32, p Policy, h History, now time.Time) (Decision, History) {
 	want := int32(0)
 	var why string
 	for i, m := range metrics {
@@ -156,26 +166,33 @@ func Decide(metrics []Metric, current int32, p Policy, history []Recommendation,
 	case d.Replicas > p.Max:
 		d.Replicas, d.Limited = p.Max, "max"
 	}
-	keep := history[:0:0]
+	up, down := DefaultUp, DefaultDown
+	if p.Up != nil {
+		up = *p.Up
+	}
+	if p.Down != nil {
+		down = *p.Down
+	}
+	keep := h.Recommendations[:0:0]
 	horizon := max(p.DownWindow, p.UpWindow)
-	for _, h := range history {
-		if now.Sub(h.At) <= horizon {
-			keep = append(keep, h)
+	for _, r := range h.Recommendations {
+		if now.Sub(r.At) <= horizon {
+			keep = append(keep, r)
 		}
 	}
 	keep = append(keep, Recommendation{At: now, Replicas: d.Replicas})
 	stable := d.Replicas
 	if stable < current {
-		for _, h := range keep {
-			if now.Sub(h.At) <= p.DownWindow && h.Replicas > stable {
-				stable = h.Replicas
+		for _, r := range keep {
+			if now.Sub(r.At) <= p.DownWindow && r.Replicas > stable {
+				stable = r.Replicas
 			}
 		}
 		stable = min(stable, current)
 	} else if stable > current {
-		for _, h := range keep {
-			if now.Sub(h.At) <= p.UpWindow && h.Replicas < stable {
-				stable = h.Replicas
+		for _, r := range keep {
+			if now.Sub(r.At) <= p.UpWindow && r.Replicas < stable {
+				stable = r.Replicas
 			}
 		}
 		stable = max(stable, current)
@@ -184,18 +201,34 @@ func Decide(metrics []Metric, current int32, p Policy, history []Recommendation,
 		d.Limited = "stabilization"
 	}
 	d.Replicas = stable
-	if limit := max(2*current, current+4); d.Replicas > limit && current > 0 {
-		d.Replicas, d.Limited = limit, "rate"
-	}
-	if (p.NoUp && d.Replicas > current) || (p.NoDown && d.Replicas < current) {
+	switch {
+	case d.Replicas > current && up.Select == SelectDisabled, d.Replicas < current && down.Select == SelectDisabled:
 		d.Replicas, d.Limited = current, "disabled"
+	case d.Replicas > current:
+		if limit := upLimit(up, current, h.Events, now); d.Replicas > limit {
+			d.Replicas, d.Limited = max(limit, current), "rate"
+		}
+	case d.Replicas < current:
+		if limit := downLimit(down, current, h.Events, now); d.Replicas < limit {
+			d.Replicas, d.Limited = min(limit, current), "rate"
+		}
 	}
-	return d, keep
+	events := h.Events[:0:0]
+	period := longest(up, down)
+	for _, e := range h.Events {
+		if now.Sub(e.At) <= period {
+			events = append(events, e)
+		}
+	}
+	if d.Replicas != current {
+		events = append(events, Event{At: now, Change: d.Replicas - current})
+	}
+	return d, History{Recommendations: keep, Events: events}
 }
 
 // Seed is the history to start from: the current replicas, as if
 // recommended now, so that a new HPA, or a controller that restarted,
 // waits a whole scale-down window before scaling down (never early).
-func Seed(current int32, now time.Time) []Recommendation {
-	return []Recommendation{{At: now, Replicas: current}}
+func Seed(current int32, now time.Time) History {
+	return History{Recommendations: []Recommendation{{At: now, Replicas: current}}}
 }

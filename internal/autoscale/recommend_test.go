@@ -45,19 +45,19 @@ func TestDecide(t *testing.T) {
 	}
 	p := Policy{Min: 2, Max: 30, DownWindow: 5 * time.Minute}
 
-	d, hist := Decide(load(10000), 10, p, nil, t0)
+	d, hist := Decide(load(10000), 10, p, History{}, t0)
 	if d.Replicas != 20 || d.Limited != "" {
 		t.Errorf("scale up: %+v, want 20", d)
 	}
-	d, _ = Decide(load(50000), 10, p, nil, t0)
+	d, _ = Decide(load(50000), 10, p, History{}, t0)
 	if d.Replicas != 20 || d.Limited != "rate" {
 		t.Errorf("a jump of 10x: %+v, want 20 (at most double per pass)", d)
 	}
-	d, _ = Decide(load(100000), 20, p, nil, t0)
+	d, _ = Decide(load(100000), 20, p, History{}, t0)
 	if d.Replicas != 30 || d.Limited != "max" {
 		t.Errorf("past max: %+v, want 30 (max)", d)
 	}
-	d, _ = Decide(load(100), 10, p, nil, t0)
+	d, _ = Decide(load(100), 10, p, History{}, t0)
 	if d.Replicas != 2 || d.Limited != "min" {
 		t.Errorf("below min: %+v, want 2 (min)", d)
 	}
@@ -70,7 +70,7 @@ func TestDecide(t *testing.T) {
 	if d.Replicas != 5 {
 		t.Errorf("scale down after the window: %+v, want 5", d)
 	}
-	if d, _ := Decide(nil, 7, p, nil, t0); d.Replicas != 7 {
+	if d, _ := Decide(nil, 7, p, History{}, t0); d.Replicas != 7 {
 		t.Errorf("no metric: %+v, want the current 7", d)
 	}
 }
@@ -87,9 +87,58 @@ func TestDecideFromASeed(t *testing.T) {
 	if d, _ := Decide(idle, 20, p, hist, t0.Add(6*time.Minute)); d.Replicas != 2 {
 		t.Errorf("after the window: %+v, want min 2", d)
 	}
-	p.NoDown = true
-	if d, _ := Decide(idle, 20, p, nil, t0); d.Replicas != 20 || d.Limited != "disabled" {
+	p.Down = &Rules{Select: SelectDisabled}
+	if d, _ := Decide(idle, 20, p, History{}, t0); d.Replicas != 20 || d.Limited != "disabled" {
 		t.Errorf("scale-down disabled: %+v, want 20", d)
+	}
+}
+
+// TestScalingPolicies: behavior.*.policies as Kubernetes applies them, a
+// change counted against each policy's period from the replicas at its
+// start.
+func TestScalingPolicies(t *testing.T) {
+	t0 := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
+	at := func(used int64, ready int32) []Metric {
+		return []Metric{{Name: "cpu", PerPod: 100, Usage: Usage{Ready: ready, Used: used}}}
+	}
+	minute := time.Minute
+	tests := []struct {
+		name    string
+		up      *Rules
+		down    *Rules
+		metrics []Metric
+		current int32
+		events  []Event
+		want    int32
+		limited string
+	}{
+		{"default up: +100% beats +4 from 10", nil, nil, at(5000, 10), 10, nil, 20, "rate"},
+		{"default up: +4 beats +100% from 2", nil, nil, at(5000, 2), 2, nil, 6, "rate"},
+		{"default up, already doubled in the period", nil, nil, at(5000, 20), 20, []Event{{At: t0.Add(-10 * time.Second), Change: 10}}, 20, "rate"},
+		{"default up, the period over", nil, nil, at(5000, 20), 20, []Event{{At: t0.Add(-20 * time.Second), Change: 10}}, 40, "rate"},
+		{"2 pods a minute", &Rules{Rates: []Rate{{Value: 2, Period: minute}}, Select: SelectMax}, nil, at(5000, 10), 10, nil, 12, "rate"},
+		{"Max of 2 pods and 50%", &Rules{Rates: []Rate{{Value: 2, Period: minute}, {Percent: true, Value: 50, Period: minute}}, Select: SelectMax}, nil, at(5000, 10), 10, nil, 15, "rate"},
+		{"Min of 2 pods and 50%", &Rules{Rates: []Rate{{Value: 2, Period: minute}, {Percent: true, Value: 50, Period: minute}}, Select: SelectMin}, nil, at(5000, 10), 10, nil, 12, "rate"},
+		{"within the policy", &Rules{Rates: []Rate{{Value: 20, Period: minute}}, Select: SelectMax}, nil, at(1500, 10), 10, nil, 15, ""},
+		{"up disabled", &Rules{Select: SelectDisabled}, nil, at(5000, 10), 10, nil, 10, "disabled"},
+		{"down 10% a minute (truncated)", nil, &Rules{Rates: []Rate{{Percent: true, Value: 10, Period: minute}}, Select: SelectMax}, at(100, 25), 25, nil, 22, "rate"},
+		{"down 3 pods a minute, 2 gone already", nil, &Rules{Rates: []Rate{{Value: 3, Period: minute}}, Select: SelectMax}, at(100, 20), 20, []Event{{At: t0.Add(-30 * time.Second), Change: -2}}, 19, "rate"},
+		{"down: Max picks the larger drop", nil, &Rules{Rates: []Rate{{Value: 3, Period: minute}, {Percent: true, Value: 50, Period: minute}}, Select: SelectMax}, at(100, 20), 20, nil, 10, "rate"},
+		{"down: Min picks the smaller drop", nil, &Rules{Rates: []Rate{{Value: 3, Period: minute}, {Percent: true, Value: 50, Period: minute}}, Select: SelectMin}, at(100, 20), 20, nil, 17, "rate"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := Policy{Min: 1, Max: 100, Up: tt.up, Down: tt.down} // no stabilization windows
+			d, h := Decide(tt.metrics, tt.current, p, History{Events: tt.events}, t0)
+			if d.Replicas != tt.want || d.Limited != tt.limited {
+				t.Errorf("Decide = %d (%q: %s), want %d (%q)", d.Replicas, d.Limited, d.Why, tt.want, tt.limited)
+			}
+			if d.Replicas != tt.current {
+				if last := h.Events[len(h.Events)-1]; last.Change != d.Replicas-tt.current || !last.At.Equal(t0) {
+					t.Errorf("the change was not recorded: %+v", h.Events)
+				}
+			}
+		})
 	}
 }
 

@@ -207,14 +207,18 @@ func statusEqual(a, b autoscalingv2.HorizontalPodAutoscalerStatus) bool {
 	return equality.Semantic.DeepEqual(a, b)
 }
 
-func limitReason(limited string) string {
-	switch limited {
-	case "min":
+// limitReason is the ScalingLimited reason of a decision's limit (down:
+// the decision scales down), Kubernetes' names.
+func limitReason(limited string, down bool) string {
+	switch {
+	case limited == "min":
 		return "TooFewReplicas"
-	case "max":
+	case limited == "max":
 		return "TooManyReplicas"
-	case "disabled":
+	case limited == "disabled":
 		return "ScalingDisabled"
+	case down:
+		return "ScaleDownLimit"
 	}
 	return "ScaleUpLimit"
 }

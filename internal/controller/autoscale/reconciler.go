@@ -81,11 +81,12 @@ type Reconciler struct {
 	history map[types.NamespacedName]history
 }
 
-// history is one HPA's recent recommendations (the stabilization window),
-// for the HPA of that UID.
+// history is one HPA's recent recommendations and changes (the
+// stabilization windows, the scaling policies' periods), for the HPA of
+// that UID.
 type history struct {
 	uid  types.UID
-	recs []autoscale.Recommendation
+	past autoscale.History
 }
 
 // SetupWithManager registers the controller with mgr.
@@ -219,7 +220,7 @@ func (r *Reconciler) evaluate(ctx context.Context, hpa *autoscalingv2.Horizontal
 	d := r.decide(hpa, metrics, current, now)
 	st.DesiredReplicas = d.Replicas
 	if d.Limited == "min" || d.Limited == "max" || d.Limited == "rate" || d.Limited == "disabled" {
-		setCondition(&st, autoscalingv2.ScalingLimited, corev1.ConditionTrue, limitReason(d.Limited), d.Why, now)
+		setCondition(&st, autoscalingv2.ScalingLimited, corev1.ConditionTrue, limitReason(d.Limited, d.Replicas < current), d.Why, now)
 	} else {
 		setCondition(&st, autoscalingv2.ScalingLimited, corev1.ConditionFalse, "DesiredWithinRange", d.Why, now)
 	}
@@ -236,8 +237,8 @@ func (r *Reconciler) evaluate(ctx context.Context, hpa *autoscalingv2.Horizontal
 	return st, 0
 }
 
-// decide runs autoscale.Decide with the HPA's bounds and windows, keeping
-// the history of recommendations.
+// decide runs autoscale.Decide with the HPA's bounds, windows and
+// scaling policies, keeping the history of recommendations and changes.
 func (r *Reconciler) decide(hpa *autoscalingv2.HorizontalPodAutoscaler, metrics []autoscale.Metric, current int32, now time.Time) autoscale.Decision {
 	p := autoscale.Policy{Min: 1, Max: hpa.Spec.MaxReplicas, DownWindow: defaultDownWindow}
 	if hpa.Spec.MinReplicas != nil {
@@ -248,13 +249,13 @@ func (r *Reconciler) decide(hpa *autoscalingv2.HorizontalPodAutoscaler, metrics 
 			if b.ScaleDown.StabilizationWindowSeconds != nil {
 				p.DownWindow = time.Duration(*b.ScaleDown.StabilizationWindowSeconds) * time.Second
 			}
-			p.NoDown = b.ScaleDown.SelectPolicy != nil && *b.ScaleDown.SelectPolicy == autoscalingv2.DisabledPolicySelect
+			p.Down = rules(b.ScaleDown, autoscale.DefaultDown)
 		}
 		if b.ScaleUp != nil {
 			if b.ScaleUp.StabilizationWindowSeconds != nil {
 				p.UpWindow = time.Duration(*b.ScaleUp.StabilizationWindowSeconds) * time.Second
 			}
-			p.NoUp = b.ScaleUp.SelectPolicy != nil && *b.ScaleUp.SelectPolicy == autoscalingv2.DisabledPolicySelect
+			p.Up = rules(b.ScaleUp, autoscale.DefaultUp)
 		}
 	}
 	key := types.NamespacedName{Namespace: hpa.Namespace, Name: hpa.Name}
@@ -264,11 +265,28 @@ func (r *Reconciler) decide(hpa *autoscalingv2.HorizontalPodAutoscaler, metrics 
 	if h.uid != hpa.UID {
 		// A new HPA, or a restart: start from the current replicas, so
 		// that no scale-down comes before a whole window.
-		h = history{uid: hpa.UID, recs: autoscale.Seed(current, now)}
+		h = history{uid: hpa.UID, past: autoscale.Seed(current, now)}
 	}
-	d, keep := autoscale.Decide(metrics, current, p, h.recs, now)
-	r.history[key] = history{uid: hpa.UID, recs: keep}
+	d, keep := autoscale.Decide(metrics, current, p, h.past, now)
+	r.history[key] = history{uid: hpa.UID, past: keep}
 	return d
+}
+
+// rules converts one direction's behavior (policies and selectPolicy;
+// either left out keeps Kubernetes' default for it).
+func rules(b *autoscalingv2.HPAScalingRules, def autoscale.Rules) *autoscale.Rules {
+	out := def
+	if b.SelectPolicy != nil {
+		out.Select = autoscale.Select(*b.SelectPolicy)
+	}
+	if len(b.Policies) > 0 {
+		out.Rates = make([]autoscale.Rate, 0, len(b.Policies))
+		for _, pol := range b.Policies {
+			out.Rates = append(out.Rates, autoscale.Rate{Percent: pol.Type == autoscalingv2.PercentScalingPolicy, Value: pol.Value,
+				Period: time.Duration(pol.PeriodSeconds) * time.Second})
+		}
+	}
+	return &out
 }
 
 // scale sets the host object's replicas (a merge patch of spec.replicas,

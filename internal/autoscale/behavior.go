@@ -1,0 +1,123 @@
+package autoscale
+
+import (
+	"math"
+	"time"
+)
+
+// Select is how an HPA's scaling policies combine (behavior.*.selectPolicy).
+type Select string
+
+// Values of Select.
+const (
+	// SelectMax allows the largest change any policy allows (the default).
+	SelectMax Select = "Max"
+	// SelectMin allows the smallest.
+	SelectMin Select = "Min"
+	// SelectDisabled allows none.
+	SelectDisabled Select = "Disabled"
+)
+
+// Rate is one scaling policy: at most Value pods, or Value percent of the
+// replicas at the start of the period, per Period.
+type Rate struct {
+	// Percent: Value is a percentage; otherwise a number of pods.
+	Percent bool
+	// Value is the change allowed per period.
+	Value int32
+	// Period is the window the change is counted over.
+	Period time.Duration
+}
+
+// Rules bound changes one way: the policies and how they combine.
+type Rules struct {
+	Rates  []Rate
+	Select Select
+}
+
+// Kubernetes' default rules: scale up by 4 pods or 100% per 15 s,
+// whichever is more; scale down by up to 100% per 15 s.
+var (
+	DefaultUp   = Rules{Rates: []Rate{{Value: 4, Period: 15 * time.Second}, {Percent: true, Value: 100, Period: 15 * time.Second}}, Select: SelectMax}
+	DefaultDown = Rules{Rates: []Rate{{Percent: true, Value: 100, Period: 15 * time.Second}}, Select: SelectMax}
+)
+
+// Event is one past change of the replicas made by the autoscaler (+ up,
+// - down), kept for the policies' periods.
+type Event struct {
+	At     time.Time
+	Change int32
+}
+
+// upLimit is the most replicas the rules allow now, from current and
+// the scale-ups within each policy's period (Kubernetes counts a
+// period's change from the replicas at its start).
+func upLimit(r Rules, current int32, events []Event, now time.Time) int32 {
+	limit := int32(-1)
+	for _, rate := range r.Rates {
+		start := current - changed(events, now, rate.Period, true)
+		var allowed int32
+		if rate.Percent {
+			allowed = int32(math.Ceil(float64(start) * (1 + float64(rate.Value)/100)))
+		} else {
+			allowed = start + rate.Value
+		}
+		if limit < 0 || (r.Select == SelectMin && allowed < limit) || (r.Select != SelectMin && allowed > limit) {
+			limit = allowed
+		}
+	}
+	if limit < 0 {
+		return math.MaxInt32
+	}
+	return limit
+}
+
+// downLimit is the fewest replicas the rules allow now.
+func downLimit(r Rules, current int32, events []Event, now time.Time) int32 {
+	limit := int32(-1)
+	for _, rate := range r.Rates {
+		start := current + changed(events, now, rate.Period, false)
+		var allowed int32
+		if rate.Percent {
+			allowed = int32(float64(start) * (1 - float64(rate.Value)/100)) // truncated, as Kubernetes does
+		} else {
+			allowed = start - rate.Value
+		}
+		allowed = max(allowed, 0)
+		if limit < 0 || (r.Select == SelectMin && allowed > limit) || (r.Select != SelectMin && allowed < limit) {
+			limit = allowed
+		}
+	}
+	if limit < 0 {
+		return 0
+	}
+	return limit
+}
+
+// changed sums the scale-ups (up) or scale-downs (as a positive count)
+// within period before now.
+func changed(events []Event, now time.Time, period time.Duration, up bool) int32 {
+	var n int32
+	for _, e := range events {
+		if now.Sub(e.At) > period {
+			continue
+		}
+		if up && e.Change > 0 {
+			n += e.Change
+		} else if !up && e.Change < 0 {
+			n -= e.Change
+		}
+	}
+	return n
+}
+
+// longest is the longest period of the rules, how long events are kept.
+func longest(rs ...Rules) time.Duration {
+	var d time.Duration
+	for _, r := range rs {
+		for _, rate := range r.Rates {
+			d = max(d, rate.Period)
+		}
+	}
+	return d
+}
