@@ -50,12 +50,13 @@ type Event struct {
 }
 
 // upLimit is the most replicas the rules allow now, from current and
-// the scale-ups within each policy's period (Kubernetes counts a
-// period's change from the replicas at its start).
+// the changes within each policy's period (Kubernetes counts a period's
+// change from the replicas at its start: current less what was added,
+// plus what was removed, in it).
 func upLimit(r Rules, current int32, events []Event, now time.Time) int32 {
 	limit := int32(-1)
 	for _, rate := range r.Rates {
-		start := current - changed(events, now, rate.Period, true)
+		start := periodStart(events, current, now, rate.Period)
 		var allowed int32
 		if rate.Percent {
 			allowed = int32(math.Ceil(float64(start) * (1 + float64(rate.Value)/100)))
@@ -76,7 +77,7 @@ func upLimit(r Rules, current int32, events []Event, now time.Time) int32 {
 func downLimit(r Rules, current int32, events []Event, now time.Time) int32 {
 	limit := int32(-1)
 	for _, rate := range r.Rates {
-		start := current + changed(events, now, rate.Period, false)
+		start := periodStart(events, current, now, rate.Period)
 		var allowed int32
 		if rate.Percent {
 			allowed = int32(float64(start) * (1 - float64(rate.Value)/100)) // truncated, as Kubernetes does
@@ -94,21 +95,22 @@ func downLimit(r Rules, current int32, events []Event, now time.Time) int32 {
 	return limit
 }
 
-// changed sums the scale-ups (up) or scale-downs (as a positive count)
-// within period before now.
-func changed(events []Event, now time.Time, period time.Duration, up bool) int32 {
-	var n int32
+// periodStart is the replicas at the start of a period: current less the
+// changes within it.
+func periodStart(events []Event, current int32, now time.Time, period time.Duration) int32 {
+	start := current
 	for _, e := range events {
-		if now.Sub(e.At) > period {
-			continue
-		}
-		if up && e.Change > 0 {
-			n += e.Change
-		} else if !up && e.Change < 0 {
-			n -= e.Change
+		if now.Sub(e.At) <= period {
+			start -= e.Change
 		}
 	}
-	return n
+	return start
+}
+
+// legacyUpLimit is Kubernetes' limit for an HPA without behavior: at most
+// double, or 4, per evaluation; scaling down is not limited.
+func legacyUpLimit(current int32) int32 {
+	return max(2*current, 4)
 }
 
 // longest is the longest period of the rules, how long events are kept.

@@ -104,8 +104,11 @@ type Decision struct {
 	// Why describes the metrics and any limit that applied.
 	Why string
 	// Limited names the bound that capped the recommendation (min, max,
-	// rate), "" for none.
+	// rate, stabilization, disabled), "" for none.
 	Limited string
+	// Down: the recommendation was below the current replicas (a limit
+	// may have kept them).
+	Down bool
 }
 
 // Recommendation is one past recommendation, kept for the stabilization
@@ -127,6 +130,10 @@ type Policy struct {
 	// Up and Down are the scaling policies (behavior.*.policies and
 	// selectPolicy); nil: Kubernetes' defaults (DefaultUp, DefaultDown).
 	Up, Down *Rules
+	// Legacy: the HPA has no behavior at all; Kubernetes then limits a
+	// scale-up to double, or 4, per evaluation and a scale-down not at
+	// all (Up and Down are ignored).
+	Legacy bool
 }
 
 // History is what Decide remembers of an HPA between passes.
@@ -141,8 +148,9 @@ type History struct {
 // Decide combines the metrics' recommendations (the highest wins), clamps
 // them to min and max, applies the stabilization windows over the history
 // and the scaling policies (Kubernetes' defaults: up by 4 pods or 100%
-// per 15 s, down by up to 100%), and returns the decision and the history
-// to keep.
+// per 15 s, down by up to 100%; without behavior, the legacy limit), and
+// returns the decision and the history to keep, this change included
+// (keep the old history if the change could not be made).
 func Decide(metrics []Metric, current int32, p Policy, h History, now time.Time) (Decision, History) {
 	want := int32(0)
 	var why string
@@ -201,7 +209,12 @@ func Decide(metrics []Metric, current int32, p Policy, h History, now time.Time)
 		d.Limited = "stabilization"
 	}
 	d.Replicas = stable
+	d.Down = d.Replicas < current
 	switch {
+	case p.Legacy:
+		if limit := legacyUpLimit(current); d.Replicas > limit {
+			d.Replicas, d.Limited = limit, "rate"
+		}
 	case d.Replicas > current && up.Select == SelectDisabled, d.Replicas < current && down.Select == SelectDisabled:
 		d.Replicas, d.Limited = current, "disabled"
 	case d.Replicas > current:

@@ -125,6 +125,7 @@ func TestScalingPolicies(t *testing.T) {
 		{"down 3 pods a minute, 2 gone already", nil, &Rules{Rates: []Rate{{Value: 3, Period: minute}}, Select: SelectMax}, at(100, 20), 20, []Event{{At: t0.Add(-30 * time.Second), Change: -2}}, 19, "rate"},
 		{"down: Max picks the larger drop", nil, &Rules{Rates: []Rate{{Value: 3, Period: minute}, {Percent: true, Value: 50, Period: minute}}, Select: SelectMax}, at(100, 20), 20, nil, 10, "rate"},
 		{"down: Min picks the smaller drop", nil, &Rules{Rates: []Rate{{Value: 3, Period: minute}, {Percent: true, Value: 50, Period: minute}}, Select: SelectMin}, at(100, 20), 20, nil, 17, "rate"},
+		{"up after a scale-down in the period: counted from its start", &Rules{Rates: []Rate{{Value: 2, Period: minute}}, Select: SelectMax}, nil, at(5000, 10), 10, []Event{{At: t0.Add(-30 * time.Second), Change: -3}}, 15, "rate"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -139,6 +140,34 @@ func TestScalingPolicies(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLegacyLimit: an HPA without behavior scales up to double, or 4,
+// per evaluation and down without a rate limit, as Kubernetes does.
+func TestLegacyLimit(t *testing.T) {
+	t0 := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
+	at := func(used int64, ready int32) []Metric {
+		return []Metric{{Name: "cpu", PerPod: 100, Usage: Usage{Ready: ready, Used: used}}}
+	}
+	p := Policy{Min: 1, Max: 100, Legacy: true}
+	tests := []struct {
+		name    string
+		metrics []Metric
+		current int32
+		want    int32
+		limited string
+	}{
+		{"double from 10", at(5000, 10), 10, 20, "rate"},
+		{"4 from 1", at(5000, 1), 1, 4, "rate"},
+		{"within the limit", at(1500, 10), 10, 15, ""},
+		{"down unlimited", at(100, 20), 20, 1, ""},
+	}
+	for _, tt := range tests {
+		d, _ := Decide(tt.metrics, tt.current, p, History{}, t0)
+		if d.Replicas != tt.want || d.Limited != tt.limited {
+			t.Errorf("%s: Decide = %d (%q), want %d (%q)", tt.name, d.Replicas, d.Limited, tt.want, tt.limited)
+		}
 	}
 }
 

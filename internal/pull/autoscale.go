@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -74,7 +75,10 @@ func (s *Session) RemoveAutoscalers(ctx context.Context, w member.Workload, name
 
 // autoscaleReport returns the agent's fresh report on the workload's
 // intent, first making sure the intent asks for reports and for the
-// removal of remove. member.ErrNoMetrics: asked, not reported yet.
+// removal of remove (names the report no longer lists are dropped from
+// the request: the agent deleted them, and a later HPA of the same name
+// is not deleted without a new take-over). member.ErrNoMetrics: asked,
+// not reported yet.
 func (s *Session) autoscaleReport(ctx context.Context, w member.Workload, remove []string) (*v1alpha1.IntentAutoscaleStatus, error) {
 	cur, synced := s.lookup(w.GVR.GroupResource(), w.Namespace, w.Name)
 	switch {
@@ -83,20 +87,36 @@ func (s *Session) autoscaleReport(ctx context.Context, w member.Workload, remove
 	case cur == nil || cur.deleting():
 		return nil, fmt.Errorf("%s %s/%s has no intent in the member", w.Kind, w.Namespace, w.Name)
 	}
+	name := cur.u.GetName()
+	now := time.Now()
+	st := cur.autoscaleStatus()
 	s.mu.Lock()
-	s.asked[cur.u.GetName()] = time.Now()
+	s.asked[name] = now
+	seen := s.reports[name]
+	if st != nil && !seen.stamp.Equal(&st.Time) {
+		// Freshness by the hub's clock: when the report last changed here.
+		seen = reportSeen{stamp: st.Time, at: now}
+		s.reports[name] = seen
+	}
 	s.mu.Unlock()
-	want := cur.autoscale()
-	if want == nil {
-		want = &v1alpha1.IntentAutoscale{}
+	have := cur.autoscale()
+	want := &v1alpha1.IntentAutoscale{}
+	if have != nil && st != nil {
+		for _, n := range have.Remove {
+			if listed(st.Autoscalers, n) {
+				want.Remove = append(want.Remove, n) // not deleted yet
+			}
+		}
+	} else if have != nil {
+		want.Remove = slices.Clone(have.Remove)
 	}
 	for _, n := range remove {
 		if !slices.Contains(want.Remove, n) {
 			want.Remove = append(want.Remove, n)
 		}
 	}
-	if have := cur.autoscale(); have == nil || !equality.Semantic.DeepEqual(have, want) {
-		slices.Sort(want.Remove)
+	slices.Sort(want.Remove)
+	if have == nil || !slices.Equal(have.Remove, want.Remove) {
 		if err := s.patchAutoscale(ctx, cur, want); err != nil {
 			return nil, err
 		}
@@ -104,14 +124,29 @@ func (s *Session) autoscaleReport(ctx context.Context, w member.Workload, remove
 			return nil, member.ErrNoMetrics
 		}
 	}
-	st := cur.autoscaleStatus()
 	if st == nil {
 		return nil, member.ErrNoMetrics
 	}
-	if age := time.Since(st.Time.Time); age > UsageStaleAfter {
-		return nil, fmt.Errorf("the agent's last report is %s old", age.Round(time.Second))
+	if age := now.Sub(seen.at); age > UsageStaleAfter {
+		return nil, fmt.Errorf("the agent's report has not changed for %s", age.Round(time.Second))
 	}
 	return st, nil
+}
+
+// reportSeen is when the hub saw an agent's report (its stamp) first.
+type reportSeen struct {
+	stamp metav1.Time
+	at    time.Time
+}
+
+// listed reports whether the agent's report lists the HPA name.
+func listed(hpas []v1alpha1.MemberAutoscaler, name string) bool {
+	for _, h := range hpas {
+		if h.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // patchAutoscale sets (or, with nil, clears) the intent's spec.autoscale.
@@ -122,8 +157,6 @@ func (s *Session) patchAutoscale(ctx context.Context, cur *intent, want *v1alpha
 	}
 	ci := &v1alpha1.ClusterIntent{}
 	ci.Namespace, ci.Name = s.namespace, cur.u.GetName()
-	uid := cur.u.GetUID()
-	ci.UID = uid
 	if err := s.cfg.Client.Patch(ctx, ci, client.RawPatch(types.MergePatchType, body)); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("ask the agent of %s for usage (intent %s): %w", s.cfg.Cluster, ci.Name, err)
 	}
@@ -149,7 +182,12 @@ func (s *Session) idleAutoscale(ctx context.Context, now time.Time) {
 		}
 		if err := s.patchAutoscale(ctx, i, nil); err != nil {
 			s.logger.Error(err, "Stopping the agent's usage reports")
+			continue
 		}
+		s.mu.Lock()
+		delete(s.asked, i.u.GetName())
+		delete(s.reports, i.u.GetName())
+		s.mu.Unlock()
 	}
 }
 

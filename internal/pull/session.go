@@ -83,7 +83,8 @@ type Session struct {
 	beat      heartbeat
 	resources []v1alpha1.APIResource
 	mapper    meta.RESTMapper
-	asked     map[string]time.Time // intent name -> when the hub last read its usage
+	asked     map[string]time.Time  // intent name -> when the hub last read its usage
+	reports   map[string]reportSeen // intent name -> the agent's report, as the hub saw it
 }
 
 var _ member.Member = (*Session)(nil)
@@ -105,8 +106,9 @@ func Start(ctx context.Context, cfg Config, h member.Handlers) (*Session, error)
 	s := &Session{
 		cfg: cfg, namespace: v1alpha1.ClusterNamespace(cfg.Cluster), opts: opts, logger: klog.FromContext(ctx), handlers: h,
 		ctx: ctx, cancel: cancel, notifier: member.NewNotifier(opts.NotifyInterval, cfg.Notify), started: time.Now(),
-		damper: member.NewDamper(opts.FailureThreshold, opts.SuccessThreshold, cfg.Initial),
-		asked:  map[string]time.Time{},
+		damper:  member.NewDamper(opts.FailureThreshold, opts.SuccessThreshold, cfg.Initial),
+		asked:   map[string]time.Time{},
+		reports: map[string]reportSeen{},
 	}
 	intents := dyn.Resource(v1alpha1.GroupVersion.WithResource("clusterintents")).Namespace(s.namespace)
 	s.intents = cache.NewSharedIndexInformerWithOptions(&cache.ListWatch{

@@ -5,6 +5,8 @@
 package render
 
 import (
+	"math"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -77,18 +79,22 @@ func setRollout(obj *unstructured.Unstructured, d rollout.Directive) error {
 	return unstructured.SetNestedField(obj.Object, int64(d.Share.Unavailable), "spec", "strategy", "rollingUpdate", "maxUnavailable")
 }
 
+// heldPartition is a held StatefulSet copy's partition: above any
+// position, so that no pod moves to the new template whatever the member
+// scales it to (Kubernetes accepts a partition above the replicas).
+const heldPartition = math.MaxInt32
+
 // holdStatefulSet holds a Deployment's counterpart: a held StatefulSet
-// copy's partition is its replicas, so that no pod of it moves to the new
-// template (new ones start on the old, Kubernetes' rule for positions
-// below the partition), and it is annotated flotilla.io/held; a rolling
+// copy's partition is above every position, so that no pod of it moves to
+// the new template (new ones start on the old, Kubernetes' rule for
+// positions below the partition), and it is annotated flotilla.io/held; a rolling
 // one with a share gets it as maxUnavailable when the template sets one
 // (a member without the MaxUnavailableStatefulSet feature rolls one pod
 // at a time, within any share).
 func holdStatefulSet(obj *unstructured.Unstructured, d rollout.Directive) error {
 	if d.Hold {
-		replicas, _ := workload.Replicas(obj)
 		markHeld(obj)
-		return unstructured.SetNestedField(obj.Object, int64(replicas), "spec", "updateStrategy", "rollingUpdate", "partition")
+		return unstructured.SetNestedField(obj.Object, int64(heldPartition), "spec", "updateStrategy", "rollingUpdate", "partition")
 	}
 	if _, set, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec", "updateStrategy", "rollingUpdate", "maxUnavailable"); d.Share != nil && set {
 		return unstructured.SetNestedField(obj.Object, int64(d.Share.Unavailable), "spec", "updateStrategy", "rollingUpdate", "maxUnavailable")

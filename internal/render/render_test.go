@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -188,8 +189,8 @@ func TestRenderOverrides(t *testing.T) {
 	}
 }
 
-// TestRenderStatefulSetRollout: a held StatefulSet copy is partitioned at
-// its replicas (its share of the placement) and marked held; a rolling
+// TestRenderStatefulSetRollout: a held StatefulSet copy is partitioned
+// above every position and marked held; a rolling
 // one keeps the template's partition, and gets its share as
 // maxUnavailable only when the template sets one.
 func TestRenderStatefulSetRollout(t *testing.T) {
@@ -211,7 +212,7 @@ func TestRenderStatefulSetRollout(t *testing.T) {
 		wantMax       int64 // -1: none
 	}{
 		{"as is", sts(false), rollout.Directive{Revision: "r1"}, -1, false, -1},
-		{"held at its 10 replicas", sts(false), rollout.Directive{Revision: "r1", Hold: true}, 10, true, -1},
+		{"held above every position", sts(false), rollout.Directive{Revision: "r1", Hold: true}, math.MaxInt32, true, -1},
 		{"a share, no maxUnavailable in the template", sts(false), rollout.Directive{Revision: "r1", Share: share}, -1, false, -1},
 		{"a share replaces the template's maxUnavailable", sts(true), rollout.Directive{Revision: "r1", Share: share}, -1, false, 2},
 	}

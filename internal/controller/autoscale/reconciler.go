@@ -217,10 +217,10 @@ func (r *Reconciler) evaluate(ctx context.Context, hpa *autoscalingv2.Horizontal
 	}
 	setCondition(&st, autoscalingv2.ScalingActive, corev1.ConditionTrue, "ValidMetricFound", msg, now)
 
-	d := r.decide(hpa, metrics, current, now)
+	d, undo := r.decide(hpa, metrics, current, now)
 	st.DesiredReplicas = d.Replicas
 	if d.Limited == "min" || d.Limited == "max" || d.Limited == "rate" || d.Limited == "disabled" {
-		setCondition(&st, autoscalingv2.ScalingLimited, corev1.ConditionTrue, limitReason(d.Limited, d.Replicas < current), d.Why, now)
+		setCondition(&st, autoscalingv2.ScalingLimited, corev1.ConditionTrue, limitReason(d.Limited, d.Down), d.Why, now)
 	} else {
 		setCondition(&st, autoscalingv2.ScalingLimited, corev1.ConditionFalse, "DesiredWithinRange", d.Why, now)
 	}
@@ -228,6 +228,7 @@ func (r *Reconciler) evaluate(ctx context.Context, hpa *autoscalingv2.Horizontal
 		return st, 0
 	}
 	if err := r.scale(ctx, tmpl, d.Replicas); err != nil {
+		undo()
 		setCondition(&st, autoscalingv2.AbleToScale, corev1.ConditionFalse, "FailedUpdateScale", err.Error(), now)
 		r.event(hpa, corev1.EventTypeWarning, "FailedRescale", err.Error())
 		return st, 0
@@ -238,9 +239,10 @@ func (r *Reconciler) evaluate(ctx context.Context, hpa *autoscalingv2.Horizontal
 }
 
 // decide runs autoscale.Decide with the HPA's bounds, windows and
-// scaling policies, keeping the history of recommendations and changes.
-func (r *Reconciler) decide(hpa *autoscalingv2.HorizontalPodAutoscaler, metrics []autoscale.Metric, current int32, now time.Time) autoscale.Decision {
-	p := autoscale.Policy{Min: 1, Max: hpa.Spec.MaxReplicas, DownWindow: defaultDownWindow}
+// scaling policies, keeping the history of recommendations and changes;
+// the func returned forgets the change if it could not be made.
+func (r *Reconciler) decide(hpa *autoscalingv2.HorizontalPodAutoscaler, metrics []autoscale.Metric, current int32, now time.Time) (autoscale.Decision, func()) {
+	p := autoscale.Policy{Min: 1, Max: hpa.Spec.MaxReplicas, DownWindow: defaultDownWindow, Legacy: hpa.Spec.Behavior == nil}
 	if hpa.Spec.MinReplicas != nil {
 		p.Min = *hpa.Spec.MinReplicas
 	}
@@ -269,7 +271,19 @@ func (r *Reconciler) decide(hpa *autoscalingv2.HorizontalPodAutoscaler, metrics 
 	}
 	d, keep := autoscale.Decide(metrics, current, p, h.past, now)
 	r.history[key] = history{uid: hpa.UID, past: keep}
-	return d
+	return d, func() { r.undo(key, h) }
+}
+
+// undo puts an HPA's history back as it was before a change that could
+// not be made (refused by scale-down protection, say): it does not count
+// against the scaling policies' periods.
+func (r *Reconciler) undo(key types.NamespacedName, h history) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if cur, ok := r.history[key]; ok && cur.uid == h.uid {
+		cur.past.Events = h.past.Events
+		r.history[key] = cur
+	}
 }
 
 // rules converts one direction's behavior (policies and selectPolicy;

@@ -11,6 +11,7 @@ import (
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -71,7 +72,7 @@ func (r *Reconciler) takeOver(ctx context.Context, hpa *autoscalingv2.Horizontal
 	placement := fo.Placement()
 	found := map[string][]string{} // cluster -> unmanaged member HPAs
 	var record []takenOver
-	var unknown, managed []string
+	var unknown, managed, awaiting []string
 	works := map[string]member.Workload{}
 	for _, p := range placement {
 		sess := r.Pool.Get(p.Cluster)
@@ -82,8 +83,18 @@ func (r *Reconciler) takeOver(ctx context.Context, hpa *autoscalingv2.Horizontal
 		w, err := workloadOf(sess, tmpl)
 		if err == nil {
 			works[p.Cluster] = w
+			if live, state := sess.ManagedObject(w.GVR, w.Namespace, w.Name); live == nil || state != member.CacheSynced {
+				// The member's object is not Flotilla's (a conflict), or
+				// not known yet: its HPAs are none of the federation's
+				// business.
+				unknown = append(unknown, p.Cluster+": no managed copy of the target")
+				continue
+			}
 			var hpas []v1alpha1.MemberAutoscaler
-			if hpas, err = sess.Autoscalers(ctx, w); err == nil {
+			if hpas, err = sess.Autoscalers(ctx, w); errors.Is(err, member.ErrNoMetrics) {
+				awaiting = append(awaiting, p.Cluster)
+				continue
+			} else if err == nil {
 				for _, h := range hpas {
 					if h.Managed {
 						managed = append(managed, fmt.Sprintf("%s in %s", h.Name, p.Cluster))
@@ -101,18 +112,31 @@ func (r *Reconciler) takeOver(ctx context.Context, hpa *autoscalingv2.Horizontal
 		return &blocker{reason: ReasonMemberAutoscalers, warn: true, message: fmt.Sprintf("HPA %s also scales %s %s: a policy propagates it to run in the members; take it out of the policy (a federated HPA and member HPAs would fight over the replicas)",
 			strings.Join(managed, ", "), tmpl.GetKind(), tmpl.GetName())}, nil
 	}
+	if len(awaiting) > 0 && len(record) == 0 {
+		// A pull member's agent was just asked: its HPAs are known within
+		// its report period.
+		return &blocker{reason: ReasonTakingOver, message: "waiting for the agents of " + strings.Join(awaiting, ", ") + " to report their HPAs"}, nil
+	}
 	if len(record) > 0 {
 		if !consent {
 			return &blocker{reason: ReasonMemberAutoscalers, warn: true, message: fmt.Sprintf("member HPAs also scale %s %s (%s): set the annotation %s: adopt on this HPA to take them over (they are deleted and their bounds recorded in %s), or delete them%s",
 				tmpl.GetKind(), tmpl.GetName(), describe(record), v1alpha1.AnnotationConflictResolution, v1alpha1.AnnotationTakenOver, hint)}, nil
 		}
 		recorded, err := r.recordTakenOver(ctx, hpa, record)
+		if apierrors.IsConflict(err) {
+			return &blocker{reason: ReasonTakingOver, message: "recording the member HPAs " + describe(record)}, nil
+		}
 		if err != nil {
 			return nil, err
 		}
 		var errs []error
 		for cluster, names := range found {
-			if err := r.Pool.Get(cluster).RemoveAutoscalers(ctx, works[cluster], names); err != nil {
+			sess := r.Pool.Get(cluster)
+			if sess == nil {
+				errs = append(errs, fmt.Errorf("%s: not connected", cluster))
+				continue
+			}
+			if err := sess.RemoveAutoscalers(ctx, works[cluster], names); err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", cluster, err))
 			}
 		}
@@ -120,7 +144,7 @@ func (r *Reconciler) takeOver(ctx context.Context, hpa *autoscalingv2.Horizontal
 			return nil, fmt.Errorf("take over the member HPAs of %s %s: %w", tmpl.GetKind(), tmpl.GetName(), err)
 		}
 		if recorded {
-			r.event(hpa, corev1.EventTypeNormal, "TakenOver", fmt.Sprintf("deleted the member HPAs %s; bounds together: min %d, max %d; this HPA: min %d, max %d",
+			r.event(hpa, corev1.EventTypeNormal, "TakenOver", fmt.Sprintf("taking over the member HPAs %s (deleted; a pull member's by its agent); bounds together: min %d, max %d; this HPA: min %d, max %d",
 				describe(record), sumBounds(record, true), sumBounds(record, false), ptr.Deref(hpa.Spec.MinReplicas, 1), hpa.Spec.MaxReplicas))
 		}
 		return &blocker{reason: ReasonTakingOver, message: "deleting the member HPAs " + describe(record)}, nil
@@ -138,41 +162,49 @@ func (r *Reconciler) takeOver(ctx context.Context, hpa *autoscalingv2.Horizontal
 	return r.takeReplicas(ctx, tmpl, fo, works)
 }
 
-// takeReplicas makes the host's replicas and the placement what the
+// takeReplicas makes the placement and then the host's replicas what the
 // members run, then drops flotilla.io/retain-replicas from the target.
+// The placement comes first: the scheduler decides again only when the
+// host's replicas change, and then, with the members' counts in force and
+// their sum as the total, keeps them (no cluster gains or loses a copy).
 func (r *Reconciler) takeReplicas(ctx context.Context, tmpl *unstructured.Unstructured, fo *v1alpha1.FederatedObject, works map[string]member.Workload) (*blocker, error) {
 	counts := map[string]int32{}
-	var sum, placed int32
+	var sum int32
 	for _, p := range fo.Placement() {
-		copy, _ := r.Pool.Get(p.Cluster).ManagedObject(works[p.Cluster].GVR, tmpl.GetNamespace(), tmpl.GetName())
+		if p.OrdinalStart != nil {
+			return &blocker{reason: ReasonReplicasRetained, warn: true, message: fmt.Sprintf("%s %s is divided with ordinal ranges, which a change of its counts would renumber: remove %s from it to let the federation set its replicas, or give it %s: per-member",
+				tmpl.GetKind(), tmpl.GetName(), v1alpha1.AnnotationRetainReplicas, v1alpha1.AnnotationOrdinals)}, nil
+		}
+		sess := r.Pool.Get(p.Cluster)
+		if sess == nil {
+			return &blocker{reason: ReasonTakingOver, message: fmt.Sprintf("waiting for %s to connect", p.Cluster)}, nil
+		}
+		live, state := sess.ManagedObject(works[p.Cluster].GVR, tmpl.GetNamespace(), tmpl.GetName())
 		n, ok := int32(0), false
-		if copy != nil {
-			n, ok = workload.Replicas(copy)
+		if live != nil && state == member.CacheSynced {
+			n, ok = workload.Replicas(live)
 		}
 		if !ok {
 			return &blocker{reason: ReasonTakingOver, message: fmt.Sprintf("waiting for the replicas of the copy in %s", p.Cluster)}, nil
 		}
 		counts[p.Cluster] = n
 		sum += n
-		placed += ptr.Deref(p.Replicas, 0)
 	}
-	host, _ := workload.Replicas(tmpl)
-	switch {
-	case host != sum:
+	for _, p := range fo.Placement() {
+		if ptr.Deref(p.Replicas, -1) != counts[p.Cluster] {
+			if err := schedule.Seed(ctx, r.Client, fo, counts); apierrors.IsConflict(err) {
+				return &blocker{reason: ReasonTakingOver, message: "recording the members' replicas as the placement: " + describeCounts(counts)}, nil
+			} else if err != nil {
+				return nil, fmt.Errorf("record the members' replicas (%s) as the placement of %s %s: %w", describeCounts(counts), tmpl.GetKind(), tmpl.GetName(), err)
+			}
+			return &blocker{reason: ReasonTakingOver, message: "recorded the members' replicas as the placement: " + describeCounts(counts)}, nil
+		}
+	}
+	if host, _ := workload.Replicas(tmpl); host != sum {
 		if err := r.scale(ctx, tmpl, sum); err != nil {
 			return nil, err
 		}
 		return &blocker{reason: ReasonTakingOver, message: fmt.Sprintf("setting the host's replicas to %d, what the members run (%s)", sum, describeCounts(counts))}, nil
-	case placed != sum:
-		return &blocker{reason: ReasonTakingOver, message: fmt.Sprintf("waiting for the scheduler to place %d replicas", sum)}, nil
-	}
-	for _, p := range fo.Placement() {
-		if ptr.Deref(p.Replicas, 0) != counts[p.Cluster] {
-			if err := schedule.Seed(ctx, r.Client, fo, counts); err != nil {
-				return nil, fmt.Errorf("record the members' replicas (%s) as the placement of %s %s: %w", describeCounts(counts), tmpl.GetKind(), tmpl.GetName(), err)
-			}
-			return &blocker{reason: ReasonTakingOver, message: "recording the members' replicas as the placement: " + describeCounts(counts)}, nil
-		}
 	}
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, v1alpha1.AnnotationRetainReplicas)
 	obj := &unstructured.Unstructured{}
@@ -235,7 +267,9 @@ func (r *Reconciler) recordTakenOver(ctx context.Context, hpa *autoscalingv2.Hor
 	if hpa.Annotations[v1alpha1.AnnotationTakenOver] == string(value) {
 		return false, nil
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{v1alpha1.AnnotationTakenOver: string(value)}}})
+	// Conditional on the HPA read: a record written meanwhile is not lost.
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": hpa.ResourceVersion,
+		"annotations": map[string]string{v1alpha1.AnnotationTakenOver: string(value)}}})
 	if err != nil {
 		return false, err
 	}

@@ -23,6 +23,9 @@ type StatusApply struct {
 	// Status holds the manager's fields and nothing else (every status
 	// field is omitted from JSON when empty).
 	Status v1alpha1.FederatedObjectStatus
+	// ResourceVersion, when set, makes the write conditional: it fails
+	// with a conflict if fo changed since it was read.
+	ResourceVersion string
 }
 
 // ApplyStatus writes the fields of fo's status that a controller owns with
@@ -41,7 +44,7 @@ func ApplyStatus(ctx context.Context, c client.Client, fo *v1alpha1.FederatedObj
 	body, err := json.Marshal(map[string]any{
 		"apiVersion": v1alpha1.GroupVersion.String(),
 		"kind":       "FederatedObject",
-		"metadata":   map[string]any{"name": fo.Name, "namespace": fo.Namespace, "uid": fo.UID},
+		"metadata":   metadata(fo, a.ResourceVersion),
 		"status":     a.Status,
 	})
 	if err != nil {
@@ -90,4 +93,14 @@ func conditions(all []metav1.Condition, typ string) []metav1.Condition {
 		return []metav1.Condition{*c}
 	}
 	return nil
+}
+
+// metadata identifies fo in an apply body, with the resourceVersion of a
+// conditional write.
+func metadata(fo *v1alpha1.FederatedObject, resourceVersion string) map[string]any {
+	md := map[string]any{"name": fo.Name, "namespace": fo.Namespace, "uid": fo.UID}
+	if resourceVersion != "" {
+		md["resourceVersion"] = resourceVersion
+	}
+	return md
 }
