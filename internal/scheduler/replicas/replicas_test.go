@@ -88,6 +88,18 @@ func TestSplitMinimumsExceedTotal(t *testing.T) {
 	}
 }
 
+// TestSplitMinimumsExceedTotalByWeight: when the minimums do not fit,
+// the heaviest cluster gets its minimum first, whatever the object (the
+// hash only breaks ties of weight).
+func TestSplitMinimumsExceedTotalByWeight(t *testing.T) {
+	targets := []Target{{Name: "a", Weight: 1, Min: 3, Max: NoMax}, {Name: "b", Weight: 5, Min: 3, Max: NoMax}, {Name: "c", Weight: 0, Min: 3, Max: NoMax}}
+	for _, seed := range []string{"ns/web", "ns/api", "shop/db", "x", "y", "z"} {
+		if got := Split(4, targets, seed); !slices.Equal(got, []int64{1, 3, 0}) {
+			t.Errorf("seed %q: Split = %v, want [1 3 0] (b, the heaviest, first; then a; c has weight 0)", seed, got)
+		}
+	}
+}
+
 func TestAvoidDisruption(t *testing.T) {
 	names := []string{"A", "B", "C"}
 	tests := []struct {

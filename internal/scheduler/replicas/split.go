@@ -3,6 +3,7 @@ package replicas
 import (
 	"hash/fnv"
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -27,8 +28,9 @@ const NoMax = -1
 // target in the order given. Shares are computed exactly (water-filling
 // over the bounds), then rounded by largest remainder; equal remainders go
 // to the target ranked first by a hash of seed and name. When the minimums
-// exceed total they are met in that rank order as far as total allows; when
-// the maximums cannot hold total, the result sums to less than total.
+// exceed total they are met as far as total allows, the heaviest weight
+// first, then in that rank order; when the maximums cannot hold total, the
+// result sums to less than total.
 func Split(total int64, targets []Target, seed string) []int64 {
 	n := len(targets)
 	out := make([]int64, n)
@@ -44,9 +46,12 @@ func Split(total int64, targets []Target, seed string) []int64 {
 		sumMin += lo[i]
 	}
 	if sumMin >= total {
-		// Not even the minimums fit: fill them in rank order.
+		// Not even the minimums fit: fill them by weight, the heaviest
+		// first, then in rank order.
+		byWeight := slices.Clone(rank)
+		sort.SliceStable(byWeight, func(a, b int) bool { return w[byWeight[a]] > w[byWeight[b]] })
 		left := total
-		for _, i := range rank {
+		for _, i := range byWeight {
 			out[i] = min(lo[i], left)
 			left -= out[i]
 		}

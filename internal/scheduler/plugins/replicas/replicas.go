@@ -9,7 +9,8 @@
 //   - Static: the listed weights. With none listed every chosen cluster
 //     weighs 1; otherwise a chosen cluster without an entry (or with weight
 //     0 and no minReplicas) gets nothing, not even what capped clusters
-//     cannot hold.
+//     cannot hold, except that with avoidDisruption one that runs
+//     replicas keeps them (no share; it shrinks first).
 //   - WaterLevel: weights from each cluster's free room in the object's
 //     main resource (cpu when a replica requests cpu, else memory, else
 //     pods): R_i = min(A_i/ΣA, cap·T_i/ΣT), normalised, where T is

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/scheduler/framework"
@@ -32,6 +33,10 @@ type target struct {
 func targets(ctx context.Context, u *framework.Unit, chosen []framework.ScoredCluster, current map[string]int64) []target {
 	rs := &u.Placement.ReplicaScheduling
 	static := rs.WeightMode == "" || rs.WeightMode == v1alpha1.WeightStatic
+	// A weight dropped to 0 does not move running replicas while
+	// avoidDisruption is on: the cluster stays a target without a share,
+	// keeps what it runs and shrinks first (replicas.AvoidDisruption).
+	keepHeld := ptr.Deref(rs.AvoidDisruption, true)
 	var listed map[string]*v1alpha1.ClusterWeight
 	if len(rs.Weights) > 0 {
 		listed = make(map[string]*v1alpha1.ClusterWeight, len(rs.Weights))
@@ -59,7 +64,7 @@ func targets(ctx context.Context, u *framework.Unit, chosen []framework.ScoredCl
 			if ok {
 				t.Weight = float64(max(w.Weight, 0))
 			}
-			if t.Weight == 0 && t.Min == 0 {
+			if t.Weight == 0 && t.Min == 0 && !(keepHeld && t.held > 0) {
 				continue // unlisted or weight 0: no replicas
 			}
 		}
