@@ -43,6 +43,10 @@ const (
 // takeOverRetry is how soon a take-over in progress is looked at again.
 const takeOverRetry = 2 * time.Second
 
+// awaitReports is how long a new federated HPA waits for pull members'
+// first reports of their HPAs before it scales.
+const awaitReports = time.Minute
+
 // blocker says why a federated HPA does not scale yet.
 type blocker struct {
 	reason, message string
@@ -112,9 +116,10 @@ func (r *Reconciler) takeOver(ctx context.Context, hpa *autoscalingv2.Horizontal
 		return &blocker{reason: ReasonMemberAutoscalers, warn: true, message: fmt.Sprintf("HPA %s also scales %s %s: a policy propagates it to run in the members; take it out of the policy (a federated HPA and member HPAs would fight over the replicas)",
 			strings.Join(managed, ", "), tmpl.GetKind(), tmpl.GetName())}, nil
 	}
-	if len(awaiting) > 0 && len(record) == 0 {
+	if len(awaiting) > 0 && len(record) == 0 && r.now().Sub(hpa.CreationTimestamp.Time) < awaitReports {
 		// A pull member's agent was just asked: its HPAs are known within
-		// its report period.
+		// its report period (an agent that never reports, an older
+		// version, holds a new HPA back no longer than awaitReports).
 		return &blocker{reason: ReasonTakingOver, message: "waiting for the agents of " + strings.Join(awaiting, ", ") + " to report their HPAs"}, nil
 	}
 	if len(record) > 0 {
@@ -155,6 +160,9 @@ func (r *Reconciler) takeOver(ctx context.Context, hpa *autoscalingv2.Horizontal
 	if !consent {
 		return &blocker{reason: ReasonReplicasRetained, warn: true, message: fmt.Sprintf("%s %s keeps its members' replicas (%s: \"true\"), so its host replicas do not reach them: set the annotation %s: adopt on this HPA to take the replicas over as the members run them, or remove %s from the target%s",
 			tmpl.GetKind(), tmpl.GetName(), v1alpha1.AnnotationRetainReplicas, v1alpha1.AnnotationConflictResolution, v1alpha1.AnnotationRetainReplicas, hint)}, nil
+	}
+	for _, c := range awaiting {
+		unknown = append(unknown, c+": its agent has not reported its HPAs")
 	}
 	if len(unknown) > 0 {
 		return &blocker{reason: ReasonTakingOver, message: "waiting to see every member's HPAs before taking the replicas over: " + strings.Join(unknown, "; ")}, nil
