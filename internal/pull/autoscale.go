@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
@@ -184,10 +185,7 @@ func (s *Session) idleAutoscale(ctx context.Context, now time.Time) {
 			s.logger.Error(err, "Stopping the agent's usage reports")
 			continue
 		}
-		s.mu.Lock()
-		delete(s.asked, i.u.GetName())
-		delete(s.reports, i.u.GetName())
-		s.mu.Unlock()
+		s.forgetAutoscale(i.u)
 	}
 }
 
@@ -240,4 +238,20 @@ func autoscaleOnly(old, cur intent) bool {
 		}
 	}
 	return true
+}
+
+// forgetAutoscale drops what the session remembers of an intent's usage
+// reports (the intent is gone, or its reports were switched off).
+func (s *Session) forgetAutoscale(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.asked, u.GetName())
+	delete(s.reports, u.GetName())
 }

@@ -123,7 +123,10 @@ func Start(ctx context.Context, cfg Config, h member.Handlers) (*Session, error)
 				s.notifyIntent(old, obj)
 			}
 		},
-		DeleteFunc: func(obj any) { s.notifyIntent(nil, obj) },
+		DeleteFunc: func(obj any) {
+			s.forgetAutoscale(obj)
+			s.notifyIntent(nil, obj)
+		},
 	})
 	leases := kube.CoordinationV1().Leases(s.namespace)
 	byName := fields.OneTermEqualSelector("metadata.name", v1alpha1.AgentLeaseName).String()

@@ -198,6 +198,7 @@ func (r *Reconciler) takeReplicas(ctx context.Context, tmpl *unstructured.Unstru
 		counts[p.Cluster] = n
 		sum += n
 	}
+	seeded := false
 	for _, p := range fo.Placement() {
 		if ptr.Deref(p.Replicas, -1) != counts[p.Cluster] {
 			if err := schedule.Seed(ctx, r.Client, fo, counts); apierrors.IsConflict(err) {
@@ -205,14 +206,22 @@ func (r *Reconciler) takeReplicas(ctx context.Context, tmpl *unstructured.Unstru
 			} else if err != nil {
 				return nil, fmt.Errorf("record the members' replicas (%s) as the placement of %s %s: %w", describeCounts(counts), tmpl.GetKind(), tmpl.GetName(), err)
 			}
-			return &blocker{reason: ReasonTakingOver, message: "recorded the members' replicas as the placement: " + describeCounts(counts)}, nil
+			seeded = true
+			break
 		}
 	}
+	// The host's total right after the seed, in the same pass: the
+	// scheduler's next decision then sees both together (a decision in
+	// between, for another reason, would start from the counts towards
+	// the old total).
 	if host, _ := workload.Replicas(tmpl); host != sum {
 		if err := r.scale(ctx, tmpl, sum); err != nil {
 			return nil, err
 		}
 		return &blocker{reason: ReasonTakingOver, message: fmt.Sprintf("setting the host's replicas to %d, what the members run (%s)", sum, describeCounts(counts))}, nil
+	}
+	if seeded {
+		return &blocker{reason: ReasonTakingOver, message: "recorded the members' replicas as the placement: " + describeCounts(counts)}, nil
 	}
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, v1alpha1.AnnotationRetainReplicas)
 	obj := &unstructured.Unstructured{}
