@@ -141,6 +141,12 @@ type ResourceSummary struct {
 	// bound to those nodes ("pods" counts pods), never below zero.
 	// +optional
 	Available corev1.ResourceList `json:"available,omitempty"`
+	// Reserved is what the scheduler's ledger holds in the member for
+	// replicas it placed there that have no pod bound to a node yet ("pods"
+	// counts those replicas): decisions count it as taken until the pods
+	// start or the reservation times out. Push members only.
+	// +optional
+	Reserved corev1.ResourceList `json:"reserved,omitempty"`
 }
 
 // MemberClusterStatus is what the control plane observes of a member.

@@ -118,6 +118,13 @@ const (
 	// gateway sets it on every object it serves from a member, so that
 	// `kubectl get pods -l flotilla.io/cluster=member-1` selects one member.
 	LabelCluster = "flotilla.io/cluster"
+
+	// LabelElastic on a MemberCluster, set to "true", says its node
+	// autoscaler can add nodes: replicas that fit in no member's nodes
+	// (simulated scheduling, Binpack and WaterLevel) gather there, so that
+	// its autoscaler sees the whole demand, instead of waiting as Pending
+	// pods spread over every member.
+	LabelElastic = "flotilla.io/elastic"
 )
 
 // SystemNamespace is the namespace Flotilla uses in the host (credentials

@@ -22,6 +22,8 @@ import (
 	"github.com/flotilla-io/flotilla/internal/controller/schedule"
 	"github.com/flotilla-io/flotilla/internal/controller/status"
 	"github.com/flotilla-io/flotilla/internal/member"
+	"github.com/flotilla-io/flotilla/internal/scheduler/estimate"
+	"github.com/flotilla-io/flotilla/internal/scheduler/ledger"
 	"github.com/flotilla-io/flotilla/internal/templates"
 )
 
@@ -41,6 +43,9 @@ type Shared struct {
 	// hold copies for a federated rollout (without it they would wait
 	// for a plan nobody writes).
 	Rollouts bool
+	// Ledger holds the scheduler's reservations; nil when simulated
+	// scheduling is off.
+	Ledger *ledger.Ledger
 }
 
 // Controller is a controller the manager can run.
@@ -62,6 +67,7 @@ var Controllers = []Controller{
 			Session:                 opts.Cluster,
 			MaxConcurrentReconciles: opts.ConcurrentClusterSyncs,
 			Pool:                    shared.Pool,
+			Ledger:                  shared.Ledger,
 			Failover:                opts.Failover,
 			AllowInsecure:           opts.AllowInsecureMembers,
 			SignerConfigured:        opts.AgentSigningCertFile != "",
@@ -86,6 +92,9 @@ var Controllers = []Controller{
 			Recorder:                mgr.GetEventRecorder("flotilla-" + schedule.Name),
 			CredentialsNamespace:    opts.CredentialsNamespace,
 			MaxConcurrentReconciles: opts.ConcurrentSyncs,
+		}
+		if shared.Ledger != nil {
+			r.Estimator = &estimate.Estimator{Members: estimate.PoolMembers{Pool: shared.Pool}, Ledger: shared.Ledger}
 		}
 		if !opts.Failover.Disabled {
 			r.EvictionObjectsPerMinute = opts.Failover.ObjectsPerMinutePerCluster

@@ -35,6 +35,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/controller/interpreters"
 	"github.com/flotilla-io/flotilla/internal/controller/rollout"
 	"github.com/flotilla-io/flotilla/internal/member"
+	"github.com/flotilla-io/flotilla/internal/scheduler/ledger"
 	hostscheme "github.com/flotilla-io/flotilla/internal/scheme"
 	"github.com/flotilla-io/flotilla/internal/templates"
 	"github.com/flotilla-io/flotilla/internal/workload"
@@ -144,6 +145,13 @@ type Options struct {
 	// rollout may be not Ready before its share of the budget goes back
 	// to the others.
 	RolloutStallAfter time.Duration
+	// DisableSimulatedScheduling makes the scheduler judge members by their
+	// status.resources sums only, without node-level estimates or the
+	// ledger of reservations.
+	DisableSimulatedScheduling bool
+	// ReservationTimeout is how long the ledger holds the room of replicas
+	// a decision placed that have not started.
+	ReservationTimeout time.Duration
 	// TemplateDiscoveryInterval is how often the host's kinds are
 	// rediscovered (a CRD change triggers it at once).
 	TemplateDiscoveryInterval time.Duration
@@ -185,6 +193,7 @@ func DefaultOptions() Options {
 		HostBurst:                  2000,
 		TemplateDiscoveryInterval:  30 * time.Second,
 		RolloutStallAfter:          rollout.DefaultStallAfter,
+		ReservationTimeout:         ledger.DefaultTimeout,
 		GracefulShutdown:           30 * time.Second,
 	}
 }
@@ -337,7 +346,12 @@ func NewShared(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts Opt
 	}
 	tc.RequireAlso(loader.Synced())
 	workload.Interpreters.Subscribe(tc.Touch)
-	return &Shared{Pool: member.NewPool(), Templates: tc, Dynamic: dyn, Interpreters: loader}, nil
+	shared := &Shared{Pool: member.NewPool(), Templates: tc, Dynamic: dyn, Interpreters: loader}
+	if !opts.DisableSimulatedScheduling {
+		shared.Ledger = &ledger.Ledger{Timeout: opts.ReservationTimeout}
+		ledger.Expose(shared.Ledger)
+	}
+	return shared, nil
 }
 
 // PrepareHost creates the CRDs the host lacks (without touching existing

@@ -1,20 +1,39 @@
 package member
 
 import (
+	"maps"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/flotilla-io/flotilla/internal/scheduler/nodefit"
 )
 
 // Capacity keeps running totals of a member's node allocatable resources
 // and pod requests, updated per informer event in O(resources), so that a
 // summary costs O(nodes) however many pods run. Values are held in
 // milli-units, memory-like resources in bytes (in milli-bytes the totals
-// would overflow int64 past 8 PiB). Capacity is not safe for concurrent use.
+// would overflow int64 past 8 PiB). It also answers node-level estimates
+// (Fit) and counts each workload's bound pods (Bound) for the scheduler.
+// Capacity is not safe for concurrent use.
 type Capacity struct {
 	nodes map[string]*nodeUsage
 	pods  map[string]podUsage // by namespace/name
+	// order lists the nodes for estimates; nodeUsage.index is a node's
+	// position in it and in fitNodes, which points at each one's fit.
+	order    []*nodeUsage
+	fitNodes []*nodefit.Node
+	// bound counts the bound pods of each workload, by namespace/name.
+	bound map[string]int32
+	// version changes with every change; nodesVersion with every change
+	// of a node itself (not of its pods). They key the estimate caches.
+	version, nodesVersion uint64
+	fits                  map[string]*cachedFit     // by nodefit.Shape.Key
+	eligible              map[string]cachedEligible // by nodefit.Shape.ConstraintsKey
+	// changes is a ring of the last pod changes (changeLog of them);
+	// head is where the next one goes.
+	changes []change
+	head    int
 }
 
 type nodeUsage struct {
@@ -23,12 +42,38 @@ type nodeUsage struct {
 	allocatable map[corev1.ResourceName]int64
 	requested   map[corev1.ResourceName]int64
 	pods        int64
+	fit         nodefit.Node // the same, for estimates
+	index       int
 }
 
 type podUsage struct {
 	node     string
+	workload string
 	requests map[corev1.ResourceName]int64
 }
+
+type cachedFit struct {
+	version, nodesVersion uint64
+	tally                 *nodefit.Tally
+}
+
+// change is a pod change on a node: version is Capacity.version after it.
+type change struct {
+	version uint64
+	node    int
+}
+
+// changeLog is how many pod changes Capacity remembers, so that a cached
+// estimate up to that many changes old is brought up to date node by node.
+const changeLog = 1024
+
+type cachedEligible struct {
+	version  uint64
+	eligible []bool
+}
+
+// maxCachedShapes bounds each estimate cache; a full cache starts over.
+const maxCachedShapes = 4096
 
 // Summary is a member's node count and resource totals.
 type Summary struct {
@@ -45,7 +90,7 @@ type Summary struct {
 
 // NewCapacity returns empty totals.
 func NewCapacity() *Capacity {
-	return &Capacity{nodes: map[string]*nodeUsage{}, pods: map[string]podUsage{}}
+	return &Capacity{nodes: map[string]*nodeUsage{}, pods: map[string]podUsage{}, bound: map[string]int32{}}
 }
 
 // SetNode records a node's allocatable resources and schedulability.
@@ -54,6 +99,13 @@ func (c *Capacity) SetNode(node *corev1.Node) {
 	u.known = true
 	u.schedulable = Schedulable(node)
 	u.allocatable = milli(node.Status.Allocatable)
+	u.fit.Object = node
+	u.fit.Alloc = nodefit.Vector{}
+	for name, v := range u.allocatable {
+		u.fit.Alloc.Add(name, v)
+	}
+	c.version++
+	c.nodesVersion++
 }
 
 // DeleteNode forgets a node; pods still bound to it keep their usage until
@@ -63,31 +115,45 @@ func (c *Capacity) DeleteNode(name string) {
 	if !ok {
 		return
 	}
+	c.version++
+	c.nodesVersion++
 	if u.pods == 0 {
-		delete(c.nodes, name)
+		c.remove(name)
 		return
 	}
 	u.known, u.schedulable, u.allocatable = false, false, nil
+	u.fit.Object, u.fit.Alloc = nil, nodefit.Vector{}
 }
 
 // SetPod records the requests of a pod that counts against its node: bound
 // and not terminated. Other pods are removed.
 func (c *Capacity) SetPod(key string, pod *corev1.Pod) {
-	c.setUsage(key, pod.Spec.NodeName, pod.Status.Phase, milli(PodRequests(pod)))
+	c.setUsage(key, pod.Spec.NodeName, workloadOf(pod), pod.Status.Phase, milli(PodRequests(pod)))
 }
 
 // setUsage records a pod's requests in milli-units (bytes for memory-like
-// resources), the form the pod cache keeps. requests is not modified.
-func (c *Capacity) setUsage(key, node string, phase corev1.PodPhase, requests map[corev1.ResourceName]int64) {
+// resources), the form the pod cache keeps, and the workload (namespace/name)
+// it belongs to ("" for none). requests is not modified.
+func (c *Capacity) setUsage(key, node, workload string, phase corev1.PodPhase, requests map[corev1.ResourceName]int64) {
+	if p, ok := c.pods[key]; ok && p.node == node && p.workload == workload && maps.Equal(p.requests, requests) &&
+		phase != corev1.PodSucceeded && phase != corev1.PodFailed {
+		return // a status change: nothing the totals count changed
+	}
 	c.DeletePod(key)
 	if node == "" || phase == corev1.PodSucceeded || phase == corev1.PodFailed {
 		return
 	}
-	c.pods[key] = podUsage{node: node, requests: requests}
+	c.pods[key] = podUsage{node: node, workload: workload, requests: requests}
+	if workload != "" {
+		c.bound[workload]++
+	}
 	u := c.node(node)
+	c.logChange(u)
 	u.pods++
+	u.fit.Used.Pods += nodefit.PodAmount
 	for name, v := range requests {
 		u.requested[name] += v
+		u.fit.Used.Add(name, v)
 	}
 }
 
@@ -98,17 +164,116 @@ func (c *Capacity) DeletePod(key string) {
 		return
 	}
 	delete(c.pods, key)
+	if p.workload != "" {
+		if c.bound[p.workload]--; c.bound[p.workload] <= 0 {
+			delete(c.bound, p.workload)
+		}
+	}
 	u := c.nodes[p.node]
+	c.logChange(u)
 	u.pods--
+	u.fit.Used.Pods -= nodefit.PodAmount
 	for name, v := range p.requests {
 		u.requested[name] -= v
+		u.fit.Used.Add(name, -v)
 		if u.requested[name] == 0 {
 			delete(u.requested, name)
 		}
 	}
 	if !u.known && u.pods == 0 {
-		delete(c.nodes, p.node)
+		c.remove(p.node)
 	}
+}
+
+// Version identifies the state: it changes with every change of a node or
+// a pod's usage (never 0 once anything was recorded).
+func (c *Capacity) Version() uint64 { return c.version }
+
+// Bound returns how many pods of a workload (namespace/name) are bound to
+// nodes and not terminated.
+func (c *Capacity) Bound(workload string) int32 { return c.bound[workload] }
+
+// Fit estimates how many more replicas of s the member's nodes hold, each
+// node filled with what its free resources take. Results are cached per
+// shape until anything changes; which nodes are eligible is cached per
+// set of constraints until a node changes.
+func (c *Capacity) Fit(s *nodefit.Shape) nodefit.Result {
+	f, ok := c.fits[s.Key]
+	if ok && f.version == c.version {
+		return f.tally.Result
+	}
+	e, eok := c.eligible[s.ConstraintsKey]
+	if !eok || e.version != c.nodesVersion {
+		e = cachedEligible{version: c.nodesVersion, eligible: make([]bool, len(c.order))}
+		for i, u := range c.order {
+			e.eligible[i] = u.known && s.Eligible(u.fit.Object)
+		}
+		c.eligible = remember(c.eligible, s.ConstraintsKey, e)
+	}
+	if ok && f.nodesVersion == c.nodesVersion && c.catchUp(f, s, e.eligible) {
+		return f.tally.Result
+	}
+	f = &cachedFit{version: c.version, nodesVersion: c.nodesVersion, tally: nodefit.NewTally(s, c.fitNodes, e.eligible)}
+	c.fits = remember(c.fits, s.Key, f)
+	return f.tally.Result
+}
+
+// catchUp brings a cached estimate up to date from the change log: each
+// node whose pods changed since is recounted. False when the log does not
+// reach back that far or the tally needs a full count.
+func (c *Capacity) catchUp(f *cachedFit, s *nodefit.Shape, eligible []bool) bool {
+	// Every version change not logged is a node's, which also changes
+	// nodesVersion (checked by the caller): the log's last `behind`
+	// entries are exactly the changes missed, oldest first.
+	behind := c.version - f.version
+	if behind > uint64(len(c.changes)) {
+		return false
+	}
+	n := len(c.changes)
+	for k := uint64(0); k < behind; k++ {
+		ch := c.changes[(c.head+n-int(behind)+int(k))%n]
+		if ch.version <= f.version {
+			return false // a change not logged (a node's): count afresh
+		}
+		if !f.tally.Update(s, c.fitNodes, eligible, ch.node) {
+			return false
+		}
+	}
+	f.version = c.version
+	return true
+}
+
+// logChange records that a node's pods change, bumping the version.
+func (c *Capacity) logChange(u *nodeUsage) {
+	c.version++
+	ch := change{version: c.version, node: u.index}
+	if len(c.changes) < changeLog {
+		c.changes = append(c.changes, ch)
+		c.head = len(c.changes) % changeLog
+		return
+	}
+	c.changes[c.head] = ch
+	c.head = (c.head + 1) % changeLog
+}
+
+func remember[V any](m map[string]V, key string, v V) map[string]V {
+	if m == nil || len(m) >= maxCachedShapes {
+		m = map[string]V{}
+	}
+	m[key] = v
+	return m
+}
+
+// remove forgets a node, keeping order dense.
+func (c *Capacity) remove(name string) {
+	u := c.nodes[name]
+	delete(c.nodes, name)
+	last := len(c.order) - 1
+	c.order[u.index] = c.order[last]
+	c.order[u.index].index = u.index
+	c.fitNodes[u.index] = c.fitNodes[last]
+	c.order, c.fitNodes = c.order[:last], c.fitNodes[:last]
+	c.nodesVersion++
 }
 
 // Summary sums the totals over the schedulable nodes.
@@ -141,8 +306,11 @@ func (c *Capacity) Summary() Summary {
 func (c *Capacity) node(name string) *nodeUsage {
 	u, ok := c.nodes[name]
 	if !ok {
-		u = &nodeUsage{requested: map[corev1.ResourceName]int64{}}
+		u = &nodeUsage{requested: map[corev1.ResourceName]int64{}, index: len(c.order)}
 		c.nodes[name] = u
+		c.order = append(c.order, u)
+		c.fitNodes = append(c.fitNodes, &u.fit)
+		c.nodesVersion++
 	}
 	return u
 }
@@ -169,11 +337,7 @@ func Schedulable(node *corev1.Node) bool {
 func milli(list corev1.ResourceList) map[corev1.ResourceName]int64 {
 	m := make(map[corev1.ResourceName]int64, len(list))
 	for name, q := range list {
-		if binaryResource(name) {
-			m[name] = q.Value()
-		} else {
-			m[name] = q.MilliValue()
-		}
+		m[name] = nodefit.Amount(name, q)
 	}
 	return m
 }
@@ -187,19 +351,25 @@ func quantities(m map[corev1.ResourceName]int64) corev1.ResourceList {
 	}
 	list := make(corev1.ResourceList, len(m))
 	for name, v := range m {
-		switch {
-		case name == corev1.ResourceCPU:
-			list[name] = *resource.NewMilliQuantity(v, resource.DecimalSI)
-		case binaryResource(name):
-			list[name] = *resource.NewQuantity(v, resource.BinarySI)
-		default:
-			list[name] = *resource.NewMilliQuantity(v, resource.DecimalSI)
-		}
+		list[name] = nodefit.Quantity(name, v)
 	}
 	return list
 }
 
-func binaryResource(name corev1.ResourceName) bool {
-	return name == corev1.ResourceMemory || name == corev1.ResourceEphemeralStorage || name == corev1.ResourceStorage ||
-		strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix)
+// workloadOf names the workload a pod belongs to, as namespace/name: its
+// controller, or for a ReplicaSet's pod the Deployment the ReplicaSet's
+// name carries (the name less "-" and the pod-template-hash label). "" when
+// the pod has no controller.
+func workloadOf(pod *corev1.Pod) string {
+	for _, ref := range pod.OwnerReferences {
+		if ref.Controller == nil || !*ref.Controller {
+			continue
+		}
+		name := ref.Name
+		if h := pod.Labels["pod-template-hash"]; ref.Kind == "ReplicaSet" && h != "" {
+			name = strings.TrimSuffix(name, "-"+h)
+		}
+		return pod.Namespace + "/" + name
+	}
+	return ""
 }

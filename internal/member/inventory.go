@@ -11,6 +11,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/flotilla-io/flotilla/internal/scheduler/nodefit"
 )
 
 // podFieldSelector keeps only pods that count against a node: bound and not
@@ -117,7 +119,7 @@ func (inv *inventory) setPod(obj any) {
 		return
 	}
 	inv.mu.Lock()
-	inv.capacity.setUsage(pod.Namespace+"/"+pod.Name, pod.NodeName, pod.Phase, pod.Requests)
+	inv.capacity.setUsage(pod.Namespace+"/"+pod.Name, pod.NodeName, pod.Workload, pod.Phase, pod.Requests)
 	inv.mu.Unlock()
 	inv.changed()
 }
@@ -148,13 +150,14 @@ func PodRequests(pod *corev1.Pod) corev1.ResourceList {
 	return resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 }
 
-// cachedPod is what the pod cache keeps of a pod: identity, node, phase and
-// the pod's effective requests in Capacity's units. A pod of ten kilobytes
-// shrinks to a few hundred bytes.
+// cachedPod is what the pod cache keeps of a pod: identity, node, phase,
+// workload (see workloadOf) and the pod's effective requests in Capacity's
+// units. A pod of ten kilobytes shrinks to a few hundred bytes.
 type cachedPod struct {
 	metav1.TypeMeta
 	metav1.ObjectMeta
 	NodeName string
+	Workload string
 	Phase    corev1.PodPhase
 	Requests map[corev1.ResourceName]int64
 }
@@ -179,6 +182,7 @@ func trimPod(obj any) (any, error) {
 	return &cachedPod{
 		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, ResourceVersion: pod.ResourceVersion},
 		NodeName:   pod.Spec.NodeName,
+		Workload:   workloadOf(pod),
 		Phase:      pod.Status.Phase,
 		Requests:   milli(PodRequests(pod)),
 	}, nil
@@ -202,4 +206,28 @@ func trimNode(obj any) (any, error) {
 		}
 	}
 	return out, nil
+}
+
+// Nodes is the node-level view of a member the scheduler estimates with.
+// Its methods are only valid inside the function given to
+// Session.EstimateNodes.
+type Nodes interface {
+	// Fit estimates the room for replicas of a shape (Capacity.Fit).
+	Fit(s *nodefit.Shape) nodefit.Result
+	// Bound counts a workload's bound pods (Capacity.Bound).
+	Bound(workload string) int32
+	// Version changes whenever a node or pod changes (Capacity.Version).
+	Version() uint64
+}
+
+// withCapacity runs f on the totals under the lock, once both caches are
+// filled; false when they are not yet.
+func (inv *inventory) withCapacity(f func(Nodes)) bool {
+	if !inv.nodesReg.HasSynced() || !inv.podsReg.HasSynced() {
+		return false
+	}
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	f(inv.capacity)
+	return true
 }

@@ -105,7 +105,8 @@ func BenchmarkCapacityUpdate(b *testing.B) {
 		i := 0
 		for b.Loop() {
 			p := cached[i%len(cached)]
-			c.setUsage(p.Namespace+"/"+p.Name, p.NodeName, p.Phase, p.Requests)
+			c.DeletePod(p.Namespace + "/" + p.Name)
+			c.setUsage(p.Namespace+"/"+p.Name, p.NodeName, p.Workload, p.Phase, p.Requests)
 			i++
 		}
 	})

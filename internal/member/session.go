@@ -247,6 +247,16 @@ func (s *Session) Snapshot() Snapshot {
 	return snap
 }
 
+// EstimateNodes runs f with the member's node-level view, consistent for
+// the length of the call (every change waits for f). It returns false
+// without calling f while the node and pod caches are not filled yet.
+func (s *Session) EstimateNodes(f func(Nodes)) bool {
+	s.mu.Lock()
+	inv := s.inv
+	s.mu.Unlock()
+	return inv != nil && inv.withCapacity(f)
+}
+
 func (s *Session) probeLoop(ctx context.Context) {
 	var lastDiscovery time.Time
 	for {

@@ -13,6 +13,7 @@ import (
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/scheduler/framework"
+	"github.com/flotilla-io/flotilla/internal/scheduler/nodefit"
 	"github.com/flotilla-io/flotilla/internal/workload"
 )
 
@@ -31,7 +32,12 @@ func NewUnit(fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured, plac
 		Name:      tmpl.GetName(),
 		Placement: Narrow(placement, tmpl.GetAnnotations()),
 		Current:   fo.Placement(),
-		Requests:  Requests(tmpl),
+	}
+	if spec := PodSpec(tmpl); spec != nil {
+		if reqs := resourcehelper.PodRequests(&corev1.Pod{Spec: *spec}, resourcehelper.PodResourcesOptions{}); len(reqs) > 0 {
+			u.Requests = reqs
+		}
+		u.Shape = nodefit.NewShape(spec)
 	}
 	if n, ok := workload.Replicas(tmpl); ok {
 		u.Replicas = ptr.To(n)
@@ -102,6 +108,20 @@ func EmptyPlacement(p *v1alpha1.Placement, annotations map[string]string) v1alph
 // template (containers, init containers and overhead, as the kube-scheduler
 // counts them); nil when the object has no pod template.
 func Requests(tmpl *unstructured.Unstructured) corev1.ResourceList {
+	spec := PodSpec(tmpl)
+	if spec == nil {
+		return nil
+	}
+	reqs := resourcehelper.PodRequests(&corev1.Pod{Spec: *spec}, resourcehelper.PodResourcesOptions{})
+	if len(reqs) == 0 {
+		return nil
+	}
+	return reqs
+}
+
+// PodSpec returns an object's pod template's spec; nil when it has none
+// (or it does not decode).
+func PodSpec(tmpl *unstructured.Unstructured) *corev1.PodSpec {
 	path := workload.PodSpecPath(tmpl)
 	if path == nil {
 		return nil
@@ -110,15 +130,11 @@ func Requests(tmpl *unstructured.Unstructured) corev1.ResourceList {
 	if !found {
 		return nil
 	}
-	pod := &corev1.Pod{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &pod.Spec); err != nil {
+	spec := &corev1.PodSpec{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, spec); err != nil {
 		return nil
 	}
-	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
-	if len(reqs) == 0 {
-		return nil
-	}
-	return reqs
+	return spec
 }
 
 // ForceDrained reports whether a cluster was drained with `flotilla drain

@@ -118,6 +118,8 @@ Controllers: ` + strings.Join(manager.ControllerNames(), ", ") + `.`,
 	fs.IntVar(&m.ConcurrentPropagationSyncs, "concurrent-propagation-syncs", m.ConcurrentPropagationSyncs, "FederatedObjects propagated in parallel (each writes to its clusters in parallel)")
 	fs.IntVar(&m.ConcurrentSyncs, "concurrent-syncs", m.ConcurrentSyncs, "objects reconciled in parallel by each of the federate, schedule, rollout and status controllers")
 	fs.DurationVar(&m.RolloutStallAfter, "rollout-stall-after", m.RolloutStallAfter, "how long a cluster rolling in a federated rollout may be not Ready before its share of maxSurge/maxUnavailable goes to the other clusters")
+	fs.BoolVar(&m.DisableSimulatedScheduling, "disable-simulated-scheduling", m.DisableSimulatedScheduling, "judge members by their status.resources sums only: no per-node estimate of how many replicas fit (ResourceFit, WaterLevel, Binpack) and no ledger of reservations")
+	fs.DurationVar(&m.ReservationTimeout, "scheduler-reservation-timeout", m.ReservationTimeout, "how long the scheduler's ledger reserves a member's room for replicas a decision placed there that have no pod bound to a node yet")
 	fs.Float32Var(&m.HostQPS, "kube-api-qps", m.HostQPS, "requests per second to the host apiserver (negative: no client-side limit)")
 	fs.IntVar(&m.HostBurst, "kube-api-burst", m.HostBurst, "request burst to the host apiserver")
 	fs.Float32Var(&m.Cluster.ClientQPS, "member-api-qps", m.Cluster.ClientQPS, "requests per second to each member apiserver (negative: no client-side limit)")
@@ -175,6 +177,9 @@ func (o *ControllerManagerOptions) Validate() error {
 	}
 	if o.Manager.ConcurrentClusterSyncs < 1 {
 		return fmt.Errorf("--concurrent-cluster-syncs must be at least 1")
+	}
+	if o.Manager.ReservationTimeout <= 0 {
+		return fmt.Errorf("--scheduler-reservation-timeout must be positive")
 	}
 	if o.Manager.RolloutStallAfter <= 0 {
 		return fmt.Errorf("--rollout-stall-after must be positive")

@@ -34,6 +34,8 @@ import (
 	"github.com/flotilla-io/flotilla/internal/member"
 	"github.com/flotilla-io/flotilla/internal/pull"
 	"github.com/flotilla-io/flotilla/internal/ratelimit"
+	"github.com/flotilla-io/flotilla/internal/scheduler/estimate"
+	"github.com/flotilla-io/flotilla/internal/scheduler/ledger"
 )
 
 // Name is the controller's name for --controllers.
@@ -52,6 +54,9 @@ type Reconciler struct {
 	Session member.Options
 	// MaxConcurrentReconciles bounds parallel reconciles (default 4).
 	MaxConcurrentReconciles int
+	// Ledger, when set, is the scheduler's ledger, whose reservations in
+	// each member status.resources.reserved shows.
+	Ledger *ledger.Ledger
 	// Pool holds the member sessions; the propagation controllers share it.
 	// Nil makes a private one.
 	Pool *member.Pool
@@ -206,6 +211,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// Rendered after the taint update, so that the status records the
 	// generation that update produced and one write covers both.
 	status := renderStatus(mc, snap, now)
+	if snap.SummaryKnown {
+		status.Resources.Reserved = r.reserved(mc.Name)
+		if status.Resources.Reserved != nil && (result.RequeueAfter == 0 || result.RequeueAfter > reservedRefresh) {
+			// Reservations also end by timing out, which no event tells.
+			result.RequeueAfter = reservedRefresh
+		}
+	}
 	renderInsecure(&status, insecure, mc.Generation, now)
 	if err := r.renderAccepted(ctx, &status, mc, now); err != nil {
 		return reconcile.Result{}, err
@@ -228,6 +240,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	r.recordTransition(mc, before)
 	return result, nil
+}
+
+// reservedRefresh is how often a member's reservations are looked at
+// again while it has some.
+const reservedRefresh = 15 * time.Second
+
+// reserved returns what the ledger reserves in a push member, counted
+// against its bound pods now.
+func (r *Reconciler) reserved(cluster string) corev1.ResourceList {
+	if r.Ledger == nil {
+		return nil
+	}
+	var list corev1.ResourceList
+	estimate.PoolMembers{Pool: r.Pool}.EstimateNodes(cluster, func(n member.Nodes) {
+		v, replicas := r.Ledger.Reserved(cluster, "", n.Bound, n.Version())
+		list = ledger.Total{Replicas: replicas, Resources: v}.ResourceList()
+	})
+	return list
 }
 
 // observe makes sure a session runs for mc with its current configuration

@@ -35,6 +35,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/controller/trigger"
 	"github.com/flotilla-io/flotilla/internal/ratelimit"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
+	"github.com/flotilla-io/flotilla/internal/scheduler/estimate"
 	"github.com/flotilla-io/flotilla/internal/scheduler/framework"
 	"github.com/flotilla-io/flotilla/internal/templates"
 )
@@ -66,6 +67,9 @@ type Reconciler struct {
 	// cluster a minute because it is tainted NoExecute for not being Ready
 	// (0 or less: no limit; see brakes.go).
 	EvictionObjectsPerMinute float64
+	// Estimator, when set, gives decisions their members' simulated room
+	// and records them in the ledger (simulated scheduling).
+	Estimator *estimate.Estimator
 
 	queue         trigger.Queue[reconcile.Request]
 	profiles      profileCache
@@ -156,12 +160,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if at := scheduler.NextExpiry(u, candidates, now); !at.IsZero() {
 		next.RequeueAfter = at.Sub(now) + time.Second
 	}
+	r.restore(u)
 	basis := scheduler.Basis(u, candidates, version, now)
 	last := meta.FindStatusCondition(fo.Status.Conditions, v1alpha1.ConditionScheduled)
 	if basis == fo.Status.SchedulingBasis && last != nil && last.Reason == "Scheduled" && len(fo.Spec.Placement) == 0 &&
 		ordinalsInForce(u, tmpl, fo.Placement(), clusterSet(candidates)) {
 		return next, nil // nothing the last decision depended on changed
 	}
+	sim := r.begin(u)
+	defer sim.release()
+	sim.fill(candidates)
 	res, err := profile.Schedule(ctx, u, candidates)
 	if err == nil && res.Feasible == 0 && u.Placement.Sticky && len(u.Current) > 0 {
 		// None of a sticky object's clusters can hold it any more: place it
@@ -171,6 +179,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, err
 		}
 		u.Current = fo.Placement()
+		sim.fill(candidates)
 		res, err = profile.Schedule(ctx, u, candidates)
 	}
 	if err != nil {
@@ -182,6 +191,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, fmt.Errorf("schedule %s: %w", req, err)
 	}
 	reason, message, placement := "Scheduled", res.Message, fo.Placement()
+	if why := estimate.Explain(u); why != "" {
+		message += "; " + why
+	}
 	exists := clusterSet(candidates)
 	stays := func(c string) bool { return exists(c) && res.Excluded[c] == "" }
 	var drops []string
@@ -215,8 +227,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		reason = v1alpha1.ReasonUnschedulable
 	}
 	placement = withOrdinals(u, tmpl, fo.Placement(), placement, exists, stays)
+	undo := sim.reserve(placement)
 	if err := r.record(ctx, fo, placement, scheduledCondition(fo, reason == "Scheduled", reason, message), basis, message); err != nil {
 		r.evictions.ReturnAll(drops) // nothing moved
+		undo()
 		return reconcile.Result{}, err
 	}
 	evicted(drops)

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/scheduler/nodefit"
 )
 
 // Unit is one object to place.
@@ -37,6 +38,49 @@ type Unit struct {
 	// replicas, learnt from replicas that stayed Unschedulable there
 	// (application failover); a Divide object gets at most that many there.
 	Limits map[string]int32
+	// Shape is one replica's pod as node-level placement sees it; nil for
+	// objects without a pod template.
+	Shape *nodefit.Shape
+	// Fits are clusters' simulated room for the object's replicas, from
+	// their nodes (see Fit). A cluster without an entry has no node-level
+	// view (a pull member, a member whose caches are filling): plugins
+	// fall back to its status.resources sums. Nil when simulation is off.
+	Fits map[string]Fit
+}
+
+// Fit is a cluster's simulated room for a unit.
+type Fit struct {
+	// Replicas is how many of the unit's replicas the cluster can run: its
+	// pods already bound there plus how many more fit in the free
+	// resources of the nodes that may run them, less what other decisions
+	// reserved there (the ledger).
+	Replicas int64
+	// Reserved is how many replicas' worth of room other decisions hold
+	// in the cluster.
+	Reserved int64
+	// Bound is how many of the unit's own pods are bound to nodes in the
+	// cluster (part of Replicas).
+	Bound int32
+	// Nodes is the node-level estimate the room comes from.
+	Nodes nodefit.Result
+}
+
+// Why says what limits the room: "most free on one node: cpu 2".
+func (f Fit) Why() string { return f.Nodes.Explain() }
+
+// Explain describes a cluster's fit for a decision's message: "member-2
+// fits 3 of 10 (most free on one node: cpu 2)".
+func (f Fit) Explain(cluster string, wanted int64) string {
+	return fmt.Sprintf("%s fits %d of %d (%s)", cluster, f.Replicas, wanted, f.Limit())
+}
+
+// Limit says what limits the room: Why, and the reservations of other
+// decisions when there are any.
+func (f Fit) Limit() string {
+	if f.Reserved > 0 {
+		return fmt.Sprintf("%s; %d reserved by other decisions", f.Why(), f.Reserved)
+	}
+	return f.Why()
 }
 
 // Divide reports whether the unit's replicas are split across clusters.

@@ -1,6 +1,9 @@
 package replicas
 
 import (
+	"cmp"
+	"slices"
+
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	planner "github.com/flotilla-io/flotilla/internal/scheduler/replicas"
 )
@@ -34,8 +37,9 @@ func (p *Plugin) waterLevel(total int64, ts []target, rs *v1alpha1.ReplicaSchedu
 
 // binpack fills the targets in order (best first): everyone's minimum,
 // then each up to what fits and its maximum; the rest evenly over those
-// below their maximum.
-func binpack(total int64, ts []target, seed string) []int64 {
+// below their maximum, unless spreadRest is false (simulated room: the
+// caller gathers it).
+func binpack(total int64, ts []target, seed string, spreadRest bool) []int64 {
 	plan := make([]int64, len(ts))
 	left := total
 	for i := range ts {
@@ -56,7 +60,7 @@ func binpack(total int64, ts []target, seed string) []int64 {
 			left -= add
 		}
 	}
-	if left > 0 {
+	if left > 0 && spreadRest {
 		spread(left, plan, ts, nil, seed)
 	}
 	return plan
@@ -121,4 +125,62 @@ func sum(v []int64) int64 {
 		s += x
 	}
 	return s
+}
+
+// capToFit lowers each simulated target's Max to the replicas that fit on
+// its nodes (never below its minReplicas) and returns the maxima before (nil when no target is
+// simulated, or in Static mode, where room plays no part).
+func capToFit(ts []target) []int64 {
+	var maxima []int64
+	for i := range ts {
+		if !ts[i].simulated {
+			continue
+		}
+		if maxima == nil {
+			maxima = make([]int64, len(ts))
+			for j := range ts {
+				maxima[j] = ts[j].Max
+			}
+		}
+		// A minimum stands even beyond the room: the policy asks for it.
+		if fit := max(ts[i].fit, ts[i].Min, 0); ts[i].Max < 0 || ts[i].Max > fit {
+			ts[i].Max = fit
+		}
+	}
+	return maxima
+}
+
+// gather puts n replicas that fit nowhere into one target rather than
+// spreading Pending pods over all, so that one member's node autoscaler
+// sees the whole demand: an elastic cluster (LabelElastic) first, then the
+// one running most of the object, then the best ranked; within maxima
+// (the targets' maxReplicas and capacity limits). What that target cannot
+// take goes to the next.
+func gather(n int64, plan []int64, ts []target, maxima []int64) {
+	order := make([]int, len(ts))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		if ts[a].elastic != ts[b].elastic {
+			if ts[a].elastic {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(ts[b].held, ts[a].held)
+	})
+	for _, i := range order {
+		if n <= 0 {
+			return
+		}
+		room := n
+		if maxima[i] >= 0 {
+			room = min(room, maxima[i]-plan[i])
+		}
+		if room > 0 {
+			plan[i] += room
+			n -= room
+		}
+	}
 }

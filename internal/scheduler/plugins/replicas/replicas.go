@@ -135,14 +135,23 @@ func (p *Plugin) Replicas(ctx context.Context, _ framework.CycleState, u *framew
 		}
 		return nil, framework.NewUnschedulable("none of the %d chosen clusters has a replica weight", len(chosen))
 	}
+	// With simulated room, no cluster is planned beyond what its nodes
+	// hold; what fits nowhere gathers in one cluster below (gather).
+	maxima := capToFit(ts)
 	var plan []int64
 	switch mode {
 	case v1alpha1.WeightWaterLevel:
 		plan = p.waterLevel(total, ts, rs, u.Key)
 	case v1alpha1.WeightBinpack:
-		plan = binpack(total, ts, u.Key)
+		plan = binpack(total, ts, u.Key, maxima == nil)
 	default:
 		plan = planner.Split(total, plain(ts), u.Key)
+	}
+	if maxima != nil {
+		gather(total-sum(plan), plan, ts, maxima)
+		for i := range ts {
+			ts[i].Max = maxima[i]
+		}
 	}
 	if ptr.Deref(rs.AvoidDisruption, true) && counted {
 		plan = keep(plan, ts, u.Key)

@@ -27,6 +27,9 @@ type target struct {
 	// without it.
 	limited bool
 	beyond  int64
+	// simulated says room and fit come from the cluster's nodes
+	// (Unit.Fits); elastic that its nodes can grow (LabelElastic).
+	simulated, elastic bool
 }
 
 // targets turns the chosen clusters into targets, in chosen order.
@@ -79,8 +82,13 @@ func targets(ctx context.Context, u *framework.Unit, chosen []framework.ScoredCl
 			t.Min = t.Max
 		}
 		if !static {
-			t.room, t.fit = capacity(c, res, per, t.held)
+			if f, ok := u.Fits[c.Name]; ok {
+				t.room, t.fit, t.simulated = simulated(c, res, per, f), f.Replicas, true
+			} else {
+				t.room, t.fit = capacity(c, res, per, t.held)
+			}
 		}
+		t.elastic = c.Labels[v1alpha1.LabelElastic] == "true"
 		out = append(out, t)
 	}
 	return out
@@ -127,6 +135,17 @@ func capacity(c *v1alpha1.MemberCluster, r corev1.ResourceName, per, held int64)
 		avail = min(avail, total)
 	}
 	return planner.Capacity{Total: float64(total), Available: float64(avail)}, avail / per
+}
+
+// simulated returns a cluster's room in resource r from its simulated fit:
+// the replicas that fit, in r, never above allocatable.
+func simulated(c *v1alpha1.MemberCluster, r corev1.ResourceName, per int64, f framework.Fit) planner.Capacity {
+	total := amount(r, c.Status.Resources.Allocatable[r])
+	avail := max(f.Replicas, 0) * per
+	if total > 0 {
+		avail = min(avail, total)
+	}
+	return planner.Capacity{Total: float64(total), Available: float64(avail)}
 }
 
 // noNewReplicas reports whether c has a NoSchedule taint that tolerations

@@ -27,6 +27,14 @@ const stateKey = Name
 // whose resources have not been collected yet has none), so an object
 // requesting nvidia.com/gpu only goes where GPUs are reported free.
 //
+// With simulated scheduling (Unit.Fits), a cluster with a node-level view
+// passes only if at least one replica fits on one of its nodes: one whose
+// taints, node selector and required affinity allow the pod and whose
+// free resources hold its requests, after other decisions' reservations.
+// The reason then says what the nodes have: "no node fits a replica (most
+// free on one node: cpu 2)". Clusters without a view (pull members) are
+// judged by the sums.
+//
 // A cluster the object is already placed on passes: its own pods use part
 // of what the cluster reports, and evicting it for that would move running
 // replicas; how many more it gets is the replicas plugin's business.
@@ -72,6 +80,12 @@ func (*ResourceFit) Prepare(_ context.Context, state framework.CycleState, u *fr
 // Filter excludes a cluster, not holding the object yet, that lacks room
 // for one replica.
 func (*ResourceFit) Filter(_ context.Context, state framework.CycleState, u *framework.Unit, c *v1alpha1.MemberCluster) *framework.Status {
+	if f, ok := u.Fits[c.Name]; ok {
+		if _, placed := u.CurrentReplicas(c.Name); placed || f.Replicas > 0 {
+			return nil
+		}
+		return &framework.Status{Code: framework.Unschedulable, Reason: "no node fits a replica (" + f.Limit() + ")"}
+	}
 	if u.Requests == nil {
 		return nil
 	}

@@ -9,6 +9,7 @@ import (
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/scheduler/framework"
+	"github.com/flotilla-io/flotilla/internal/scheduler/nodefit"
 )
 
 // list builds a ResourceList from name, quantity pairs.
@@ -98,5 +99,49 @@ func BenchmarkFilter(b *testing.B) {
 				b.Fatal("excluded")
 			}
 		}
+	}
+}
+
+// largest is a node-level estimate whose best node has millicores free.
+func largest(millicores int64) nodefit.Result {
+	return nodefit.Result{Nodes: 1, Total: 1, Largest: []nodefit.Request{{Name: corev1.ResourceCPU, Amount: millicores}}}
+}
+
+func TestFilterSimulated(t *testing.T) {
+	// The sums say 100 cpus are free; the nodes' simulation decides.
+	roomy := list("cpu", "100", "memory", "400Gi")
+	tests := []struct {
+		name   string
+		fit    *framework.Fit
+		placed bool
+		want   string
+	}{
+		{name: "fits on a node", fit: &framework.Fit{Replicas: 1}},
+		{name: "no node holds one", fit: &framework.Fit{Nodes: largest(500)},
+			want: "no node fits a replica (most free on one node: cpu 500m)"},
+		{name: "reserved by other decisions", fit: &framework.Fit{Reserved: 3, Nodes: largest(4000)},
+			want: "no node fits a replica (most free on one node: cpu 4; 3 reserved by other decisions)"},
+		{name: "placed: stays", fit: &framework.Fit{}, placed: true},
+		{name: "no view: the sums", fit: nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &v1alpha1.MemberCluster{Status: v1alpha1.MemberClusterStatus{Resources: v1alpha1.ResourceSummary{Allocatable: roomy, Available: roomy}}}
+			c.Name = "member-1"
+			u := &framework.Unit{Key: "default/web", Requests: list("cpu", "4"), Placement: &v1alpha1.Placement{}, Fits: map[string]framework.Fit{}}
+			if tt.fit != nil {
+				u.Fits["member-1"] = *tt.fit
+			}
+			if tt.placed {
+				u.Current = []v1alpha1.ClusterPlacement{{Cluster: "member-1"}}
+			}
+			got := ""
+			if s := (&ResourceFit{}).Filter(context.Background(), framework.CycleState{}, u, c); !s.IsSuccess() {
+				got = s.Reason
+			}
+			if got != tt.want {
+				t.Errorf("Filter = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }

@@ -1,0 +1,143 @@
+package member
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/flotilla-io/flotilla/internal/scheduler/nodefit"
+)
+
+func controlledBy(kind, name, hash string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Namespace = "ns"
+		p.OwnerReferences = []metav1.OwnerReference{{Kind: kind, Name: name, Controller: ptr.To(true)}}
+		if hash != "" {
+			p.Labels = map[string]string{"pod-template-hash": hash}
+		}
+	}
+}
+
+func TestWorkloadOf(t *testing.T) {
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		want string
+	}{
+		{"deployment pod", mkPod("n", nil, controlledBy("ReplicaSet", "web-5d8f7c", "5d8f7c")), "ns/web"},
+		{"bare replicaset", mkPod("n", nil, controlledBy("ReplicaSet", "rs", "")), "ns/rs"},
+		{"statefulset pod", mkPod("n", nil, controlledBy("StatefulSet", "db", "")), "ns/db"},
+		{"custom workload", mkPod("n", nil, controlledBy("CloneSet", "cs", "")), "ns/cs"},
+		{"no controller", mkPod("n", nil), ""},
+	}
+	for _, tt := range tests {
+		if got := workloadOf(tt.pod); got != tt.want {
+			t.Errorf("%s: workloadOf = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestCapacityFit follows a member's estimate and bound counts through
+// node and pod events, and checks the caches never serve a stale answer.
+func TestCapacityFit(t *testing.T) {
+	c := NewCapacity()
+	shape := nodefit.NewShape(&corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: rl("cpu", "2")}}}})
+	want := func(step string, replicas int64) {
+		t.Helper()
+		if got := c.Fit(shape).Replicas; got != replicas {
+			t.Errorf("%s: Fit = %d, want %d", step, got, replicas)
+		}
+		// The same answer from scratch: the caches are not stale.
+		fresh := nodefit.Estimate(shape, c.nodeList(), nil)
+		if fresh.Replicas != replicas {
+			t.Errorf("%s: uncached estimate = %d, want %d", step, fresh.Replicas, replicas)
+		}
+	}
+	want("no nodes", 0)
+	c.SetNode(mkNode("big", stdAlloc()))
+	want("one 8-cpu node", 4)
+	c.SetNode(mkNode("small", rl("cpu", "1", "memory", "4Gi", "pods", "110")))
+	want("and a 1-cpu node", 4)
+	web := controlledBy("ReplicaSet", "web-abc", "abc")
+	c.SetPod("ns/web-1", mkPod("big", rl("cpu", "3"), web))
+	want("3 cpus used on big", 2)
+	if got := c.Bound("ns/web"); got != 1 {
+		t.Errorf("Bound(ns/web) = %d, want 1", got)
+	}
+	c.SetPod("ns/web-1", mkPod("big", rl("cpu", "3"), web, phase(corev1.PodPending)))
+	want("a status change", 2)
+	c.SetNode(mkNode("big", stdAlloc(), tainted(corev1.TaintEffectNoSchedule)))
+	want("big tainted", 0)
+	c.SetNode(mkNode("big", stdAlloc()))
+	want("taint removed", 2)
+	c.SetPod("ns/web-1", mkPod("big", rl("cpu", "3"), web, phase(corev1.PodSucceeded)))
+	want("pod done", 4)
+	if got := c.Bound("ns/web"); got != 0 {
+		t.Errorf("Bound(ns/web) after the pod ended = %d, want 0", got)
+	}
+	c.SetPod("ns/other", mkPod("small", rl("cpu", "1")))
+	c.DeleteNode("big")
+	want("big deleted", 0)
+	if len(c.order) != 1 || c.order[0].index != 0 || c.order[0].fit.Object.Name != "small" {
+		t.Errorf("after deleting big the estimate order is %d nodes", len(c.order))
+	}
+	c.DeletePod("ns/other")
+	want("small alone", 0)
+	c.DeleteNode("small")
+	if len(c.order) != 0 || len(c.nodes) != 0 {
+		t.Errorf("every node deleted: %d nodes and %d in the estimate order remain", len(c.nodes), len(c.order))
+	}
+}
+
+// nodeList is the node table as Estimate takes it.
+func (c *Capacity) nodeList() []*nodefit.Node {
+	out := make([]*nodefit.Node, len(c.order))
+	for i, u := range c.order {
+		out[i] = &u.fit
+	}
+	return out
+}
+
+// TestCapacityFitIncremental drives random pod and node changes, past the
+// change log's length, and checks the cached estimate against a full count
+// after each.
+func TestCapacityFitIncremental(t *testing.T) {
+	c := NewCapacity()
+	shapes := []*nodefit.Shape{
+		nodefit.NewShape(&corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: rl("cpu", "2", "memory", "3Gi")}}}}),
+		nodefit.NewShape(&corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: rl("cpu", "500m")}}}}),
+	}
+	for i := range 20 {
+		c.SetNode(mkNode(fmt.Sprintf("n%d", i), rl("cpu", fmt.Sprint(4+i%3*4), "memory", "32Gi", "pods", "30")))
+	}
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for step := range 3 * changeLog {
+		key := fmt.Sprintf("ns/p%d", rnd.IntN(300))
+		switch r := rnd.IntN(100); {
+		case r < 55:
+			c.SetPod(key, mkPod(fmt.Sprintf("n%d", rnd.IntN(20)), rl("cpu", fmt.Sprintf("%dm", 100+rnd.IntN(2000)), "memory", fmt.Sprintf("%dMi", 100+rnd.IntN(4000)))))
+		case r < 98:
+			c.DeletePod(key)
+		default:
+			c.SetNode(mkNode(fmt.Sprintf("n%d", rnd.IntN(20)), rl("cpu", "8", "memory", "32Gi", "pods", "30"), tainted(corev1.TaintEffect([]string{"NoSchedule", "PreferNoSchedule"}[rnd.IntN(2)]))))
+		}
+		if rnd.IntN(7) != 0 {
+			continue // let the estimates fall behind now and then
+		}
+		for _, s := range shapes {
+			got, want := c.Fit(s), nodefit.Estimate(s, c.nodeList(), nil)
+			if got.Replicas != want.Replicas || got.Nodes != want.Nodes {
+				t.Fatalf("step %d: cached %d on %d nodes, full count %d on %d", step, got.Replicas, got.Nodes, want.Replicas, want.Nodes)
+			}
+			for j := range want.Largest {
+				if got.Largest[j].Amount != max(want.Largest[j].Amount, 0) {
+					t.Fatalf("step %d: largest %s %d, full count %d", step, want.Largest[j].Name, got.Largest[j].Amount, want.Largest[j].Amount)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,144 @@
+// Package estimate gives scheduling decisions their members' simulated
+// room (framework.Unit.Fits): per-node placement on each member's node and
+// pod caches (member.Nodes, nodefit), less what earlier decisions reserved
+// there and is not running yet (ledger). It also records each decision in
+// the ledger. Decisions that use it are serialised between Fill and
+// Reserve, so two of them never count the same free room.
+package estimate
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/member"
+	"github.com/flotilla-io/flotilla/internal/scheduler/framework"
+	"github.com/flotilla-io/flotilla/internal/scheduler/ledger"
+)
+
+// Members gives a member's node-level view: it runs f with it and reports
+// whether there was one (a push member whose caches are filled).
+type Members interface {
+	EstimateNodes(cluster string, f func(member.Nodes)) bool
+}
+
+// PoolMembers reads the node-level views of a Pool's push sessions.
+type PoolMembers struct{ Pool *member.Pool }
+
+// EstimateNodes implements Members.
+func (p PoolMembers) EstimateNodes(cluster string, f func(member.Nodes)) bool {
+	s, ok := p.Pool.Get(cluster).(interface{ EstimateNodes(func(member.Nodes)) bool })
+	return ok && s.EstimateNodes(f)
+}
+
+// Estimator fills and records decisions. The zero value is not usable:
+// set Members and Ledger.
+type Estimator struct {
+	// Members are the node-level views.
+	Members Members
+	// Ledger holds the reservations.
+	Ledger *ledger.Ledger
+
+	mu sync.Mutex
+}
+
+// Workload is the member-side namespace/name of a unit's object, the key
+// of its bound pods and reservations.
+func Workload(u *framework.Unit) string { return u.Namespace + "/" + u.Name }
+
+// Applies reports whether a unit is estimated: it has a pod template and
+// replicas.
+func Applies(u *framework.Unit) bool { return u.Shape != nil && u.Replicas != nil }
+
+// Lock serialises a decision from Fill to Reserve.
+func (e *Estimator) Lock() { e.mu.Lock() }
+
+// Unlock ends what Lock started.
+func (e *Estimator) Unlock() { e.mu.Unlock() }
+
+// Fill sets u.Fits for every cluster with a node-level view.
+func (e *Estimator) Fill(u *framework.Unit, clusters []*v1alpha1.MemberCluster) {
+	if !Applies(u) {
+		return
+	}
+	w := Workload(u)
+	u.Fits = make(map[string]framework.Fit, len(clusters))
+	for _, c := range clusters {
+		e.Members.EstimateNodes(c.Name, func(n member.Nodes) {
+			res := n.Fit(u.Shape)
+			reserved, _ := e.Ledger.Reserved(c.Name, w, n.Bound, n.Version())
+			held := ledger.InReplicas(reserved, u.Shape)
+			bound := n.Bound(w)
+			u.Fits[c.Name] = framework.Fit{
+				Replicas: int64(bound) + max(res.Replicas-held, 0),
+				Reserved: held,
+				Bound:    bound,
+				Nodes:    res,
+			}
+		})
+	}
+}
+
+// Reserve records a unit's placement in the ledger (each cluster's
+// replicas; the object's whole count in every cluster for one that is not
+// divided) and returns the undo for a placement that could not be
+// written. After Fill, only clusters with a node-level view are reserved:
+// nothing would see the others' pods start.
+func (e *Estimator) Reserve(u *framework.Unit, placement []v1alpha1.ClusterPlacement) (undo func()) {
+	if !Applies(u) {
+		return func() {}
+	}
+	p := make(ledger.Placement, len(placement))
+	bound := make(map[string]int32, len(u.Fits))
+	for _, c := range placement {
+		f, ok := u.Fits[c.Cluster]
+		if u.Fits != nil && !ok {
+			continue
+		}
+		if ok {
+			bound[c.Cluster] = f.Bound
+		}
+		n := int64(*u.Replicas)
+		if c.Replicas != nil {
+			n = int64(*c.Replicas)
+		}
+		p[c.Cluster] = max(n, 0)
+	}
+	return e.Ledger.Reserve(Workload(u), ledger.PerReplica(u.Shape.Requests), p, bound)
+}
+
+// maxNotes bounds how many clusters an explanation names.
+const maxNotes = 5
+
+// Explain describes the clusters whose room is short of the unit's
+// replicas, fewest first: "member-2 fits 3 of 10 (most free on one node:
+// cpu 2)"; "" when every estimated cluster fits them all.
+func Explain(u *framework.Unit) string {
+	if u.Fits == nil || u.Replicas == nil {
+		return ""
+	}
+	want := int64(*u.Replicas)
+	names := make([]string, 0, len(u.Fits))
+	for name, f := range u.Fits {
+		if f.Replicas < want {
+			names = append(names, name)
+		}
+	}
+	sort.Slice(names, func(i, j int) bool {
+		a, b := u.Fits[names[i]], u.Fits[names[j]]
+		if a.Replicas != b.Replicas {
+			return a.Replicas < b.Replicas
+		}
+		return names[i] < names[j]
+	})
+	notes := make([]string, 0, min(len(names), maxNotes))
+	for _, name := range names[:min(len(names), maxNotes)] {
+		notes = append(notes, u.Fits[name].Explain(name, want))
+	}
+	if more := len(names) - len(notes); more > 0 {
+		notes = append(notes, fmt.Sprintf("%d more short of room", more))
+	}
+	return strings.Join(notes, "; ")
+}

@@ -1,0 +1,115 @@
+package estimate
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/member"
+	"github.com/flotilla-io/flotilla/internal/scheduler/framework"
+	"github.com/flotilla-io/flotilla/internal/scheduler/ledger"
+	"github.com/flotilla-io/flotilla/internal/scheduler/nodefit"
+)
+
+type members map[string]*member.Capacity
+
+func (m members) EstimateNodes(cluster string, f func(member.Nodes)) bool {
+	c, ok := m[cluster]
+	if ok {
+		f(c)
+	}
+	return ok
+}
+
+// nodes returns a member of n nodes with cores each, all free.
+func nodes(n int, cores int64) *member.Capacity {
+	c := member.NewCapacity()
+	for i := range n {
+		c.SetNode(&corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("n%d", i)},
+			Status: corev1.NodeStatus{
+				Allocatable: corev1.ResourceList{corev1.ResourceCPU: *resource.NewQuantity(cores, resource.DecimalSI), corev1.ResourcePods: resource.MustParse("110")},
+				Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+			},
+		})
+	}
+	return c
+}
+
+func unit(name string, replicas int32, cpu string) *framework.Unit {
+	spec := &corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}}
+	return &framework.Unit{Key: "ns/" + name, Namespace: "ns", Name: name, Replicas: ptr.To(replicas), Shape: nodefit.NewShape(spec)}
+}
+
+func clusters(names ...string) []*v1alpha1.MemberCluster {
+	out := make([]*v1alpha1.MemberCluster, len(names))
+	for i, n := range names {
+		out[i] = &v1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: n}}
+	}
+	return out
+}
+
+func TestFillAndReserve(t *testing.T) {
+	// small: 20 nodes of 1 core (20 cores); large: 2 nodes of 8 (16).
+	m := members{"small": nodes(20, 1), "large": nodes(2, 8)}
+	e := &Estimator{Members: m, Ledger: &ledger.Ledger{}}
+	cs := clusters("small", "large", "pull")
+
+	big := unit("big", 10, "4")
+	e.Fill(big, cs)
+	if f := big.Fits["small"]; f.Replicas != 0 {
+		t.Errorf("4-cpu pods on 1-cpu nodes: small fits %d, want 0", f.Replicas)
+	}
+	if f := big.Fits["large"]; f.Replicas != 4 {
+		t.Errorf("large fits %d 4-cpu pods, want 4", f.Replicas)
+	}
+	if _, ok := big.Fits["pull"]; ok {
+		t.Errorf("a member without a node-level view got a fit")
+	}
+	why := Explain(big)
+	for _, want := range []string{"small fits 0 of 10 (most free on one node: cpu 1)", "large fits 4 of 10 (most free on one node: cpu 8)"} {
+		if !strings.Contains(why, want) {
+			t.Errorf("Explain = %q, want it to say %q", why, want)
+		}
+	}
+	// big takes 3 in large; a second decision sees one 4-cpu replica left.
+	e.Reserve(big, []v1alpha1.ClusterPlacement{{Cluster: "large", Replicas: ptr.To[int32](3)}})
+	other := unit("other", 10, "4")
+	e.Fill(other, cs)
+	if f := other.Fits["large"]; f.Replicas != 1 || f.Reserved != 3 {
+		t.Errorf("after big reserved 3, large fits %d (reserved %d), want 1 (3)", f.Replicas, f.Reserved)
+	}
+	// big's own reservation does not count against itself.
+	e.Fill(big, cs)
+	if f := big.Fits["large"]; f.Replicas != 4 {
+		t.Errorf("big's own reservation counted against it: fits %d, want 4", f.Replicas)
+	}
+	// Its pods start: two bound in large count as its own and end that
+	// much of the reservation.
+	for i := range 2 {
+		m["large"].SetPod(fmt.Sprintf("ns/big-%d", i), &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("big-%d", i), OwnerReferences: []metav1.OwnerReference{{Kind: "StatefulSet", Name: "big", Controller: ptr.To(true)}}},
+			Spec:       corev1.PodSpec{NodeName: fmt.Sprintf("n%d", i), Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}}}}},
+		})
+	}
+	e.Fill(big, cs)
+	if f := big.Fits["large"]; f.Replicas != 4 || f.Bound != 2 {
+		t.Errorf("with 2 bound, big fits %d in large (bound %d), want 4 (2)", f.Replicas, f.Bound)
+	}
+	e.Fill(other, cs)
+	if f := other.Fits["large"]; f.Replicas != 1 || f.Reserved != 1 {
+		t.Errorf("with 2 of big's 3 bound, other fits %d (reserved %d), want 1 (1)", f.Replicas, f.Reserved)
+	}
+	// Objects without a pod template are not estimated.
+	plain := &framework.Unit{Key: "ns/cm", Namespace: "ns", Name: "cm"}
+	e.Fill(plain, cs)
+	if plain.Fits != nil {
+		t.Errorf("an object without a pod template got fits")
+	}
+}

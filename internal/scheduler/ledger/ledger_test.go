@@ -1,0 +1,168 @@
+package ledger
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/flotilla-io/flotilla/internal/scheduler/nodefit"
+)
+
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time { return c.t }
+
+var oneCPU = PerReplica([]nodefit.Request{{Name: corev1.ResourceCPU, Amount: 1000}})
+
+func TestReserved(t *testing.T) {
+	c := &clock{t: time.Unix(1000, 0)}
+	l := &Ledger{Timeout: time.Minute, Now: c.now}
+	bound := map[string]int32{}
+	lookup := func(w string) int32 { return bound[w] }
+	version := uint64(1) // changes with bound
+
+	l.Reserve("ns/a", oneCPU, Placement{"m1": 3, "m2": 2}, nil)
+	l.Reserve("ns/b", oneCPU, Placement{"m1": 4}, nil)
+	v, n := l.Reserved("m1", "", lookup, version)
+	if n != 7 || v.CPU != 7000 || v.Pods != 7*nodefit.PodAmount {
+		t.Fatalf("m1 reserves %d replicas, %+v; want 7 replicas, 7 cpus, 7 pod slots", n, v)
+	}
+	// A decision does not count its own reservation against itself.
+	if _, n := l.Reserved("m1", "ns/a", lookup, version); n != 4 {
+		t.Errorf("m1 without ns/a reserves %d, want 4", n)
+	}
+	// Pods bound in the member end their share.
+	bound["ns/a"] = 2
+	version++
+	if _, n := l.Reserved("m1", "", lookup, version); n != 1+4 {
+		t.Errorf("with 2 of ns/a bound m1 reserves %d, want 5", n)
+	}
+	bound["ns/a"] = 3
+	version++
+	if _, n := l.Reserved("m1", "", lookup, version); n != 4 {
+		t.Errorf("with ns/a all bound m1 reserves %d, want 4", n)
+	}
+	// A new decision for b replaces its reservation; m2's a stays.
+	l.Reserve("ns/b", oneCPU, Placement{"m2": 1}, nil)
+	if _, n := l.Reserved("m1", "", lookup, version); n != 0 {
+		t.Errorf("after b left m1, m1 reserves %d, want 0", n)
+	}
+	if _, n := l.Reserved("m2", "", lookup, version); n != 1 {
+		// bound counts are per cluster in reality; here the lookup says
+		// 3 of a are bound, so only b's 1 is outstanding.
+		t.Errorf("m2 reserves %d, want 1", n)
+	}
+	// Timeouts release the rest.
+	c.t = c.t.Add(2 * time.Minute)
+	if _, n := l.Reserved("m2", "", lookup, version); n != 0 {
+		t.Errorf("after the timeout m2 reserves %d, want 0", n)
+	}
+	if got := l.Totals(); got["m1"].Replicas != 0 || got["m2"].Replicas != 0 {
+		t.Errorf("totals after everything ended: %+v", got)
+	}
+}
+
+func TestReserveUndo(t *testing.T) {
+	l := &Ledger{}
+	none := func(string) int32 { return 0 }
+	l.Reserve("ns/a", oneCPU, Placement{"m1": 2}, nil)
+	undo := l.Reserve("ns/a", oneCPU, Placement{"m2": 5}, nil)
+	undo()
+	if _, n := l.Reserved("m1", "", none, 1); n != 2 {
+		t.Errorf("after undo m1 reserves %d, want the 2 from before", n)
+	}
+	if _, n := l.Reserved("m2", "", none, 1); n != 0 {
+		t.Errorf("after undo m2 reserves %d, want 0", n)
+	}
+	undo = l.Reserve("ns/new", oneCPU, Placement{"m1": 1}, nil)
+	if !l.Seen("ns/new") {
+		t.Errorf("a reserved workload is not Seen")
+	}
+	undo()
+	if l.Seen("ns/new") {
+		t.Errorf("an undone first reservation leaves the workload Seen")
+	}
+}
+
+func TestUnchangedCountKeepsDeadline(t *testing.T) {
+	c := &clock{t: time.Unix(0, 0)}
+	l := &Ledger{Timeout: time.Minute, Now: c.now}
+	none := func(string) int32 { return 0 }
+	l.Reserve("ns/a", oneCPU, Placement{"m1": 2}, nil)
+	c.t = c.t.Add(50 * time.Second)
+	l.Reserve("ns/a", oneCPU, Placement{"m1": 2, "m2": 1}, nil)
+	c.t = c.t.Add(20 * time.Second)
+	if _, n := l.Reserved("m1", "", none, 1); n != 0 {
+		t.Errorf("m1's unchanged reservation was extended: %d still reserved", n)
+	}
+	if _, n := l.Reserved("m2", "", none, 1); n != 1 {
+		t.Errorf("m2's new reservation ended early: %d reserved", n)
+	}
+}
+
+func TestInReplicasAndResourceList(t *testing.T) {
+	s := nodefit.NewShape(&corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("1Gi"),
+	}}}}})
+	tests := []struct {
+		name     string
+		reserved nodefit.Vector
+		want     int64
+	}{
+		{"nothing", nodefit.Vector{}, 0},
+		{"cpu rounds up", nodefit.Vector{CPU: 2500}, 2},
+		{"memory dominates", nodefit.Vector{CPU: 1000, Memory: 3 << 30}, 3},
+		{"pod slots", nodefit.Vector{Pods: 4 * nodefit.PodAmount}, 4},
+	}
+	for _, tt := range tests {
+		if got := InReplicas(tt.reserved, s); got != tt.want {
+			t.Errorf("%s: InReplicas = %d, want %d", tt.name, got, tt.want)
+		}
+	}
+	list := Total{Replicas: 3, Resources: nodefit.Vector{CPU: 3000, Memory: 3 << 30, Pods: 3 * nodefit.PodAmount}}.ResourceList()
+	if q := list[corev1.ResourceCPU]; q.String() != "3" {
+		t.Errorf("cpu = %s", q.String())
+	}
+	if q := list[corev1.ResourcePods]; q.String() != "3" {
+		t.Errorf("pods = %s", q.String())
+	}
+	if (Total{}).ResourceList() != nil {
+		t.Errorf("no reservations give a list")
+	}
+}
+
+// TestRunningTotal checks that looks at an unchanged member reuse the total
+// (no bound lookups) and that reservations with known bound counts keep it
+// right without a recount.
+func TestRunningTotal(t *testing.T) {
+	l := &Ledger{}
+	lookups := 0
+	bound := func(w string) int32 {
+		lookups++
+		return map[string]int32{"ns/a": 1}[w]
+	}
+	l.Reserve("ns/a", oneCPU, Placement{"m1": 3}, map[string]int32{"m1": 1})
+	if _, n := l.Reserved("m1", "", bound, 7); n != 2 || lookups != 1 {
+		// The first look at the cluster counts (version 7 is new).
+		t.Fatalf("first look: %d reserved after %d lookups, want 2 after 1", n, lookups)
+	}
+	lookups = 0
+	l.Reserve("ns/b", oneCPU, Placement{"m1": 4}, map[string]int32{"m1": 0})
+	if v, n := l.Reserved("m1", "ns/b", bound, 7); n != 2 || v.CPU != 2000 || lookups != 0 {
+		t.Errorf("unchanged member: %d reserved (%d mcpu) after %d lookups, want 2 (2000) after none", n, v.CPU, lookups)
+	}
+	if _, n := l.Reserved("m1", "", bound, 7); n != 6 {
+		t.Errorf("everyone's: %d, want 6", n)
+	}
+	l.Reserve("ns/b", oneCPU, Placement{"m1": 4}, nil) // unknown bound: counted at the next look
+	if _, n := l.Reserved("m1", "", bound, 7); n != 6 {
+		t.Errorf("after an unchanged decision: %d, want 6", n)
+	}
+	l.Reserve("ns/b", oneCPU, Placement{"m1": 5}, nil)
+	lookups = 0
+	if _, n := l.Reserved("m1", "", bound, 7); n != 7 || lookups == 0 {
+		t.Errorf("after a decision with an unknown bound count: %d after %d lookups, want 7 after a recount", n, lookups)
+	}
+}
