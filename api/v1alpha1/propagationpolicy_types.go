@@ -163,6 +163,13 @@ type Placement struct {
 	// +optional
 	MaxClusters *int32 `json:"maxClusters,omitempty"`
 
+	// Groups places in two levels: first it chooses groups of clusters
+	// (those sharing a value of a label: a data centre, a region, a
+	// provider) by cost and room, then clusters inside the chosen groups
+	// as usual.
+	// +optional
+	Groups *GroupPlacement `json:"groups,omitempty"`
+
 	// SpreadConstraints spread the chosen clusters over the values of a
 	// cluster label (region, zone, provider...).
 	// +kubebuilder:validation:MaxItems=8
@@ -282,6 +289,24 @@ type SpreadConstraint struct {
 	// +optional
 	MinGroups *int32 `json:"minGroups,omitempty"`
 	// MaxGroups is the most distinct values to cover.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MaxGroups *int32 `json:"maxGroups,omitempty"`
+}
+
+// GroupPlacement is the first level of a two-level placement. Groups that
+// run the object keep it; further groups are added, cheapest first
+// (flotilla.io/cost), among those with room for a replica or able to grow
+// (flotilla.io/elastic, flotilla.io/node-budget), until their room holds
+// the replicas.
+type GroupPlacement struct {
+	// TopologyKey is the MemberCluster label whose value is a cluster's
+	// group; clusters without it are left out.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=317
+	TopologyKey string `json:"topologyKey"`
+	// MaxGroups is the most groups chosen. Default: as many as the
+	// replicas need (one for an object without replicas or not divided).
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	MaxGroups *int32 `json:"maxGroups,omitempty"`

@@ -125,6 +125,18 @@ const (
 	// its autoscaler sees the whole demand, instead of waiting as Pending
 	// pods spread over every member.
 	LabelElastic = "flotilla.io/elastic"
+
+	// LabelNodeBudget on a MemberCluster is the most nodes its node
+	// autoscaler may grow it to (a decimal integer). A member with a budget
+	// is elastic while status.nodeCount is below it, and no longer once it
+	// reaches it, whatever LabelElastic says.
+	LabelNodeBudget = "flotilla.io/node-budget"
+
+	// LabelCost on a MemberCluster is its relative cost (a non-negative
+	// decimal integer, e.g. per core-hour): two-level placement
+	// (placement.groups) prefers the groups whose clusters cost least on
+	// average. A cluster without it costs 0.
+	LabelCost = "flotilla.io/cost"
 )
 
 // SystemNamespace is the namespace Flotilla uses in the host (credentials

@@ -140,7 +140,20 @@ func (p *Profile) Schedule(ctx context.Context, u *Unit, clusters []*v1alpha1.Me
 	sort.Slice(placement, func(i, j int) bool { return placement[i].Cluster < placement[j].Cluster })
 	res.Placement = placement
 	res.Message = fmt.Sprintf("%d/%d clusters%s", len(placement), res.Total, reasons(res.Excluded, "; excluded: "))
+	if notes, _ := state[notesKey].([]string); len(notes) > 0 {
+		res.Message += "; " + strings.Join(notes, "; ")
+	}
 	return res, nil
+}
+
+// notesKey is where plugins leave notes for the decision's message.
+const notesKey = "framework/notes"
+
+// Note adds a sentence to the message of a decision that succeeds ("groups
+// eu-1 (cost 3) chosen for 12 replicas").
+func Note(state CycleState, format string, args ...any) {
+	notes, _ := state[notesKey].([]string)
+	state[notesKey] = append(notes, fmt.Sprintf(format, args...))
 }
 
 func clamp(v int64) int64 { return min(max(v, 0), MaxScore) }

@@ -11,6 +11,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/clusteraffinity"
 	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/clusterpriority"
 	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/clusterready"
+	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/groups"
 	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/maxclusters"
 	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/placement"
 	"github.com/flotilla-io/flotilla/internal/scheduler/plugins/replicas"
@@ -35,6 +36,7 @@ func Registry() framework.Registry {
 		allocation.BalancedAllocationName: allocation.NewBalancedAllocation,
 		clusterpriority.Name:              clusterpriority.New,
 		maxclusters.Name:                  maxclusters.New,
+		groups.Name:                       groups.New,
 		spread.Name:                       spread.New,
 		replicas.Name:                     replicas.New,
 	}
@@ -42,13 +44,13 @@ func Registry() framework.Registry {
 
 // Defaults is the default profile: every filter that expresses the policy
 // and the clusters' state, affinity and taint preferences plus free room
-// for scoring, spread then maxClusters for selection, and the Replicas
-// planner.
+// for scoring, groups (two-level placement), spread then maxClusters for
+// selection, and the Replicas planner.
 func Defaults() framework.Defaults {
 	return framework.Defaults{
 		Filter:   []string{terminating.Name, placement.Name, apienablement.Name, tainttoleration.Name, clusteraffinity.Name, clusterready.Name},
 		Score:    []string{clusteraffinity.Name, tainttoleration.Name, allocation.LeastAllocatedName},
-		Select:   []string{spread.Name, maxclusters.Name},
+		Select:   []string{groups.Name, spread.Name, maxclusters.Name},
 		Replicas: replicas.Name,
 		Weights:  map[string]int32{clusteraffinity.Name: 2},
 	}

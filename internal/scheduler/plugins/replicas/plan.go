@@ -152,10 +152,10 @@ func capToFit(ts []target) []int64 {
 
 // gather puts n replicas that fit nowhere into one target rather than
 // spreading Pending pods over all, so that one member's node autoscaler
-// sees the whole demand: an elastic cluster (LabelElastic) first, then the
-// one running most of the object, then the best ranked; within maxima
-// (the targets' maxReplicas and capacity limits). What that target cannot
-// take goes to the next.
+// sees the whole demand: an elastic cluster (room.Elastic; the most node
+// headroom first) before the others, then the one running most of the
+// object, then the best ranked; within maxima (the targets' maxReplicas
+// and capacity limits). What that target cannot take goes to the next.
 func gather(n int64, plan []int64, ts []target, maxima []int64) {
 	order := make([]int, len(ts))
 	for i := range order {
@@ -167,6 +167,9 @@ func gather(n int64, plan []int64, ts []target, maxima []int64) {
 				return -1
 			}
 			return 1
+		}
+		if ts[a].elastic && ts[a].headroom != ts[b].headroom {
+			return cmp.Compare(ts[b].headroom, ts[a].headroom)
 		}
 		return cmp.Compare(ts[b].held, ts[a].held)
 	})

@@ -145,6 +145,9 @@ func (p *Plugin) Replicas(ctx context.Context, _ framework.CycleState, u *framew
 	case v1alpha1.WeightBinpack:
 		plan = binpack(total, ts, u.Key, maxima == nil)
 	default:
+		if st := zeroWeights(total, ts, rs); st != nil {
+			return nil, st
+		}
 		plan = planner.Split(total, plain(ts), u.Key)
 	}
 	if maxima != nil {
@@ -172,6 +175,29 @@ func (p *Plugin) Replicas(ctx context.Context, _ framework.CycleState, u *framew
 		return nil, framework.NewUnschedulable("no chosen cluster can take any of %d replicas (maxReplicas, NoSchedule taints)", total)
 	}
 	return out, nil
+}
+
+// zeroWeights refuses a Static split whose listed weights are all 0 while
+// the total is above the minimums: a weight-0 cluster gets its minimum and
+// nothing more, so nobody may take the rest. (The planner would weigh
+// all-zero targets equally, giving a weight-0 cluster a share only because
+// it has a minimum.) The placement in force stays, and the message says
+// why.
+func zeroWeights(total int64, ts []target, rs *v1alpha1.ReplicaScheduling) *framework.Status {
+	if len(rs.Weights) == 0 {
+		return nil
+	}
+	var mins int64
+	for _, t := range ts {
+		if t.Weight > 0 {
+			return nil
+		}
+		mins += t.Min
+	}
+	if total <= mins {
+		return nil
+	}
+	return framework.NewUnschedulable("no chosen cluster has a positive weight for the %d replicas above the minimums (a weight-0 cluster gets its minReplicas and nothing more)", total-mins)
 }
 
 // held returns the current replicas per cluster, and whether the current

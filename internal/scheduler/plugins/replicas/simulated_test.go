@@ -54,3 +54,25 @@ func TestSimulatedFits(t *testing.T) {
 		{name: "static weights ignore room", unit: divide(6, requests("cpu", "4"), fits("A=0", "B=0", "C=0")), chosen: roomy(), want: m("A=2", "B=2", "C=2")},
 	})
 }
+
+func budget(nodes int32, b string) opt {
+	return func(c *v1alpha1.MemberCluster) {
+		if c.Labels == nil {
+			c.Labels = map[string]string{}
+		}
+		c.Labels[v1alpha1.LabelNodeBudget] = b
+		c.Status.NodeCount = nodes
+	}
+}
+
+func TestGatherRespectsNodeBudgets(t *testing.T) {
+	bp := divide(20, mode(v1alpha1.WeightBinpack), requests("cpu", "4"), fits("A=3", "B=3", "C=0"))
+	runCases(t, []planCase{
+		{name: "a member at its node budget is not elastic", unit: bp,
+			chosen: ranked(mc("A", cpu("100", "100")), mc("B", cpu("100", "100"), elastic, budget(10, "10")), mc("C", cpu("100", "100"))),
+			want:   m("A=17", "B=3")},
+		{name: "the most node headroom first", unit: bp,
+			chosen: ranked(mc("A", cpu("100", "100"), budget(10, "12")), mc("B", cpu("100", "100"), budget(10, "50")), mc("C", cpu("100", "100"), elastic, budget(10, "11"))),
+			want:   m("A=3", "B=17")},
+	})
+}

@@ -11,6 +11,7 @@ import (
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/scheduler/framework"
 	planner "github.com/flotilla-io/flotilla/internal/scheduler/replicas"
+	clusterroom "github.com/flotilla-io/flotilla/internal/scheduler/room"
 )
 
 // target is a chosen cluster that may get replicas.
@@ -28,8 +29,10 @@ type target struct {
 	limited bool
 	beyond  int64
 	// simulated says room and fit come from the cluster's nodes
-	// (Unit.Fits); elastic that its nodes can grow (LabelElastic).
+	// (Unit.Fits); elastic that its nodes can grow (room.Elastic), by
+	// headroom nodes.
 	simulated, elastic bool
+	headroom           int64
 }
 
 // targets turns the chosen clusters into targets, in chosen order.
@@ -88,7 +91,7 @@ func targets(ctx context.Context, u *framework.Unit, chosen []framework.ScoredCl
 				t.room, t.fit = capacity(c, res, per, t.held)
 			}
 		}
-		t.elastic = c.Labels[v1alpha1.LabelElastic] == "true"
+		t.elastic, t.headroom = clusterroom.Elastic(c)
 		out = append(out, t)
 	}
 	return out
