@@ -22,13 +22,14 @@ import (
 // them.
 const simLabel = "e2e.flotilla.io/sim"
 
-// addSimNodes adds count kwok nodes of cpu cores each to a member and
-// waits until they are Ready; they are deleted when the test ends.
-func addSimNodes(t *testing.T, cs kubernetes.Interface, member string, count int, cpu string) {
+// addSimNodes adds count kwok nodes of cpu cores each to a member, named
+// after prefix, and waits until they are Ready and the hub counts them;
+// they are deleted when the test ends.
+func addSimNodes(t *testing.T, host client.Client, cs kubernetes.Interface, member, prefix string, count int, cpu string) {
 	t.Helper()
 	ctx := context.Background()
 	for i := range count {
-		name := fmt.Sprintf("%s-sim-%d", member, i)
+		name := fmt.Sprintf("%s-%s-%d", member, prefix, i)
 		n := &corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: name,
 				Labels:      map[string]string{simLabel: "true", "kubernetes.io/hostname": name, "type": "kwok"},
@@ -59,6 +60,22 @@ func addSimNodes(t *testing.T, cs kubernetes.Interface, member string, count int
 		}
 		if ready != count {
 			return fmt.Errorf("%d of %d Ready", ready, count)
+		}
+		return nil
+	})
+	// The hub's node cache of the member has them (and no longer has the
+	// nodes of an earlier test) before anything is placed on them.
+	eventually(t, fmt.Sprintf("the hub counting %s's nodes", member), func(ctx context.Context) error {
+		all, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		mc := &v1alpha1.MemberCluster{}
+		if err := host.Get(ctx, client.ObjectKey{Name: member}, mc); err != nil {
+			return err
+		}
+		if int(mc.Status.NodeCount) != len(all.Items) {
+			return fmt.Errorf("status counts %d nodes, the member has %d", mc.Status.NodeCount, len(all.Items))
 		}
 		return nil
 	})
@@ -95,6 +112,12 @@ spec:
 // under the profile that adds ResourceFit.
 func applySim(t *testing.T, ns, objects string) {
 	t.Helper()
+	applySimPlacement(t, ns, objects, "schedulingProfile: e2e-fit\n    replicaScheduling: {type: Divide, weightMode: Binpack}")
+}
+
+// applySimPlacement is applySim with the placement's other fields given.
+func applySimPlacement(t *testing.T, ns, objects, placement string) {
+	t.Helper()
 	manifest := writeManifest(t, fmt.Sprintf(`apiVersion: v1
 kind: Namespace
 metadata:
@@ -110,11 +133,10 @@ spec:
   - {apiVersion: apps/v1, kind: Deployment, labelSelector: {matchLabels: {sim: "true"}}}
   placement:
     clusterNames: [%[3]s, %[4]s]
-    schedulingProfile: e2e-fit
-    replicaScheduling: {type: Divide, weightMode: Binpack}
+    %[5]s
 ---
 %[2]s
-`, ns, strings.TrimSpace(objects), push, push2))
+`, ns, strings.TrimSpace(objects), push, push2, placement))
 	kubectlGateway(t, "apply", "-f", manifest)
 }
 
@@ -169,8 +191,8 @@ func simPods(ctx context.Context, members map[string]kubernetes.Interface, ns st
 // pod); replicas that fit nowhere gather in the elastic member.
 func TestSimulatedScheduling(t *testing.T) {
 	host, members := clients(t)
-	addSimNodes(t, members[push], push, 8, "1")
-	addSimNodes(t, members[push2], push2, 2, "8")
+	addSimNodes(t, host, members[push], push, "sim", 8, "1")
+	addSimNodes(t, host, members[push2], push2, "sim", 2, "8")
 	profile := writeManifest(t, `apiVersion: flotilla.io/v1alpha1
 kind: SchedulingProfile
 metadata:
@@ -182,20 +204,6 @@ spec:
 `)
 	kubectlGateway(t, "apply", "-f", profile)
 	t.Cleanup(func() { _, _ = kubectlGatewayErr("delete", "schedulingprofile", "e2e-fit") })
-	// The members' node caches have the new nodes before anything is
-	// placed on them.
-	eventually(t, "the sim nodes counted in the members' status", func(ctx context.Context) error {
-		for m, want := range map[string]int32{push: 9, push2: 3} {
-			mc := &v1alpha1.MemberCluster{}
-			if err := host.Get(ctx, client.ObjectKey{Name: m}, mc); err != nil {
-				return err
-			}
-			if mc.Status.NodeCount < want {
-				return fmt.Errorf("%s counts %d nodes, want at least %d", m, mc.Status.NodeCount, want)
-			}
-		}
-		return nil
-	})
 
 	t.Run("large pods go where a node holds them", func(t *testing.T) {
 		ns := "sim-large"

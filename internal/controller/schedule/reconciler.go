@@ -18,6 +18,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -105,9 +106,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	fo := &v1alpha1.FederatedObject{}
 	if err := r.Client.Get(ctx, req.NamespacedName, fo); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.String())
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if !fo.DeletionTimestamp.IsZero() {
+		r.forget(req.String())
 		return reconcile.Result{}, nil
 	}
 	if fo.Spec.Policy == nil {

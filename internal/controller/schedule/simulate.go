@@ -67,3 +67,11 @@ func (s *simulation) release() {
 		s.e.Unlock()
 	}
 }
+
+// forget ends the reservations of a deleted object (key: its
+// namespace/name).
+func (r *Reconciler) forget(key string) {
+	if r.Estimator != nil {
+		r.Estimator.Forget(key)
+	}
+}

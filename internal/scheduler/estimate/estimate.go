@@ -42,6 +42,9 @@ type Estimator struct {
 	Ledger *ledger.Ledger
 
 	mu sync.Mutex
+
+	keysMu    sync.Mutex
+	workloads map[string]string // unit key (the FederatedObject's) → Workload
 }
 
 // Workload is the member-side namespace/name of a unit's object, the key
@@ -106,7 +109,26 @@ func (e *Estimator) Reserve(u *framework.Unit, placement []v1alpha1.ClusterPlace
 		}
 		p[c.Cluster] = max(n, 0)
 	}
+	e.keysMu.Lock()
+	if e.workloads == nil {
+		e.workloads = map[string]string{}
+	}
+	e.workloads[u.Key] = Workload(u)
+	e.keysMu.Unlock()
 	return e.Ledger.Reserve(Workload(u), ledger.PerReplica(u.Shape.Requests), p, bound)
+}
+
+// Forget ends the reservations of the unit whose key (its
+// FederatedObject's namespace/name) is given: the object is deleted, so
+// its replicas will not start.
+func (e *Estimator) Forget(key string) {
+	e.keysMu.Lock()
+	w, ok := e.workloads[key]
+	delete(e.workloads, key)
+	e.keysMu.Unlock()
+	if ok {
+		e.Ledger.Forget(w)
+	}
 }
 
 // maxNotes bounds how many clusters an explanation names.

@@ -106,6 +106,12 @@ func TestFillAndReserve(t *testing.T) {
 	if f := other.Fits["large"]; f.Replicas != 1 || f.Reserved != 1 {
 		t.Errorf("with 2 of big's 3 bound, other fits %d (reserved %d), want 1 (1)", f.Replicas, f.Reserved)
 	}
+	// big's object is deleted: its reservation ends.
+	e.Forget(big.Key)
+	e.Fill(other, cs)
+	if f := other.Fits["large"]; f.Replicas != 2 || f.Reserved != 0 {
+		t.Errorf("after big's object went, other fits %d (reserved %d), want 2 (0)", f.Replicas, f.Reserved)
+	}
 	// Objects without a pod template are not estimated.
 	plain := &framework.Unit{Key: "ns/cm", Namespace: "ns", Name: "cm"}
 	e.Fill(plain, cs)

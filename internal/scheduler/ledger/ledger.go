@@ -171,6 +171,18 @@ func (l *Ledger) Reserve(workload string, per nodefit.Vector, placement Placemen
 	}
 }
 
+// Forget ends a workload's reservations everywhere (its object is gone).
+func (l *Ledger) Forget(workload string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, b := range l.books {
+		if _, ok := b.entries[workload]; ok {
+			b.set(workload, nil, 0)
+		}
+	}
+	delete(l.seen, workload)
+}
+
 // Seen reports whether a decision for workload was recorded since the
 // ledger started; the scheduler reserves a restored workload's placement
 // once after a restart (Reserve) so that its replicas still starting are

@@ -68,11 +68,16 @@ type Args struct {
 	// cluster's share of total capacity, for policies that set no
 	// waterLevelCapPercent: 100 to 1000, default 140.
 	DefaultWaterLevelCapPercent *int32 `json:"defaultWaterLevelCapPercent,omitempty"`
+	// NodeEstimates says whether the members' node-level estimates (simulated
+	// scheduling) give their room where they exist (default true); false
+	// judges every member by its status.resources sums.
+	NodeEstimates *bool `json:"nodeEstimates,omitempty"`
 }
 
 // Plugin plans the placement of the chosen clusters.
 type Plugin struct {
 	defaultCap float64
+	estimates  bool
 }
 
 var _ framework.ReplicasPlugin = (*Plugin)(nil)
@@ -80,7 +85,7 @@ var _ framework.ReplicasPlugin = (*Plugin)(nil)
 // New builds the plugin from Args in JSON; empty or null args give the
 // defaults, unknown fields and out-of-range values are errors.
 func New(args []byte) (framework.Plugin, error) {
-	p := &Plugin{defaultCap: planner.DefaultWaterLevelCap}
+	p := &Plugin{defaultCap: planner.DefaultWaterLevelCap, estimates: true}
 	args = bytes.TrimSpace(args)
 	if len(args) == 0 || string(args) == "null" {
 		return p, nil
@@ -99,6 +104,9 @@ func New(args []byte) (framework.Plugin, error) {
 			return nil, fmt.Errorf("%s: defaultWaterLevelCapPercent %d is outside 100 to 1000", Name, *v)
 		}
 		p.defaultCap = float64(*v) / 100
+	}
+	if a.NodeEstimates != nil {
+		p.estimates = *a.NodeEstimates
 	}
 	return p, nil
 }
@@ -125,7 +133,7 @@ func (p *Plugin) Replicas(ctx context.Context, _ framework.CycleState, u *framew
 	}
 	total := max(int64(*u.Replicas), 0)
 	current, counted := held(u)
-	ts := targets(ctx, u, chosen, current)
+	ts := targets(ctx, u, chosen, current, p.estimates)
 	if len(ts) == 0 {
 		if total == 0 {
 			return []v1alpha1.ClusterPlacement{}, nil

@@ -1,6 +1,7 @@
 package replicas
 
 import (
+	"context"
 	"testing"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
@@ -51,7 +52,11 @@ func TestSimulatedFits(t *testing.T) {
 		// A cluster without a node-level view (a pull member) is judged by
 		// its sums; the simulated ones by their nodes.
 		{name: "clusters without a view use the sums", unit: bp(10, fits("A=2")), chosen: cpus("100", "8", "0"), want: m("A=8", "B=2")},
-		{name: "static weights ignore room", unit: divide(6, requests("cpu", "4"), fits("A=0", "B=0", "C=0")), chosen: roomy(), want: m("A=2", "B=2", "C=2")},
+		{name: "an even split stays even where it fits", unit: divide(9, requests("cpu", "4"), fits("A=10", "B=10", "C=10")), chosen: roomy(), want: m("A=3", "B=3", "C=3")},
+		{name: "an even split is capped by the nodes' room", unit: divide(9, requests("cpu", "4"), fits("A=1", "B=10", "C=10")), chosen: roomy(), want: m("A=1", "B=4", "C=4")},
+		{name: "an even split nobody holds gathers", unit: divide(6, requests("cpu", "4"), fits("A=0", "B=0", "C=0")), chosen: roomy(), want: m("A=6")},
+		{name: "listed static weights ignore room", unit: divide(6, requests("cpu", "4"), fits("A=0", "B=0", "C=0"), weights(w("A", 1), w("B", 1), w("C", 1))),
+			chosen: roomy(), want: m("A=2", "B=2", "C=2")},
 	})
 }
 
@@ -75,4 +80,17 @@ func TestGatherRespectsNodeBudgets(t *testing.T) {
 			chosen: ranked(mc("A", cpu("100", "100"), budget(10, "12")), mc("B", cpu("100", "100"), budget(10, "50")), mc("C", cpu("100", "100"), elastic, budget(10, "11"))),
 			want:   m("A=3", "B=17")},
 	})
+}
+
+func TestNodeEstimatesOff(t *testing.T) {
+	p, err := New([]byte(`{"nodeEstimates": false}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := divide(10, mode(v1alpha1.WeightBinpack), requests("cpu", "4"), fits("A=1", "B=1", "C=1"))
+	// The sums: A 40 cores free (10 replicas), B and C none.
+	placement, st := p.(framework.ReplicasPlugin).Replicas(context.Background(), framework.CycleState{}, u, cpus("40", "0", "0"))
+	if !st.IsSuccess() || len(placement) != 1 || placement[0].Cluster != "A" || *placement[0].Replicas != 10 {
+		t.Errorf("with nodeEstimates false, Binpack by the sums: %v %+v, want A=10", placement, st)
+	}
 }

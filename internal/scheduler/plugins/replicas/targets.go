@@ -35,8 +35,11 @@ type target struct {
 	headroom           int64
 }
 
-// targets turns the chosen clusters into targets, in chosen order.
-func targets(ctx context.Context, u *framework.Unit, chosen []framework.ScoredCluster, current map[string]int64) []target {
+// targets turns the chosen clusters into targets, in chosen order. With
+// estimates, the node-level fits (Unit.Fits) give room and fit where a
+// cluster has one: in WaterLevel and Binpack, and in Static without listed
+// weights (an even split that no member's nodes can hold is capped).
+func targets(ctx context.Context, u *framework.Unit, chosen []framework.ScoredCluster, current map[string]int64, estimates bool) []target {
 	rs := &u.Placement.ReplicaScheduling
 	static := rs.WeightMode == "" || rs.WeightMode == v1alpha1.WeightStatic
 	// A weight dropped to 0 does not move running replicas while
@@ -84,12 +87,13 @@ func targets(ctx context.Context, u *framework.Unit, chosen []framework.ScoredCl
 		if t.Max >= 0 && t.Min > t.Max {
 			t.Min = t.Max
 		}
-		if !static {
-			if f, ok := u.Fits[c.Name]; ok {
-				t.room, t.fit, t.simulated = simulated(c, res, per, f), f.Replicas, true
-			} else {
-				t.room, t.fit = capacity(c, res, per, t.held)
-			}
+		f, fitted := u.Fits[c.Name]
+		fitted = fitted && estimates
+		switch {
+		case fitted && (!static || listed == nil):
+			t.room, t.fit, t.simulated = simulated(c, res, per, f), f.Replicas, true
+		case !static:
+			t.room, t.fit = capacity(c, res, per, t.held)
 		}
 		t.elastic, t.headroom = clusterroom.Elastic(c)
 		out = append(out, t)
