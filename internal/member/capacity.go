@@ -3,8 +3,10 @@ package member
 import (
 	"maps"
 	"strings"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/flotilla-io/flotilla/internal/scheduler/nodefit"
 )
@@ -73,7 +75,9 @@ type cachedEligible struct {
 }
 
 // maxCachedShapes bounds each estimate cache; a full cache starts over.
-const maxCachedShapes = 4096
+// A cached estimate keeps 8 bytes per node: 256 shapes of a member of
+// 1,000 nodes take 2 MB.
+const maxCachedShapes = 256
 
 // Summary is a member's node count and resource totals.
 type Summary struct {
@@ -90,15 +94,26 @@ type Summary struct {
 
 // NewCapacity returns empty totals.
 func NewCapacity() *Capacity {
-	return &Capacity{nodes: map[string]*nodeUsage{}, pods: map[string]podUsage{}, bound: map[string]int32{}}
+	// Versions start apart per Capacity, so that one from a member's new
+	// session never equals one a reader kept from the old.
+	return &Capacity{nodes: map[string]*nodeUsage{}, pods: map[string]podUsage{}, bound: map[string]int32{},
+		version: capacities.Add(1) << 40}
 }
+
+// capacities counts the Capacity values made.
+var capacities atomic.Uint64
 
 // SetNode records a node's allocatable resources and schedulability.
 func (c *Capacity) SetNode(node *corev1.Node) {
 	u := c.node(node.Name)
+	alloc := milli(node.Status.Allocatable)
+	if u.known && maps.Equal(u.allocatable, alloc) && sameForEstimates(u.fit.Object, node) {
+		u.fit.Object = node // a heartbeat or status update: nothing counted changed
+		return
+	}
 	u.known = true
 	u.schedulable = Schedulable(node)
-	u.allocatable = milli(node.Status.Allocatable)
+	u.allocatable = alloc
 	u.fit.Object = node
 	u.fit.Alloc = nodefit.Vector{}
 	for name, v := range u.allocatable {
@@ -264,6 +279,22 @@ func remember[V any](m map[string]V, key string, v V) map[string]V {
 	return m
 }
 
+// sameForEstimates reports whether two versions of a node agree on what
+// the totals and estimates read: labels, taints, cordon and readiness.
+func sameForEstimates(a, b *corev1.Node) bool {
+	return a != nil && b != nil && a.Spec.Unschedulable == b.Spec.Unschedulable && maps.Equal(a.Labels, b.Labels) &&
+		equality.Semantic.DeepEqual(a.Spec.Taints, b.Spec.Taints) && nodeReady(a) == nodeReady(b)
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
 // remove forgets a node, keeping order dense.
 func (c *Capacity) remove(name string) {
 	u := c.nodes[name]
@@ -272,6 +303,7 @@ func (c *Capacity) remove(name string) {
 	c.order[u.index] = c.order[last]
 	c.order[u.index].index = u.index
 	c.fitNodes[u.index] = c.fitNodes[last]
+	c.order[last], c.fitNodes[last] = nil, nil // no reference left to the node
 	c.order, c.fitNodes = c.order[:last], c.fitNodes[:last]
 	c.nodesVersion++
 }

@@ -36,8 +36,15 @@ func Basis(u *framework.Unit, clusters []*v1alpha1.MemberCluster, profile string
 		Requests  corev1.ResourceList `json:"q,omitempty"`
 		Placement *v1alpha1.Placement `json:"pl"`
 		Limits    map[string]int32    `json:"lim,omitempty"`
-		Clusters  []cluster           `json:"c"`
+		// Pod is the pod's node constraints (tolerations, node selector,
+		// required affinity), which simulated room depends on; left out
+		// when it has none, so such objects keep the basis they had.
+		Pod      string    `json:"pod,omitempty"`
+		Clusters []cluster `json:"c"`
 	}{Profile: profile, GVK: u.GVK.String(), Replicas: u.Replicas, Requests: u.Requests, Placement: u.Placement, Limits: u.Limits}
+	if u.Shape != nil && u.Shape.Constrained {
+		in.Pod = u.Shape.ConstraintsKey
+	}
 	for _, c := range clusters {
 		e := cluster{Name: c.Name, Labels: c.Labels, Deleting: !c.DeletionTimestamp.IsZero(),
 			Ready: meta.IsStatusConditionTrue(c.Status.Conditions, v1alpha1.ConditionReady), Serves: serves(c, u)}

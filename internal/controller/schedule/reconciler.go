@@ -165,14 +165,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if at := scheduler.NextExpiry(u, candidates, now); !at.IsZero() {
 		next.RequeueAfter = at.Sub(now) + time.Second
 	}
-	r.restore(u)
+	r.restore(u, candidates)
 	basis := scheduler.Basis(u, candidates, version, now)
 	last := meta.FindStatusCondition(fo.Status.Conditions, v1alpha1.ConditionScheduled)
 	if basis == fo.Status.SchedulingBasis && last != nil && last.Reason == "Scheduled" && len(fo.Spec.Placement) == 0 &&
 		ordinalsInForce(u, tmpl, fo.Placement(), clusterSet(candidates)) {
 		return next, nil // nothing the last decision depended on changed
 	}
-	sim := r.begin(u)
+	sim := r.begin(u, profile.Remote())
 	defer sim.release()
 	sim.fill(candidates)
 	res, err := profile.Schedule(ctx, u, candidates)
@@ -190,6 +190,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		// A failing plugin (a webhook): keep the placement in force, say why,
 		// and try again on a back-off (no basis recorded).
+		sim.release()
 		if serr := r.record(ctx, fo, fo.Placement(), scheduledCondition(fo, false, "SchedulerError", err.Error()), fo.Status.SchedulingBasis, ""); serr != nil {
 			return reconcile.Result{}, serr
 		}
@@ -210,6 +211,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if !ok {
 			// Keep the placement in force and the basis unrecorded: the
 			// decision is made again when a token is due.
+			sim.release()
 			if err := r.record(ctx, fo, placement, scheduledCondition(fo, false, reasonEvictionRateLimited, msg), fo.Status.SchedulingBasis, ""); err != nil {
 				return reconcile.Result{}, err
 			}

@@ -13,38 +13,50 @@ type simulation struct {
 	e      *estimate.Estimator
 	u      *framework.Unit
 	locked bool
+	// remote: the profile calls out (a webhook), so the decision is not
+	// serialised (a slow webhook would hold every other decision up); its
+	// estimate may count room another decision is reserving meanwhile.
+	remote bool
 }
 
-// restore reserves, once after a restart, u's current placement: its
-// replicas may still be starting, and the reservations of the process
-// before are lost. A reservation whose pods are bound ends at the next
-// look (ledger.Reserved).
-func (r *Reconciler) restore(u *framework.Unit) {
+// restore reserves, once after a restart, u's current placement in the
+// members with a node-level view: its replicas may still be starting, and
+// the reservations of the process before are lost. A reservation whose
+// pods are bound ends at once.
+func (r *Reconciler) restore(u *framework.Unit, candidates []*v1alpha1.MemberCluster) {
 	if r.Estimator == nil || !estimate.Applies(u) || r.Estimator.Ledger.Seen(estimate.Workload(u)) {
 		return
 	}
 	r.Estimator.Lock()
 	defer r.Estimator.Unlock()
 	if !r.Estimator.Ledger.Seen(estimate.Workload(u)) {
-		r.Estimator.Reserve(u, u.Current)
+		fits := u.Fits
+		r.Estimator.Fill(u, candidates)
+		r.Estimator.Reserve(u, u.Current, true)
+		u.Fits = fits
 	}
 }
 
-// begin locks the estimator for u's decision. Without an estimator, or for
-// an object without a pod template and replicas, it does nothing.
-func (r *Reconciler) begin(u *framework.Unit) *simulation {
+// begin locks the estimator for u's decision (unless remote). Without an
+// estimator, or for an object without a pod template and replicas, it
+// does nothing.
+func (r *Reconciler) begin(u *framework.Unit, remote bool) *simulation {
 	s := &simulation{e: r.Estimator, u: u}
 	if s.e == nil || !estimate.Applies(u) {
+		s.e = nil
 		return s
 	}
-	s.e.Lock()
-	s.locked = true
+	s.remote = remote
+	if !remote {
+		s.e.Lock()
+		s.locked = true
+	}
 	return s
 }
 
 // fill gives u its candidates' simulated room.
 func (s *simulation) fill(candidates []*v1alpha1.MemberCluster) {
-	if s.locked {
+	if s.e != nil {
 		s.e.Fill(s.u, candidates)
 	}
 }
@@ -52,12 +64,21 @@ func (s *simulation) fill(candidates []*v1alpha1.MemberCluster) {
 // reserve records the placement about to be written and unlocks; the undo
 // restores the ledger when the write fails.
 func (s *simulation) reserve(placement []v1alpha1.ClusterPlacement) (undo func()) {
-	if !s.locked {
+	switch {
+	case s.e == nil:
 		return func() {}
+	case s.remote:
+		s.e.Lock()
+		defer s.e.Unlock()
+	default:
+		defer s.release()
 	}
-	undo = s.e.Reserve(s.u, placement)
-	s.release()
-	return undo
+	undo = s.e.Reserve(s.u, placement, false)
+	return func() {
+		s.e.Lock()
+		defer s.e.Unlock()
+		undo()
+	}
 }
 
 // release unlocks without reserving (a decision that writes nothing new).

@@ -61,7 +61,8 @@ func (e *Estimator) Lock() { e.mu.Lock() }
 // Unlock ends what Lock started.
 func (e *Estimator) Unlock() { e.mu.Unlock() }
 
-// Fill sets u.Fits for every cluster with a node-level view.
+// Fill sets u.Fits for every cluster with a node-level view: a push member
+// whose caches are filled and that has nodes.
 func (e *Estimator) Fill(u *framework.Unit, clusters []*v1alpha1.MemberCluster) {
 	if !Applies(u) {
 		return
@@ -71,13 +72,20 @@ func (e *Estimator) Fill(u *framework.Unit, clusters []*v1alpha1.MemberCluster) 
 	for _, c := range clusters {
 		e.Members.EstimateNodes(c.Name, func(n member.Nodes) {
 			res := n.Fit(u.Shape)
-			reserved, _ := e.Ledger.Reserved(c.Name, w, n.Bound, n.Version())
-			held := ledger.InReplicas(reserved, u.Shape)
+			if res.Total == 0 {
+				// No nodes at all (an API server alone, a virtual
+				// cluster): nothing to simulate; the sums decide.
+				return
+			}
+			version := n.Version()
+			reserved, _ := e.Ledger.Reserved(c.Name, w, n.Bound, version)
+			held := ledger.Displaced(reserved, res, u.Shape)
 			bound := n.Bound(w)
 			u.Fits[c.Name] = framework.Fit{
 				Replicas: int64(bound) + max(res.Replicas-held, 0),
 				Reserved: held,
 				Bound:    bound,
+				Version:  version,
 				Nodes:    res,
 			}
 		})
@@ -87,27 +95,38 @@ func (e *Estimator) Fill(u *framework.Unit, clusters []*v1alpha1.MemberCluster) 
 // Reserve records a unit's placement in the ledger (each cluster's
 // replicas; the object's whole count in every cluster for one that is not
 // divided) and returns the undo for a placement that could not be
-// written. After Fill, only clusters with a node-level view are reserved:
-// nothing would see the others' pods start.
-func (e *Estimator) Reserve(u *framework.Unit, placement []v1alpha1.ClusterPlacement) (undo func()) {
+// written. Only clusters with a node-level view (Unit.Fits) are reserved:
+// nothing would see the others' pods start. A cluster whose count is the
+// one in force (Unit.Current) starts no reservation unless restore is set
+// (after a restart, whose ledger is empty): a reservation that ended is
+// not started again by a decision that keeps the count.
+func (e *Estimator) Reserve(u *framework.Unit, placement []v1alpha1.ClusterPlacement, restore bool) (undo func()) {
 	if !Applies(u) {
 		return func() {}
 	}
-	p := make(ledger.Placement, len(placement))
-	bound := make(map[string]int32, len(u.Fits))
+	count := func(c v1alpha1.ClusterPlacement) int64 {
+		if c.Replicas != nil {
+			return max(int64(*c.Replicas), 0)
+		}
+		return max(int64(*u.Replicas), 0)
+	}
+	inForce := map[string]int64{}
+	for _, c := range u.Current {
+		inForce[c.Cluster] = count(c)
+	}
+	p := make(map[string]ledger.Count, len(placement))
 	for _, c := range placement {
 		f, ok := u.Fits[c.Cluster]
-		if u.Fits != nil && !ok {
+		if !ok {
 			continue
 		}
-		if ok {
-			bound[c.Cluster] = f.Bound
+		n := count(c)
+		was, placed := inForce[c.Cluster]
+		p[c.Cluster] = ledger.Count{
+			Replicas: n,
+			Fresh:    restore || !placed || was != n,
+			Observed: ledger.Observed{Known: true, Bound: f.Bound, Version: f.Version},
 		}
-		n := int64(*u.Replicas)
-		if c.Replicas != nil {
-			n = int64(*c.Replicas)
-		}
-		p[c.Cluster] = max(n, 0)
 	}
 	e.keysMu.Lock()
 	if e.workloads == nil {
@@ -115,7 +134,7 @@ func (e *Estimator) Reserve(u *framework.Unit, placement []v1alpha1.ClusterPlace
 	}
 	e.workloads[u.Key] = Workload(u)
 	e.keysMu.Unlock()
-	return e.Ledger.Reserve(Workload(u), ledger.PerReplica(u.Shape.Requests), p, bound)
+	return e.Ledger.Reserve(Workload(u), ledger.PerReplica(u.Shape.Requests), p)
 }
 
 // Forget ends the reservations of the unit whose key (its

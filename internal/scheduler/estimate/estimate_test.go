@@ -57,9 +57,9 @@ func clusters(names ...string) []*v1alpha1.MemberCluster {
 
 func TestFillAndReserve(t *testing.T) {
 	// small: 20 nodes of 1 core (20 cores); large: 2 nodes of 8 (16).
-	m := members{"small": nodes(20, 1), "large": nodes(2, 8)}
+	m := members{"small": nodes(20, 1), "large": nodes(2, 8), "empty": nodes(0, 0)}
 	e := &Estimator{Members: m, Ledger: &ledger.Ledger{}}
-	cs := clusters("small", "large", "pull")
+	cs := clusters("small", "large", "pull", "empty")
 
 	big := unit("big", 10, "4")
 	e.Fill(big, cs)
@@ -72,6 +72,9 @@ func TestFillAndReserve(t *testing.T) {
 	if _, ok := big.Fits["pull"]; ok {
 		t.Errorf("a member without a node-level view got a fit")
 	}
+	if _, ok := big.Fits["empty"]; ok {
+		t.Errorf("a member without nodes got a fit")
+	}
 	why := Explain(big)
 	for _, want := range []string{"small fits 0 of 10 (most free on one node: cpu 1)", "large fits 4 of 10 (most free on one node: cpu 8)"} {
 		if !strings.Contains(why, want) {
@@ -79,7 +82,7 @@ func TestFillAndReserve(t *testing.T) {
 		}
 	}
 	// big takes 3 in large; a second decision sees one 4-cpu replica left.
-	e.Reserve(big, []v1alpha1.ClusterPlacement{{Cluster: "large", Replicas: ptr.To[int32](3)}})
+	e.Reserve(big, []v1alpha1.ClusterPlacement{{Cluster: "large", Replicas: ptr.To[int32](3)}}, false)
 	other := unit("other", 10, "4")
 	e.Fill(other, cs)
 	if f := other.Fits["large"]; f.Replicas != 1 || f.Reserved != 3 {

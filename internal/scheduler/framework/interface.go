@@ -61,6 +61,8 @@ type Fit struct {
 	// Bound is how many of the unit's own pods are bound to nodes in the
 	// cluster (part of Replicas).
 	Bound int32
+	// Version identifies the member state the fit was read at.
+	Version uint64
 	// Nodes is the node-level estimate the room comes from.
 	Nodes nodefit.Result
 }

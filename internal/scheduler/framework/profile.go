@@ -65,6 +65,17 @@ type Profile struct {
 	all      []Plugin
 }
 
+// Remote reports whether a plugin of the profile calls out (a webhook):
+// its decisions may take as long as a network round trip.
+func (p *Profile) Remote() bool {
+	for _, pl := range p.all {
+		if _, ok := pl.(PointsPlugin); ok {
+			return true
+		}
+	}
+	return false
+}
+
 // Close releases what the profile's plugins hold (a webhook's
 // connections); call it when the profile is replaced. A profile may still
 // finish decisions in flight.

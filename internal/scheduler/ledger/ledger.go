@@ -53,9 +53,6 @@ type entry struct {
 	outstanding int64 // want less the bound pods, as counted in total
 }
 
-// Placement is a decision's replicas per cluster.
-type Placement map[string]int64
-
 func (l *Ledger) now() time.Time {
 	if l.Now != nil {
 		return l.Now()
@@ -81,10 +78,6 @@ func PerReplica(requests []nodefit.Request) nodefit.Vector {
 }
 
 func (l *Ledger) book(cluster string) *book {
-	if l.books == nil {
-		l.books = map[string]*book{}
-		l.seen = map[string]struct{}{}
-	}
 	b := l.books[cluster]
 	if b == nil {
 		b = &book{entries: map[string]*entry{}}
@@ -94,9 +87,10 @@ func (l *Ledger) book(cluster string) *book {
 }
 
 // set replaces a workload's entry (nil: removes it), keeping the total.
-// bound is the workload's bound pods in the cluster when known (-1: not
-// known; the total is counted again at the next look).
-func (b *book) set(workload string, e *entry, bound int32) {
+// obs is what the decision saw of the workload's bound pods there; when it
+// was not seen, or at another member state than the total's, the total is
+// counted again at the next look.
+func (b *book) set(workload string, e *entry, obs Observed) {
 	if old := b.entries[workload]; old != nil {
 		add(&b.total, &old.per, -old.outstanding)
 		b.replicas -= old.outstanding
@@ -105,12 +99,16 @@ func (b *book) set(workload string, e *entry, bound int32) {
 	if e == nil {
 		return
 	}
-	b.entries[workload] = e
-	if bound < 0 {
+	if !obs.Known || obs.Version != b.version {
+		b.entries[workload] = e
 		b.version = 0
 		return
 	}
-	e.outstanding = max(e.want-int64(bound), 0)
+	e.outstanding = e.want - int64(obs.Bound)
+	if e.outstanding <= 0 {
+		return // its pods are all bound already: nothing to hold
+	}
+	b.entries[workload] = e
 	add(&b.total, &e.per, e.outstanding)
 	b.replicas += e.outstanding
 	if b.next.IsZero() || e.expires.Before(b.next) {
@@ -118,19 +116,42 @@ func (b *book) set(workload string, e *entry, bound int32) {
 	}
 }
 
+// Observed is what a decision saw of a workload in a member.
+type Observed struct {
+	// Known says the member has a node-level view and the rest is set.
+	Known bool
+	// Bound is the workload's bound pods there.
+	Bound int32
+	// Version is the member state version they were counted at.
+	Version uint64
+}
+
+// Count is a decision's replicas in one cluster.
+type Count struct {
+	// Replicas placed there.
+	Replicas int64
+	// Fresh says the count is new in this decision (it differs from the
+	// placement in force, or the placement is being restored after a
+	// restart). Only a fresh count starts a reservation: one that ended
+	// (bound, or timed out) is not started again by a decision that keeps
+	// the same count.
+	Fresh bool
+	// Observed is what the decision saw there.
+	Observed Observed
+}
+
 // Reserve records a decision for workload (namespace/name): each cluster's
-// replicas are expected to start there. bound gives the workload's bound
-// pods per cluster where known (Fit.Bound); for the others they are
-// counted at the next look. The workload's reservations in clusters left
-// out end. A cluster whose count is unchanged keeps its reservation's
-// deadline. It returns a function that restores what was there before
-// (for a decision that could not be written).
-func (l *Ledger) Reserve(workload string, per nodefit.Vector, placement Placement, bound map[string]int32) (undo func()) {
+// replicas are expected to start there. The workload's reservations in
+// clusters left out end. A cluster whose count and per-replica vector are
+// unchanged keeps its reservation and deadline. It returns a function that
+// restores what was there before (for a decision that could not be
+// written).
+func (l *Ledger) Reserve(workload string, per nodefit.Vector, placement map[string]Count) (undo func()) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.books == nil {
-		l.book("") // allocates the maps
-		delete(l.books, "")
+		l.books = map[string]*book{}
+		l.seen = map[string]struct{}{}
 	}
 	_, wasSeen := l.seen[workload]
 	l.seen[workload] = struct{}{}
@@ -139,21 +160,21 @@ func (l *Ledger) Reserve(workload string, per nodefit.Vector, placement Placemen
 		if e, ok := b.entries[workload]; ok {
 			before[cluster] = *e
 			if _, kept := placement[cluster]; !kept {
-				b.set(workload, nil, 0)
+				b.set(workload, nil, Observed{})
 			}
 		}
 	}
 	deadline := l.now().Add(l.timeout())
-	for cluster, n := range placement {
-		if old, ok := before[cluster]; ok && old.want == n {
+	for cluster, c := range placement {
+		if old, ok := before[cluster]; ok && old.want == c.Replicas && old.per.Equal(&per) {
 			continue
 		}
-		b, ok := bound[cluster]
-		if !ok {
-			b = -1
+		if !c.Fresh {
+			continue
 		}
-		l.book(cluster).set(workload, &entry{want: n, per: per, expires: deadline}, b)
+		l.book(cluster).set(workload, &entry{want: c.Replicas, per: per, expires: deadline}, c.Observed)
 	}
+	l.prune()
 	return func() {
 		l.mu.Lock()
 		defer l.mu.Unlock()
@@ -162,11 +183,25 @@ func (l *Ledger) Reserve(workload string, per nodefit.Vector, placement Placemen
 		}
 		for cluster, b := range l.books {
 			if _, ok := b.entries[workload]; ok {
-				b.set(workload, nil, 0)
+				b.set(workload, nil, Observed{})
 			}
 			if e, ok := before[cluster]; ok {
-				b.set(workload, &e, -1)
+				b.set(workload, &e, Observed{})
 			}
+		}
+		for cluster, e := range before {
+			if l.books[cluster] == nil {
+				l.book(cluster).set(workload, &e, Observed{})
+			}
+		}
+	}
+}
+
+// prune drops the books of clusters without reservations.
+func (l *Ledger) prune() {
+	for cluster, b := range l.books {
+		if len(b.entries) == 0 {
+			delete(l.books, cluster)
 		}
 	}
 }
@@ -177,10 +212,11 @@ func (l *Ledger) Forget(workload string) {
 	defer l.mu.Unlock()
 	for _, b := range l.books {
 		if _, ok := b.entries[workload]; ok {
-			b.set(workload, nil, 0)
+			b.set(workload, nil, Observed{})
 		}
 	}
 	delete(l.seen, workload)
+	l.prune()
 }
 
 // Seen reports whether a decision for workload was recorded since the
@@ -268,7 +304,7 @@ func (l *Ledger) Totals() map[string]Total {
 		var t Total
 		for w, e := range b.entries {
 			if now.After(e.expires) {
-				b.set(w, nil, 0)
+				b.set(w, nil, Observed{})
 				continue
 			}
 			if e.outstanding > 0 {
@@ -278,6 +314,7 @@ func (l *Ledger) Totals() map[string]Total {
 		}
 		out[cluster] = t
 	}
+	l.prune()
 	return out
 }
 
@@ -310,11 +347,13 @@ func (t Total) ResourceList() corev1.ResourceList {
 	return list
 }
 
-// InReplicas converts reserved resources into replicas of a shape: the
-// most replicas' worth any one resource (or the pod slots) holds, rounded
-// up.
-func InReplicas(reserved nodefit.Vector, s *nodefit.Shape) int64 {
-	n := ceil(reserved.Pods, nodefit.PodAmount)
+// Displaced returns how many replicas of a shape the reservations take
+// from a member's estimate res: for each requested resource, the reserved
+// amount in replicas of the shape (rounded up), the most of them; pod
+// slots count only beyond the slots the shape's replicas leave free, so
+// many small reserved pods do not hide the room of a large one.
+func Displaced(reserved nodefit.Vector, res nodefit.Result, s *nodefit.Shape) int64 {
+	n := max(ceil(reserved.Pods, nodefit.PodAmount)-max(res.FreePods-res.Replicas, 0), 0)
 	for _, r := range s.Requests {
 		n = max(n, ceil(reserved.Get(r.Name), r.Amount))
 	}

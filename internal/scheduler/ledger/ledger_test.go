@@ -12,6 +12,22 @@ import (
 
 type clock struct{ t time.Time }
 
+// Placement is a decision's replicas per cluster.
+type Placement map[string]int64
+
+// fresh makes every count of p new in the decision, with the bound counts
+// seen at version 7 where bound has the cluster (unknown elsewhere).
+func fresh(p Placement, bound map[string]int32) map[string]Count {
+	out := map[string]Count{}
+	for c, n := range p {
+		out[c] = Count{Replicas: n, Fresh: true}
+		if b, ok := bound[c]; ok {
+			out[c] = Count{Replicas: n, Fresh: true, Observed: Observed{Known: true, Bound: b, Version: 7}}
+		}
+	}
+	return out
+}
+
 func (c *clock) now() time.Time { return c.t }
 
 var oneCPU = PerReplica([]nodefit.Request{{Name: corev1.ResourceCPU, Amount: 1000}})
@@ -23,8 +39,8 @@ func TestReserved(t *testing.T) {
 	lookup := func(w string) int32 { return bound[w] }
 	version := uint64(1) // changes with bound
 
-	l.Reserve("ns/a", oneCPU, Placement{"m1": 3, "m2": 2}, nil)
-	l.Reserve("ns/b", oneCPU, Placement{"m1": 4}, nil)
+	l.Reserve("ns/a", oneCPU, fresh(Placement{"m1": 3, "m2": 2}, nil))
+	l.Reserve("ns/b", oneCPU, fresh(Placement{"m1": 4}, nil))
 	v, n := l.Reserved("m1", "", lookup, version)
 	if n != 7 || v.CPU != 7000 || v.Pods != 7*nodefit.PodAmount {
 		t.Fatalf("m1 reserves %d replicas, %+v; want 7 replicas, 7 cpus, 7 pod slots", n, v)
@@ -45,7 +61,7 @@ func TestReserved(t *testing.T) {
 		t.Errorf("with ns/a all bound m1 reserves %d, want 4", n)
 	}
 	// A new decision for b replaces its reservation; m2's a stays.
-	l.Reserve("ns/b", oneCPU, Placement{"m2": 1}, nil)
+	l.Reserve("ns/b", oneCPU, fresh(Placement{"m2": 1}, nil))
 	if _, n := l.Reserved("m1", "", lookup, version); n != 0 {
 		t.Errorf("after b left m1, m1 reserves %d, want 0", n)
 	}
@@ -67,8 +83,8 @@ func TestReserved(t *testing.T) {
 func TestReserveUndo(t *testing.T) {
 	l := &Ledger{}
 	none := func(string) int32 { return 0 }
-	l.Reserve("ns/a", oneCPU, Placement{"m1": 2}, nil)
-	undo := l.Reserve("ns/a", oneCPU, Placement{"m2": 5}, nil)
+	l.Reserve("ns/a", oneCPU, fresh(Placement{"m1": 2}, nil))
+	undo := l.Reserve("ns/a", oneCPU, fresh(Placement{"m2": 5}, nil))
 	undo()
 	if _, n := l.Reserved("m1", "", none, 1); n != 2 {
 		t.Errorf("after undo m1 reserves %d, want the 2 from before", n)
@@ -76,7 +92,7 @@ func TestReserveUndo(t *testing.T) {
 	if _, n := l.Reserved("m2", "", none, 1); n != 0 {
 		t.Errorf("after undo m2 reserves %d, want 0", n)
 	}
-	undo = l.Reserve("ns/new", oneCPU, Placement{"m1": 1}, nil)
+	undo = l.Reserve("ns/new", oneCPU, fresh(Placement{"m1": 1}, nil))
 	if !l.Seen("ns/new") {
 		t.Errorf("a reserved workload is not Seen")
 	}
@@ -90,9 +106,9 @@ func TestUnchangedCountKeepsDeadline(t *testing.T) {
 	c := &clock{t: time.Unix(0, 0)}
 	l := &Ledger{Timeout: time.Minute, Now: c.now}
 	none := func(string) int32 { return 0 }
-	l.Reserve("ns/a", oneCPU, Placement{"m1": 2}, nil)
+	l.Reserve("ns/a", oneCPU, fresh(Placement{"m1": 2}, nil))
 	c.t = c.t.Add(50 * time.Second)
-	l.Reserve("ns/a", oneCPU, Placement{"m1": 2, "m2": 1}, nil)
+	l.Reserve("ns/a", oneCPU, fresh(Placement{"m1": 2, "m2": 1}, nil))
 	c.t = c.t.Add(20 * time.Second)
 	if _, n := l.Reserved("m1", "", none, 1); n != 0 {
 		t.Errorf("m1's unchanged reservation was extended: %d still reserved", n)
@@ -102,10 +118,12 @@ func TestUnchangedCountKeepsDeadline(t *testing.T) {
 	}
 }
 
-func TestInReplicasAndResourceList(t *testing.T) {
+func TestDisplacedAndResourceList(t *testing.T) {
 	s := nodefit.NewShape(&corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
 		corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("1Gi"),
 	}}}}})
+	// The member holds 10 such replicas, with 500 pod slots free.
+	res := nodefit.Result{Replicas: 10, FreePods: 500}
 	tests := []struct {
 		name     string
 		reserved nodefit.Vector
@@ -114,11 +132,12 @@ func TestInReplicasAndResourceList(t *testing.T) {
 		{"nothing", nodefit.Vector{}, 0},
 		{"cpu rounds up", nodefit.Vector{CPU: 2500}, 2},
 		{"memory dominates", nodefit.Vector{CPU: 1000, Memory: 3 << 30}, 3},
-		{"pod slots", nodefit.Vector{Pods: 4 * nodefit.PodAmount}, 4},
+		{"many small pods: slots are not the limit", nodefit.Vector{CPU: 4000, Pods: 400 * nodefit.PodAmount}, 2},
+		{"slots are the limit", nodefit.Vector{Pods: 495 * nodefit.PodAmount}, 5},
 	}
 	for _, tt := range tests {
-		if got := InReplicas(tt.reserved, s); got != tt.want {
-			t.Errorf("%s: InReplicas = %d, want %d", tt.name, got, tt.want)
+		if got := Displaced(tt.reserved, res, s); got != tt.want {
+			t.Errorf("%s: Displaced = %d, want %d", tt.name, got, tt.want)
 		}
 	}
 	list := Total{Replicas: 3, Resources: nodefit.Vector{CPU: 3000, Memory: 3 << 30, Pods: 3 * nodefit.PodAmount}}.ResourceList()
@@ -143,26 +162,47 @@ func TestRunningTotal(t *testing.T) {
 		lookups++
 		return map[string]int32{"ns/a": 1}[w]
 	}
-	l.Reserve("ns/a", oneCPU, Placement{"m1": 3}, map[string]int32{"m1": 1})
+	l.Reserve("ns/a", oneCPU, fresh(Placement{"m1": 3}, map[string]int32{"m1": 1}))
 	if _, n := l.Reserved("m1", "", bound, 7); n != 2 || lookups != 1 {
 		// The first look at the cluster counts (version 7 is new).
 		t.Fatalf("first look: %d reserved after %d lookups, want 2 after 1", n, lookups)
 	}
 	lookups = 0
-	l.Reserve("ns/b", oneCPU, Placement{"m1": 4}, map[string]int32{"m1": 0})
+	l.Reserve("ns/b", oneCPU, fresh(Placement{"m1": 4}, map[string]int32{"m1": 0}))
 	if v, n := l.Reserved("m1", "ns/b", bound, 7); n != 2 || v.CPU != 2000 || lookups != 0 {
 		t.Errorf("unchanged member: %d reserved (%d mcpu) after %d lookups, want 2 (2000) after none", n, v.CPU, lookups)
 	}
 	if _, n := l.Reserved("m1", "", bound, 7); n != 6 {
 		t.Errorf("everyone's: %d, want 6", n)
 	}
-	l.Reserve("ns/b", oneCPU, Placement{"m1": 4}, nil) // unknown bound: counted at the next look
+	l.Reserve("ns/b", oneCPU, fresh(Placement{"m1": 4}, nil)) // unknown bound: counted at the next look
 	if _, n := l.Reserved("m1", "", bound, 7); n != 6 {
 		t.Errorf("after an unchanged decision: %d, want 6", n)
 	}
-	l.Reserve("ns/b", oneCPU, Placement{"m1": 5}, nil)
+	l.Reserve("ns/b", oneCPU, fresh(Placement{"m1": 5}, nil))
 	lookups = 0
 	if _, n := l.Reserved("m1", "", bound, 7); n != 7 || lookups == 0 {
 		t.Errorf("after a decision with an unknown bound count: %d after %d lookups, want 7 after a recount", n, lookups)
+	}
+}
+
+// TestEndedReservationNotRestarted checks that a decision keeping the
+// count in force does not start a reservation that timed out again.
+func TestEndedReservationNotRestarted(t *testing.T) {
+	c := &clock{t: time.Unix(0, 0)}
+	l := &Ledger{Timeout: time.Minute, Now: c.now}
+	none := func(string) int32 { return 0 }
+	l.Reserve("ns/a", oneCPU, fresh(Placement{"m1": 2}, nil))
+	c.t = c.t.Add(2 * time.Minute)
+	if _, n := l.Reserved("m1", "", none, 1); n != 0 {
+		t.Fatalf("after the timeout %d reserved", n)
+	}
+	l.Reserve("ns/a", oneCPU, map[string]Count{"m1": {Replicas: 2}}) // the same count, not fresh
+	if _, n := l.Reserved("m1", "", none, 1); n != 0 {
+		t.Errorf("an unchanged decision started the ended reservation again: %d", n)
+	}
+	l.Reserve("ns/a", oneCPU, map[string]Count{"m1": {Replicas: 3, Fresh: true}})
+	if _, n := l.Reserved("m1", "", none, 1); n != 3 {
+		t.Errorf("a new count reserves %d, want 3", n)
 	}
 }

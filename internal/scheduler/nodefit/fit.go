@@ -92,6 +92,19 @@ func (v *Vector) Add(name corev1.ResourceName, amount int64) {
 	}
 }
 
+// Equal reports whether two vectors hold the same amounts.
+func (v *Vector) Equal(o *Vector) bool {
+	if v.CPU != o.CPU || v.Memory != o.Memory || v.Ephemeral != o.Ephemeral || v.Pods != o.Pods || len(v.Other) != len(o.Other) {
+		return false
+	}
+	for name, a := range v.Other {
+		if b, ok := o.Other[name]; !ok || a != b {
+			return false
+		}
+	}
+	return true
+}
+
 // Node is a node as the estimate sees it.
 type Node struct {
 	// Object carries the labels, taints, cordon and Ready condition.
@@ -128,6 +141,8 @@ type Result struct {
 	// Largest is, per requested resource, the most any one eligible node
 	// has free (in the shape's request order).
 	Largest []Request
+	// FreePods is the free pod slots over the eligible nodes.
+	FreePods int64
 }
 
 // Estimate places replicas of s on nodes: eligible[i] says whether
@@ -147,6 +162,7 @@ func Estimate(s *Shape, nodes []*Node, eligible []bool) Result {
 		}
 		res.Nodes++
 		res.Replicas += s.Count(n)
+		res.FreePods += max(n.Alloc.Pods-n.Used.Pods, 0) / PodAmount
 		for j, r := range s.Requests {
 			sl := s.slots[j]
 			res.Largest[j].Amount = max(res.Largest[j].Amount, n.Alloc.at(sl, r.Name)-n.Used.at(sl, r.Name))

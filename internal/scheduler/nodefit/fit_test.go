@@ -232,8 +232,8 @@ func TestTally(t *testing.T) {
 			tally = NewTally(s, nodes, eligible)
 		}
 		want := Estimate(s, nodes, eligible)
-		if tally.Replicas != want.Replicas || tally.Nodes != want.Nodes {
-			t.Fatalf("step %d: tally %d on %d nodes, full count %d on %d", k, tally.Replicas, tally.Nodes, want.Replicas, want.Nodes)
+		if tally.Replicas != want.Replicas || tally.Nodes != want.Nodes || tally.FreePods != want.FreePods {
+			t.Fatalf("step %d: tally %d on %d nodes (%d slots), full count %d on %d (%d)", k, tally.Replicas, tally.Nodes, tally.FreePods, want.Replicas, want.Nodes, want.FreePods)
 		}
 		for j := range want.Largest {
 			if max(want.Largest[j].Amount, 0) != tally.Largest[j].Amount {

@@ -41,6 +41,9 @@ type Shape struct {
 	// ConstraintsKey identifies the constraints alone (which nodes are
 	// eligible, whatever is free on them).
 	ConstraintsKey string
+	// Constrained says the pod has tolerations, a node selector or a
+	// required node affinity.
+	Constrained bool
 
 	tolerations []corev1.Toleration
 	affinity    nodeaffinity.RequiredNodeAffinity
@@ -72,6 +75,7 @@ func NewShape(spec *corev1.PodSpec) *Shape {
 	if a := spec.Affinity; a != nil && a.NodeAffinity != nil {
 		required = a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
 	}
+	s.Constrained = len(spec.Tolerations) > 0 || len(spec.NodeSelector) > 0 || required != nil
 	s.ConstraintsKey = hash(struct {
 		T []corev1.Toleration
 		S map[string]string

@@ -7,16 +7,19 @@ package nodefit
 type Tally struct {
 	// Result is the estimate now.
 	Result
-	counts []int64 // per node: replicas it holds (0 if not eligible)
+	counts []int32 // per node: replicas it holds (0 if not eligible)
+	slots  []int32 // per node: free pod slots (0 if not eligible)
 	argmax []int   // per request: the node with Largest (-1: none)
 }
+
+func freeSlots(n *Node) int32 { return int32(min(max(n.Alloc.Pods-n.Used.Pods, 0)/PodAmount, 1<<30)) }
 
 // NewTally counts every node (as Estimate does).
 func NewTally(s *Shape, nodes []*Node, eligible []bool) *Tally {
 	if len(s.slots) != len(s.Requests) {
 		s.index()
 	}
-	t := &Tally{counts: make([]int64, len(nodes)), argmax: make([]int, len(s.Requests))}
+	t := &Tally{counts: make([]int32, len(nodes)), slots: make([]int32, len(nodes)), argmax: make([]int, len(s.Requests))}
 	t.Total = len(nodes)
 	t.Largest = make([]Request, len(s.Requests))
 	for j, r := range s.Requests {
@@ -28,8 +31,10 @@ func NewTally(s *Shape, nodes []*Node, eligible []bool) *Tally {
 			continue
 		}
 		t.Nodes++
-		t.counts[i] = s.Count(n)
-		t.Replicas += t.counts[i]
+		t.counts[i] = int32(min(s.Count(n), 1<<30))
+		t.Replicas += int64(t.counts[i])
+		t.slots[i] = freeSlots(n)
+		t.FreePods += int64(t.slots[i])
 		for j, r := range s.Requests {
 			sl := s.slots[j]
 			if free := n.Alloc.at(sl, r.Name) - n.Used.at(sl, r.Name); t.argmax[j] < 0 || free > t.Largest[j].Amount {
@@ -52,9 +57,12 @@ func (t *Tally) Update(s *Shape, nodes []*Node, eligible []bool, i int) bool {
 		return i >= 0 && i < len(t.counts)
 	}
 	n := nodes[i]
-	count := s.Count(n)
-	t.Replicas += count - t.counts[i]
+	count := int32(min(s.Count(n), 1<<30))
+	t.Replicas += int64(count - t.counts[i])
 	t.counts[i] = count
+	slots := freeSlots(n)
+	t.FreePods += int64(slots - t.slots[i])
+	t.slots[i] = slots
 	var largest []Request
 	for j, r := range s.Requests {
 		sl := s.slots[j]

@@ -119,7 +119,7 @@ func BenchmarkScheduleSimulated(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				e.Reserve(u, res.Placement)
+				e.Reserve(u, res.Placement, false)
 				return res
 			}
 			res := decide(0)

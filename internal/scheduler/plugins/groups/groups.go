@@ -15,7 +15,7 @@
 //
 // until the chosen groups' room holds the replicas (room.Replicas: the
 // simulated estimate, else the status sums), or placement.groups.maxGroups
-// is reached. When even all of them cannot hold the replicas and none of
+// is reached (groups the object runs in stay even beyond it). When even all of them cannot hold the replicas and none of
 // the chosen groups can grow, the cheapest group that can grow is added
 // (within maxGroups): that is where the unplaceable replicas gather. An
 // object that is not divided takes one group unless maxGroups says more.
@@ -121,10 +121,15 @@ func (*Plugin) Select(_ context.Context, state framework.CycleState, u *framewor
 	if m := u.Placement.Groups.MaxGroups; m != nil {
 		limit = min(int(*m), len(all))
 	}
+	if need == 0 {
+		return ranked, nil // nothing to place: every group keeps its copy
+	}
 	var chosen []*group
 	covered, elastic := int64(0), false
 	for _, g := range all {
-		if len(chosen) == limit || covered >= need && !g.running {
+		// Running groups come first and all stay, whatever the limit:
+		// dropping one would move what runs there.
+		if !g.running && (len(chosen) >= limit || covered >= need) {
 			break
 		}
 		if !g.running && g.room == 0 && !g.elastic {

@@ -128,8 +128,8 @@ func sum(v []int64) int64 {
 }
 
 // capToFit lowers each simulated target's Max to the replicas that fit on
-// its nodes (never below its minReplicas) and returns the maxima before (nil when no target is
-// simulated, or in Static mode, where room plays no part).
+// its nodes (never below its minReplicas) and returns the maxima before
+// (nil when no target is simulated: listed Static weights, no estimates).
 func capToFit(ts []target) []int64 {
 	var maxima []int64
 	for i := range ts {
