@@ -263,6 +263,10 @@ func applicationFailover(t *testing.T, f *fed) {
 	d.Spec.Template.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: slot, Limits: slot}
 	f.create(t, d)
 	p := dividePolicy(ns, []string{"member-1", "member-2"})
+	// Listed weights: the split is 5/5 whatever the members' nodes hold
+	// (simulated room would place 2/8 from the start), so that member-1's
+	// 3 Unschedulable replicas are what moves them.
+	p.Spec.Placement.ReplicaScheduling.Weights = []v1alpha1.ClusterWeight{{Cluster: "member-1", Weight: 1}, {Cluster: "member-2", Weight: 1}}
 	p.Spec.Failover = &v1alpha1.Failover{Application: &v1alpha1.ApplicationFailover{UnschedulableSeconds: ptr.To[int32](15)}}
 	f.create(t, p)
 	created := time.Now()
