@@ -168,7 +168,43 @@ type HealthRule struct {
 	Pods Expression `json:"pods,omitempty"`
 }
 
+// RolloutRule lets a federated rollout govern the kind (docs/rollouts.md):
+// a change of a divided object's pod template rolls out under one
+// maxSurge/maxUnavailable budget across the members, each member's copy
+// held on the pods it runs until it is admitted with its share. The kind's
+// controller must honour the paused field (it stops updating pods while it
+// is true) and the budget fields.
+type RolloutRule struct {
+	// Paused is a boolean field that holds a copy on its current pods while
+	// true (a CloneSet's spec.updateStrategy.paused). On the host object it
+	// pauses the federated rollout, as spec.paused does a Deployment's.
+	// +kubebuilder:validation:MinLength=1
+	Paused FieldPath `json:"paused"`
+	// MaxSurge is the kind's int-or-percent surge field (a CloneSet's
+	// spec.updateStrategy.maxSurge): the federation's surge is read from
+	// the host object's (25% when unset) and each rolling copy's share is
+	// written to its copy's. Without it the kind does not surge.
+	// +optional
+	MaxSurge FieldPath `json:"maxSurge,omitempty"`
+	// MaxUnavailable is the kind's int-or-percent unavailability field (a
+	// CloneSet's spec.updateStrategy.maxUnavailable), read and written as
+	// MaxSurge (25% when unset; 1 when the budget would be 0/0).
+	// +optional
+	MaxUnavailable FieldPath `json:"maxUnavailable,omitempty"`
+	// UpdatedReplicas is how many of a member copy's replicas run its
+	// current template (an int over `object`); default
+	// object.status.updatedReplicas.
+	// +optional
+	UpdatedReplicas Expression `json:"updatedReplicas,omitempty"`
+	// AvailableReplicas is how many of a member copy's replicas are
+	// available (an int over `object`); default
+	// object.status.availableReplicas.
+	// +optional
+	AvailableReplicas Expression `json:"availableReplicas,omitempty"`
+}
+
 // WorkloadInterpreterSpec describes one kind of workload.
+// +kubebuilder:validation:XValidation:rule="!has(self.rollout) || (has(self.replicas) && has(self.podTemplate))",message="rollout needs replicas and podTemplate: a federated rollout divides the replicas and watches the pod template"
 type WorkloadInterpreterSpec struct {
 	// Target is the kind described, every version of it.
 	Target InterpretedKind `json:"target"`
@@ -193,6 +229,11 @@ type WorkloadInterpreterSpec struct {
 	// Health says how healthy one member's copy is.
 	// +optional
 	Health *HealthRule `json:"health,omitempty"`
+	// Rollout lets a federated rollout govern the kind's pod template
+	// changes; without it each member rolls its copy on its own. It needs
+	// Replicas and PodTemplate.
+	// +optional
+	Rollout *RolloutRule `json:"rollout,omitempty"`
 	// Followers is an expression over `object` (the host object) giving
 	// more objects that follow it to its members besides those of its pod
 	// template: a list of {kind, name} in the object's namespace, kind one

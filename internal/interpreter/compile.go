@@ -40,6 +40,15 @@ type Interpreter struct {
 	conditionUpdateTime schemaAnswer
 
 	ready, progressing, failed, readyReplicas, pods, followers *program
+
+	// rollout is the compiled rollout rule; nil without one.
+	rollout *rolloutRule
+}
+
+// rolloutRule is a compiled RolloutRule.
+type rolloutRule struct {
+	paused, maxSurge, maxUnavailable []string
+	updated, available               *program
 }
 
 // schemaAnswer is what the kind's schema says of a field.
@@ -127,6 +136,32 @@ func Compile(spec *v1alpha1.WorkloadInterpreterSpec, opts Options) (*Interpreter
 		in.pods = c.compile(hf.Child("pods"), h.Pods, objectScope, cel.IntType, &errs)
 	}
 	in.followers = c.compile(fld.Child("followers"), spec.Followers, objectScope, cel.ListType(cel.DynType), &errs)
+	if r := spec.Rollout; r != nil {
+		rf := fld.Child("rollout")
+		if !in.hasReplicas || in.podTemplate == nil {
+			errs = append(errs, field.Invalid(rf, "", "rollout needs replicas and podTemplate"))
+		}
+		in.rollout = &rolloutRule{paused: splitPath(r.Paused), maxSurge: splitPath(r.MaxSurge), maxUnavailable: splitPath(r.MaxUnavailable)}
+		if len(in.rollout.paused) == 0 {
+			errs = append(errs, field.Required(rf.Child("paused"), "the field that holds a copy"))
+		}
+		errs = append(errs, c.checkPath(rf.Child("paused"), r.Paused, "boolean")...)
+		for _, b := range []struct {
+			name string
+			path v1alpha1.FieldPath
+		}{{"maxSurge", r.MaxSurge}, {"maxUnavailable", r.MaxUnavailable}} {
+			if b.path != "" {
+				errs = append(errs, c.checkPath(rf.Child(b.name), b.path, "intOrString")...)
+			}
+		}
+		for i, path := range [][]string{in.rollout.paused, in.rollout.maxSurge, in.rollout.maxUnavailable} {
+			if len(path) > 0 && path[0] != "spec" {
+				errs = append(errs, field.Invalid(rf.Child([]string{"paused", "maxSurge", "maxUnavailable"}[i]), strings.Join(path, "."), "must be a field under spec"))
+			}
+		}
+		in.rollout.updated = c.compile(rf.Child("updatedReplicas"), r.UpdatedReplicas, objectScope, cel.IntType, &errs)
+		in.rollout.available = c.compile(rf.Child("availableReplicas"), r.AvailableReplicas, objectScope, cel.IntType, &errs)
+	}
 	if s := spec.Status; s != nil {
 		sf := fld.Child("status")
 		if s.ObservedGeneration != nil {

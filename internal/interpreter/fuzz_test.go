@@ -74,6 +74,13 @@ func FuzzShippedInterpreters(f *testing.F) {
 			if in.HasReplicas() {
 				_ = in.SetReplicas(tmpl, 2)
 			}
+			if in.GovernsRollouts() {
+				in.RolloutBudget(live)
+				in.RolloutPaused(live)
+				in.RolloutCounts(live) // must not panic or run away
+				_ = in.SetRolloutPaused(tmpl)
+				_ = in.SetRolloutShare(tmpl, 1, 1)
+			}
 		}
 	})
 }

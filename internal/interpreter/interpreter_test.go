@@ -139,6 +139,18 @@ func TestCompileRefusesBadSpecs(t *testing.T) {
 			"spec.status.observedGeneration.path"},
 		{"followers not a list", func(s *v1alpha1.WorkloadInterpreterSpec) { s.Followers = "1" }, false,
 			"must evaluate to list(dyn)"},
+		{"rollout without replicas", func(s *v1alpha1.WorkloadInterpreterSpec) { s.Replicas = nil }, false,
+			"rollout needs replicas and podTemplate"},
+		{"rollout paused not a boolean", func(s *v1alpha1.WorkloadInterpreterSpec) { s.Rollout.Paused = "spec.updateStrategy.type" }, true,
+			"spec.rollout.paused"},
+		{"rollout paused missing", func(s *v1alpha1.WorkloadInterpreterSpec) { s.Rollout.Paused = "" }, false,
+			"spec.rollout.paused: Required value"},
+		{"rollout field outside spec", func(s *v1alpha1.WorkloadInterpreterSpec) { s.Rollout.MaxSurge = "status.replicas" }, false,
+			"spec.rollout.maxSurge: Invalid value: \"status.replicas\": must be a field under spec"},
+		{"rollout budget not int-or-string", func(s *v1alpha1.WorkloadInterpreterSpec) { s.Rollout.MaxUnavailable = "spec.updateStrategy.paused" }, true,
+			"spec.rollout.maxUnavailable"},
+		{"rollout count not an int", func(s *v1alpha1.WorkloadInterpreterSpec) { s.Rollout.UpdatedReplicas = "object.status.updateRevision" }, true,
+			"spec.rollout.updatedReplicas"},
 		{"template path in preserved fields is not checked", func(s *v1alpha1.WorkloadInterpreterSpec) { s.PodTemplate.Path = "spec.template.spec" }, true,
 			""},
 	}
@@ -535,5 +547,41 @@ func TestConditionsFollowTheKindsShape(t *testing.T) {
 	cs, errs := Compile(&shipped(t, "cloneset.apps.kruise.io").Spec, Options{Schema: cloneSetSchema(t)})
 	if len(errs) > 0 || cs.conditionUpdateTime != schemaSaysNo && len(cs.conditions) > 0 {
 		t.Fatalf("CloneSet: %v, %v", errs, cs.conditionUpdateTime)
+	}
+}
+
+func TestRolloutRule(t *testing.T) {
+	in := compileShipped(t, "cloneset.apps.kruise.io")
+	if !in.GovernsRollouts() {
+		t.Fatal("the shipped CloneSet interpreter has no rollout rule")
+	}
+	tmpl := cloneSet(t, 9, "")
+	if s, u, surges := in.RolloutBudget(tmpl); s != nil || u != nil || !surges {
+		t.Errorf("unset budget: %v %v %t, want nil nil true", s, u, surges)
+	}
+	if err := unstructured.SetNestedField(tmpl.Object, "50%", "spec", "updateStrategy", "maxUnavailable"); err != nil {
+		t.Fatal(err)
+	}
+	if _, u, _ := in.RolloutBudget(tmpl); u == nil || u.String() != "50%" {
+		t.Errorf("maxUnavailable = %v, want 50%%", u)
+	}
+	if in.RolloutPaused(tmpl) {
+		t.Error("paused before SetRolloutPaused")
+	}
+	if err := in.SetRolloutPaused(tmpl); err != nil || !in.RolloutPaused(tmpl) {
+		t.Errorf("SetRolloutPaused: %v, paused %t", err, in.RolloutPaused(tmpl))
+	}
+	if err := in.SetRolloutShare(tmpl, 2, 1); err != nil {
+		t.Fatal(err)
+	}
+	if s, u, _ := in.RolloutBudget(tmpl); s == nil || u == nil || s.IntValue() != 2 || u.IntValue() != 1 {
+		t.Errorf("share written as %v/%v, want 2/1", s, u)
+	}
+	live := cloneSet(t, 3, `{observedGeneration: 2, replicas: 3, updatedReplicas: 2, availableReplicas: 1}`)
+	if u, a := in.RolloutCounts(live); u != 2 || a != 1 {
+		t.Errorf("counts %d/%d, want 2/1", u, a)
+	}
+	if u, a := in.RolloutCounts(cloneSet(t, 3, "")); u != 0 || a != 0 {
+		t.Errorf("counts without status %d/%d, want 0/0", u, a)
 	}
 }

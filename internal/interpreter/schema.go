@@ -133,6 +133,10 @@ func checkPath(s *structuralschema.Structural, p []string, want string) error {
 		ok = node.Type == "object"
 	case "collection":
 		ok = node.Type == "object" || node.Type == "array"
+	case "boolean":
+		ok = node.Type == "boolean"
+	case "intOrString":
+		ok = node.XIntOrString || node.Type == "integer" || node.Type == "string"
 	default:
 		ok = true
 	}

@@ -55,7 +55,8 @@ func Render(in Input) (*unstructured.Unstructured, error) {
 
 // setRollout applies a federated rollout's directive to a copy, after
 // the overrides (the federation's budget is not theirs to change): the
-// revision label, then a Deployment's or a StatefulSet's hold or share.
+// revision label, then a Deployment's, a StatefulSet's or a custom kind's
+// (its WorkloadInterpreter's rollout rule) hold or share.
 func setRollout(obj *unstructured.Unstructured, d rollout.Directive) error {
 	labels := obj.GetLabels()
 	if labels == nil {
@@ -65,6 +66,17 @@ func setRollout(obj *unstructured.Unstructured, d rollout.Directive) error {
 	obj.SetLabels(labels)
 	if rollout.StatefulSet(obj) {
 		return holdStatefulSet(obj, d)
+	}
+	if in := workload.RolloutInterpreter(obj); in != nil {
+		// A custom kind: its rule's paused and budget fields.
+		switch {
+		case d.Hold && !in.RolloutPaused(obj):
+			markHeld(obj)
+			return in.SetRolloutPaused(obj)
+		case d.Share != nil:
+			return in.SetRolloutShare(obj, d.Share.Surge, d.Share.Unavailable)
+		}
+		return nil
 	}
 	if paused, _, _ := unstructured.NestedBool(obj.Object, "spec", "paused"); d.Hold && !paused {
 		markHeld(obj)

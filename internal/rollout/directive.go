@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/workload"
 )
 
 // Directive is how one cluster's copy is rendered in a federated
@@ -80,7 +81,11 @@ func Deferred(st *v1alpha1.RolloutStatus, revision, cluster string, known bool, 
 // spec.template, so that only a change of what its pods run starts a
 // rollout (not a change of replicas, strategy or labels).
 func Revision(tmpl *unstructured.Unstructured) string {
-	pt, _, _ := unstructured.NestedFieldNoCopy(tmpl.Object, "spec", "template")
+	path := []string{"spec", "template"}
+	if in := workload.RolloutInterpreter(tmpl); in != nil {
+		path = in.PodTemplatePath()
+	}
+	pt, _, _ := unstructured.NestedFieldNoCopy(tmpl.Object, path...)
 	b, err := json.Marshal(pt) // maps marshal in key order: stable
 	if err != nil {
 		return ""
@@ -94,10 +99,14 @@ func Revision(tmpl *unstructured.Unstructured) string {
 // its placement gives clusters replicas), unless flotilla.io/rollout says
 // per-member, that is a Deployment with the RollingUpdate strategy, or a
 // StatefulSet with the RollingUpdate strategy and no partition of its own
-// (a partition set by hand is a rollout the user drives).
+// (a partition set by hand is a rollout the user drives), or a custom kind
+// whose WorkloadInterpreter has a rollout rule.
 func Governed(tmpl *unstructured.Unstructured, divided bool) bool {
 	if !divided || tmpl.GetAnnotations()[v1alpha1.AnnotationRollout] == v1alpha1.RolloutPerMember {
 		return false
+	}
+	if workload.RolloutInterpreter(tmpl) != nil {
+		return true
 	}
 	switch gvk := tmpl.GroupVersionKind(); {
 	case gvk.Group == "apps" && gvk.Kind == "Deployment":
@@ -115,7 +124,7 @@ func Governed(tmpl *unstructured.Unstructured, divided bool) bool {
 // federated rollout can govern (Governed decides for one object).
 func Kind(tmpl *unstructured.Unstructured) bool {
 	gvk := tmpl.GroupVersionKind()
-	return gvk.Group == "apps" && (gvk.Kind == "Deployment" || gvk.Kind == "StatefulSet")
+	return gvk.Group == "apps" && (gvk.Kind == "Deployment" || gvk.Kind == "StatefulSet") || workload.RolloutInterpreter(tmpl) != nil
 }
 
 // StatefulSet reports whether tmpl is a StatefulSet: it rolls one
@@ -126,8 +135,12 @@ func StatefulSet(tmpl *unstructured.Unstructured) bool {
 }
 
 // Paused reports whether the host object is paused (kubectl rollout
-// pause): no cluster is admitted until it is resumed.
+// pause; a custom kind's paused field): no cluster is admitted until it
+// is resumed.
 func Paused(tmpl *unstructured.Unstructured) bool {
+	if in := workload.RolloutInterpreter(tmpl); in != nil {
+		return in.RolloutPaused(tmpl)
+	}
 	p, _, _ := unstructured.NestedBool(tmpl.Object, "spec", "paused")
 	return p
 }
@@ -154,12 +167,27 @@ func Resolve(tmpl *unstructured.Unstructured, total int32) (Budget, error) {
 		return Budget{Unavailable: int32(max(u, 1))}, nil
 	}
 	surge, unavailable := defaultBudget, defaultBudget
-	ru, _, _ := unstructured.NestedMap(tmpl.Object, "spec", "strategy", "rollingUpdate")
-	if v, ok := ru["maxSurge"]; ok {
-		surge = intOrString(v)
-	}
-	if v, ok := ru["maxUnavailable"]; ok {
-		unavailable = intOrString(v)
+	if in := workload.RolloutInterpreter(tmpl); in != nil {
+		// A custom kind: its rule's fields, 25% each when unset; no surge
+		// for a kind without a surge field.
+		s, u, surges := in.RolloutBudget(tmpl)
+		if s != nil {
+			surge = *s
+		}
+		if !surges {
+			surge = intstr.FromInt32(0)
+		}
+		if u != nil {
+			unavailable = *u
+		}
+	} else {
+		ru, _, _ := unstructured.NestedMap(tmpl.Object, "spec", "strategy", "rollingUpdate")
+		if v, ok := ru["maxSurge"]; ok {
+			surge = intOrString(v)
+		}
+		if v, ok := ru["maxUnavailable"]; ok {
+			unavailable = intOrString(v)
+		}
 	}
 	s, err := intstr.GetScaledValueFromIntOrPercent(&surge, int(total), true)
 	if err != nil {

@@ -9,6 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/config/interpreters"
+	"github.com/flotilla-io/flotilla/internal/interpreter"
+	"github.com/flotilla-io/flotilla/internal/workload"
 )
 
 var t0 = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
@@ -389,5 +392,62 @@ func TestRevision(t *testing.T) {
 	_ = unstructured.SetNestedField(c.Object, "example.com/web:2", "spec", "template", "spec", "image")
 	if Revision(a) != Revision(b) || Revision(a) == Revision(c) || len(Revision(a)) != 16 {
 		t.Errorf("revisions %s %s %s: want equal for a replicas change, different for a template change", Revision(a), Revision(b), Revision(c))
+	}
+}
+
+func TestResolveCustomKind(t *testing.T) {
+	all, err := interpreters.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, wi := range all {
+		if wi.Name == "cloneset.apps.kruise.io" {
+			in, errs := interpreter.Compile(&wi.Spec, interpreter.Options{})
+			if len(errs) > 0 {
+				t.Fatal(errs.ToAggregate())
+			}
+			workload.Interpreters.Set(in)
+			t.Cleanup(func() { workload.Interpreters.Remove(in.Kind()) })
+		}
+	}
+	cs := func(strategy map[string]any) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet",
+			"metadata": map[string]any{"name": "web"}, "spec": map[string]any{"replicas": int64(30),
+				"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "nginx:1"}}}}}}}
+		if strategy != nil {
+			u.Object["spec"].(map[string]any)["updateStrategy"] = strategy
+		}
+		return u
+	}
+	tests := []struct {
+		strategy map[string]any
+		want     Budget
+	}{
+		{nil, Budget{Surge: 8, Unavailable: 7}},
+		{map[string]any{"maxSurge": int64(0), "maxUnavailable": "10%"}, Budget{0, 3}},
+		{map[string]any{"maxSurge": int64(0), "maxUnavailable": int64(0)}, Budget{0, 1}},
+	}
+	for _, tt := range tests {
+		tmpl := cs(tt.strategy)
+		if !Kind(tmpl) || !Governed(tmpl, true) || Governed(tmpl, false) {
+			t.Fatalf("a CloneSet with a rollout rule: Kind %t, Governed divided %t, undivided %t", Kind(tmpl), Governed(tmpl, true), Governed(tmpl, false))
+		}
+		got, err := Resolve(tmpl, 30)
+		if err != nil || got != tt.want {
+			t.Errorf("Resolve(%v) = %+v, %v; want %+v", tt.strategy, got, err, tt.want)
+		}
+	}
+	paused := cs(map[string]any{"paused": true})
+	if !Paused(paused) {
+		t.Error("a CloneSet with spec.updateStrategy.paused is not Paused")
+	}
+	a, b := cs(nil), cs(map[string]any{"maxUnavailable": int64(1)})
+	if Revision(a) != Revision(b) {
+		t.Error("a strategy change changed the revision")
+	}
+	c := cs(nil)
+	c.Object["spec"].(map[string]any)["template"] = map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "nginx:2"}}}}
+	if Revision(a) == Revision(c) {
+		t.Error("a template change kept the revision")
 	}
 }

@@ -83,3 +83,21 @@ func interpreterOf(obj *unstructured.Unstructured) *interpreter.Interpreter {
 	}
 	return interpreterFor(obj.GroupVersionKind().GroupKind())
 }
+
+// RolloutInterpreter returns the interpreter of obj's kind when it is a
+// custom kind whose WorkloadInterpreter has a rollout rule (a federated
+// rollout may govern it), else nil. Deployments and StatefulSets are
+// governed by the rollout package itself.
+func RolloutInterpreter(obj *unstructured.Unstructured) *interpreter.Interpreter {
+	if obj == nil {
+		return nil
+	}
+	gk := obj.GroupVersionKind().GroupKind()
+	if _, builtin := builtins[gk]; builtin {
+		return nil
+	}
+	if in := Interpreters.Get(gk); in != nil && in.GovernsRollouts() {
+		return in
+	}
+	return nil
+}

@@ -23,6 +23,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/controller/federate"
 	"github.com/flotilla-io/flotilla/internal/controller/interpreters"
 	"github.com/flotilla-io/flotilla/internal/controller/propagate"
+	"github.com/flotilla-io/flotilla/internal/controller/rollout"
 	"github.com/flotilla-io/flotilla/internal/controller/schedule"
 	"github.com/flotilla-io/flotilla/internal/controller/status"
 	"github.com/flotilla-io/flotilla/internal/join"
@@ -70,7 +71,7 @@ func startControlPlane(t *testing.T) client.Client {
 		}
 		admin = newClient(t)
 		grantCloneSets(t)
-		opts := controlplane.Options(cluster.Name, federate.Name, schedule.Name, propagate.Name, status.Name, interpreters.Name)
+		opts := controlplane.Options(cluster.Name, federate.Name, schedule.Name, propagate.Name, status.Name, interpreters.Name, rollout.Name)
 		opts.TemplateDiscoveryInterval = 2 * time.Second
 		webhookOptions(t, &opts)
 		controlplane.Start(t, env, opts)

@@ -160,15 +160,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	total, _ := workload.Replicas(tmpl)
 	budget, err := rollout.Resolve(tmpl, total)
 	if err != nil {
+		where := "spec.strategy.rollingUpdate"
+		switch {
+		case rollout.StatefulSet(tmpl):
+			where = "spec.updateStrategy.rollingUpdate"
+		case workload.RolloutInterpreter(tmpl) != nil:
+			where = "the rollout budget fields (its WorkloadInterpreter's rollout rule)"
+		}
 		cond := metav1.Condition{Type: v1alpha1.ConditionRolledOut, Status: metav1.ConditionFalse, Reason: "InvalidStrategy",
-			Message: "spec.strategy.rollingUpdate: " + err.Error()}
+			Message: where + ": " + err.Error()}
 		return reconcile.Result{}, r.write(ctx, fo, fo.Status.Rollout, &cond)
 	}
 	revision := rollout.Revision(tmpl)
 	// The history serves kubectl rollout history/undo of a Deployment
 	// (a StatefulSet's would be ControllerRevisions, which the host does
-	// not keep); the rollout itself goes on without it.
-	if !rollout.StatefulSet(tmpl) {
+	// not keep; custom kinds have their own); the rollout itself goes on
+	// without it.
+	if gvk := tmpl.GroupVersionKind(); gvk.Group == "apps" && gvk.Kind == "Deployment" {
 		if err := r.recordRevision(ctx, tmpl, revision); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "Recording the revision history")
 		}
@@ -302,6 +310,9 @@ func describeCopy(m *rollout.Member, live *unstructured.Unstructured) {
 	m.Total = statusCount(live, "replicas")
 	m.Updated = statusCount(live, "updatedReplicas")
 	m.Available = statusCount(live, "availableReplicas")
+	if in := workload.RolloutInterpreter(live); in != nil {
+		m.Updated, m.Available = in.RolloutCounts(live)
+	}
 }
 
 func statusCount(u *unstructured.Unstructured, field string) int32 {
