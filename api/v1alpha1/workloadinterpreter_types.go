@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // FieldPath is a dotted path of object field names, such as spec.replicas
@@ -191,6 +192,21 @@ type RolloutRule struct {
 	// MaxSurge (25% when unset; 1 when the budget would be 0/0).
 	// +optional
 	MaxUnavailable FieldPath `json:"maxUnavailable,omitempty"`
+	// DefaultMaxSurge and DefaultMaxUnavailable are the kind's own
+	// defaults, for a host object that leaves the fields unset (its
+	// defaulting webhook does not run on the host): a CloneSet's 0 and
+	// 20%. Without them 25% each.
+	// +optional
+	DefaultMaxSurge *intstr.IntOrString `json:"defaultMaxSurge,omitempty"`
+	// +optional
+	DefaultMaxUnavailable *intstr.IntOrString `json:"defaultMaxUnavailable,omitempty"`
+	// Partition is the kind's int-or-percent partition field (a
+	// CloneSet's spec.updateStrategy.partition): a held copy also gets a
+	// partition of 100%, so that pods it adds while held (a scale-up) start
+	// on the old template too; a host object that sets a partition itself
+	// is a rollout its user drives, not governed by the federation.
+	// +optional
+	Partition FieldPath `json:"partition,omitempty"`
 	// UpdatedReplicas is how many of a member copy's replicas run its
 	// current template (an int over `object`); default
 	// object.status.updatedReplicas.

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/workload"
 )
 
 // FieldManager is the server-side apply field manager of everything the
@@ -236,6 +237,9 @@ func (a *Applier) write(ctx context.Context, in *Intent, opts Options) (Outcome,
 		// would run nothing at all.
 		obj = obj.DeepCopy()
 		unstructured.RemoveNestedField(obj.Object, "spec", "paused")
+		if in := workload.RolloutInterpreter(obj); in != nil {
+			unstructured.RemoveNestedField(obj.Object, in.PausedPath()...)
+		}
 	}
 	if live != nil {
 		managed := isManaged(live)

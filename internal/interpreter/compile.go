@@ -7,6 +7,7 @@ import (
 	"github.com/google/cel-go/cel"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/flotilla-io/flotilla/api/v1alpha1"
@@ -47,8 +48,9 @@ type Interpreter struct {
 
 // rolloutRule is a compiled RolloutRule.
 type rolloutRule struct {
-	paused, maxSurge, maxUnavailable []string
-	updated, available               *program
+	paused, maxSurge, maxUnavailable, partition []string
+	defaultSurge, defaultUnavailable            *intstr.IntOrString
+	updated, available                          *program
 }
 
 // schemaAnswer is what the kind's schema says of a field.
@@ -141,7 +143,8 @@ func Compile(spec *v1alpha1.WorkloadInterpreterSpec, opts Options) (*Interpreter
 		if !in.hasReplicas || in.podTemplate == nil {
 			errs = append(errs, field.Invalid(rf, "", "rollout needs replicas and podTemplate"))
 		}
-		in.rollout = &rolloutRule{paused: splitPath(r.Paused), maxSurge: splitPath(r.MaxSurge), maxUnavailable: splitPath(r.MaxUnavailable)}
+		in.rollout = &rolloutRule{paused: splitPath(r.Paused), maxSurge: splitPath(r.MaxSurge), maxUnavailable: splitPath(r.MaxUnavailable),
+			partition: splitPath(r.Partition), defaultSurge: r.DefaultMaxSurge, defaultUnavailable: r.DefaultMaxUnavailable}
 		if len(in.rollout.paused) == 0 {
 			errs = append(errs, field.Required(rf.Child("paused"), "the field that holds a copy"))
 		}
@@ -149,14 +152,33 @@ func Compile(spec *v1alpha1.WorkloadInterpreterSpec, opts Options) (*Interpreter
 		for _, b := range []struct {
 			name string
 			path v1alpha1.FieldPath
-		}{{"maxSurge", r.MaxSurge}, {"maxUnavailable", r.MaxUnavailable}} {
+		}{{"maxSurge", r.MaxSurge}, {"maxUnavailable", r.MaxUnavailable}, {"partition", r.Partition}} {
 			if b.path != "" {
 				errs = append(errs, c.checkPath(rf.Child(b.name), b.path, "intOrString")...)
 			}
 		}
-		for i, path := range [][]string{in.rollout.paused, in.rollout.maxSurge, in.rollout.maxUnavailable} {
+		names := []string{"paused", "maxSurge", "maxUnavailable", "partition"}
+		for i, path := range [][]string{in.rollout.paused, in.rollout.maxSurge, in.rollout.maxUnavailable, in.rollout.partition} {
 			if len(path) > 0 && path[0] != "spec" {
-				errs = append(errs, field.Invalid(rf.Child([]string{"paused", "maxSurge", "maxUnavailable"}[i]), strings.Join(path, "."), "must be a field under spec"))
+				errs = append(errs, field.Invalid(rf.Child(names[i]), strings.Join(path, "."), "must be a field under spec"))
+			}
+			// A retained field keeps the member's value: a copy held once
+			// would stay paused, and no share would reach it.
+			for j, kept := range in.retain {
+				if len(path) > 0 && overlaps(path, kept) {
+					errs = append(errs, field.Invalid(fld.Child("retain").Index(j), strings.Join(kept, "."), "overlaps the rollout rule's "+names[i]+" field, which Flotilla writes during a federated rollout"))
+				}
+			}
+		}
+		for _, d := range []struct {
+			name string
+			v    *intstr.IntOrString
+		}{{"defaultMaxSurge", r.DefaultMaxSurge}, {"defaultMaxUnavailable", r.DefaultMaxUnavailable}} {
+			if d.v == nil {
+				continue
+			}
+			if _, err := intstr.GetScaledValueFromIntOrPercent(d.v, 100, true); err != nil || d.v.IntValue() < 0 {
+				errs = append(errs, field.Invalid(rf.Child(d.name), d.v.String(), "must be a non-negative integer or percentage"))
 			}
 		}
 		in.rollout.updated = c.compile(rf.Child("updatedReplicas"), r.UpdatedReplicas, objectScope, cel.IntType, &errs)
@@ -277,6 +299,17 @@ func (c compiler) checkPath(fld *field.Path, p v1alpha1.FieldPath, want string) 
 		return field.ErrorList{field.Invalid(fld, p, err.Error())}
 	}
 	return nil
+}
+
+// overlaps reports whether one path is the other or lies under it.
+func overlaps(a, b []string) bool {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // splitPath splits a dotted field path.

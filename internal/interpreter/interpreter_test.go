@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -149,6 +150,14 @@ func TestCompileRefusesBadSpecs(t *testing.T) {
 			"spec.rollout.maxSurge: Invalid value: \"status.replicas\": must be a field under spec"},
 		{"rollout budget not int-or-string", func(s *v1alpha1.WorkloadInterpreterSpec) { s.Rollout.MaxUnavailable = "spec.updateStrategy.paused" }, true,
 			"spec.rollout.maxUnavailable"},
+		{"rollout field retained", func(s *v1alpha1.WorkloadInterpreterSpec) { s.Retain = []v1alpha1.FieldPath{"spec.updateStrategy"} }, false,
+			"overlaps the rollout rule's paused field"},
+		{"rollout default not a percentage", func(s *v1alpha1.WorkloadInterpreterSpec) {
+			v := intstr.FromString("lots")
+			s.Rollout.DefaultMaxUnavailable = &v
+		}, false, "spec.rollout.defaultMaxUnavailable"},
+		{"rollout budget a plain string", func(s *v1alpha1.WorkloadInterpreterSpec) { s.Rollout.MaxSurge = "spec.updateStrategy.type" }, true,
+			"spec.rollout.maxSurge"},
 		{"rollout count not an int", func(s *v1alpha1.WorkloadInterpreterSpec) { s.Rollout.UpdatedReplicas = "object.status.updateRevision" }, true,
 			"spec.rollout.updatedReplicas"},
 		{"template path in preserved fields is not checked", func(s *v1alpha1.WorkloadInterpreterSpec) { s.PodTemplate.Path = "spec.template.spec" }, true,
@@ -556,8 +565,8 @@ func TestRolloutRule(t *testing.T) {
 		t.Fatal("the shipped CloneSet interpreter has no rollout rule")
 	}
 	tmpl := cloneSet(t, 9, "")
-	if s, u, surges := in.RolloutBudget(tmpl); s != nil || u != nil || !surges {
-		t.Errorf("unset budget: %v %v %t, want nil nil true", s, u, surges)
+	if s, u, surges := in.RolloutBudget(tmpl); s == nil || u == nil || s.String() != "0" || u.String() != "20%" || !surges {
+		t.Errorf("unset budget: %v %v %t, want CloneSet's defaults 0 and 20%%", s, u, surges)
 	}
 	if err := unstructured.SetNestedField(tmpl.Object, "50%", "spec", "updateStrategy", "maxUnavailable"); err != nil {
 		t.Fatal(err)
@@ -568,8 +577,14 @@ func TestRolloutRule(t *testing.T) {
 	if in.RolloutPaused(tmpl) {
 		t.Error("paused before SetRolloutPaused")
 	}
+	if in.OwnPartition(tmpl) {
+		t.Error("no partition counts as one")
+	}
 	if err := in.SetRolloutPaused(tmpl); err != nil || !in.RolloutPaused(tmpl) {
 		t.Errorf("SetRolloutPaused: %v, paused %t", err, in.RolloutPaused(tmpl))
+	}
+	if p, _, _ := unstructured.NestedString(tmpl.Object, "spec", "updateStrategy", "partition"); p != "100%" {
+		t.Errorf("a held copy's partition is %q, want 100%%", p)
 	}
 	if err := in.SetRolloutShare(tmpl, 2, 1); err != nil {
 		t.Fatal(err)

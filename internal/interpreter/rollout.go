@@ -24,18 +24,50 @@ func (in *Interpreter) RolloutPaused(obj *unstructured.Unstructured) bool {
 	return p
 }
 
-// SetRolloutPaused sets obj's paused field to true: the copy holds on the
-// pods it runs.
+// SetRolloutPaused holds a copy on the pods it runs: its paused field
+// true and, when the rule has a partition field, a partition of 100% (so
+// that pods added while held start on the old template too).
 func (in *Interpreter) SetRolloutPaused(obj *unstructured.Unstructured) error {
 	if in.rollout == nil {
 		return fmt.Errorf("%s has no rollout rule", in.kind)
 	}
+	if len(in.rollout.partition) > 0 {
+		if err := unstructured.SetNestedField(obj.Object, "100%", in.rollout.partition...); err != nil {
+			return err
+		}
+	}
 	return unstructured.SetNestedField(obj.Object, true, in.rollout.paused...)
 }
 
-// RolloutBudget returns obj's maxSurge and maxUnavailable as written (nil
-// when unset), and whether the kind can surge at all (it has a maxSurge
-// field).
+// PausedPath is the rule's paused field; nil without a rule.
+func (in *Interpreter) PausedPath() []string {
+	if in.rollout == nil {
+		return nil
+	}
+	return in.rollout.paused
+}
+
+// OwnPartition reports whether obj sets a partition of its own (the
+// rule's partition field, not 0): a rollout its user drives.
+func (in *Interpreter) OwnPartition(obj *unstructured.Unstructured) bool {
+	if in.rollout == nil || len(in.rollout.partition) == 0 {
+		return false
+	}
+	v, found, _ := unstructured.NestedFieldNoCopy(obj.Object, in.rollout.partition...)
+	switch x := v.(type) {
+	case int64:
+		return x != 0
+	case float64:
+		return x != 0
+	case string:
+		return x != "" && x != "0" && x != "0%"
+	}
+	return found && v != nil
+}
+
+// RolloutBudget returns obj's maxSurge and maxUnavailable: as written,
+// else the rule's defaults, else nil; and whether the kind can surge at
+// all (it has a maxSurge field).
 func (in *Interpreter) RolloutBudget(obj *unstructured.Unstructured) (surge, unavailable *intstr.IntOrString, surges bool) {
 	if in.rollout == nil {
 		return nil, nil, false
@@ -61,7 +93,14 @@ func (in *Interpreter) RolloutBudget(obj *unstructured.Unstructured) (surge, una
 		}
 		return &out
 	}
-	return read(in.rollout.maxSurge), read(in.rollout.maxUnavailable), len(in.rollout.maxSurge) > 0
+	surge, unavailable = read(in.rollout.maxSurge), read(in.rollout.maxUnavailable)
+	if surge == nil {
+		surge = in.rollout.defaultSurge
+	}
+	if unavailable == nil {
+		unavailable = in.rollout.defaultUnavailable
+	}
+	return surge, unavailable, len(in.rollout.maxSurge) > 0
 }
 
 // SetRolloutShare writes a rolling copy's share of the budget to its

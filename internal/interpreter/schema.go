@@ -135,8 +135,8 @@ func checkPath(s *structuralschema.Structural, p []string, want string) error {
 		ok = node.Type == "object" || node.Type == "array"
 	case "boolean":
 		ok = node.Type == "boolean"
-	case "intOrString":
-		ok = node.XIntOrString || node.Type == "integer" || node.Type == "string"
+	case "intOrString": // written as an integer: a plain string field cannot take it
+		ok = node.XIntOrString || node.Type == "integer"
 	default:
 		ok = true
 	}

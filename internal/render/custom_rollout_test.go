@@ -49,10 +49,11 @@ func TestRenderCustomKindRollout(t *testing.T) {
 		wantHeld    bool
 		wantSurge   any
 		wantUnavail any
+		wantPart    any
 	}{
-		{"as is", rollout.Directive{Revision: "r1"}, false, false, nil, "20%"},
-		{"held: its update strategy paused", rollout.Directive{Revision: "r1", Hold: true}, true, true, nil, "20%"},
-		{"a share in its own budget fields", rollout.Directive{Revision: "r1", Share: &rollout.Budget{Surge: 1, Unavailable: 2}}, false, false, int64(1), int64(2)},
+		{"as is", rollout.Directive{Revision: "r1"}, false, false, nil, "20%", nil},
+		{"held: its update strategy paused, partitioned above every pod", rollout.Directive{Revision: "r1", Hold: true}, true, true, nil, "20%", "100%"},
+		{"a share in its own budget fields", rollout.Directive{Revision: "r1", Share: &rollout.Budget{Surge: 1, Unavailable: 2}}, false, false, int64(1), int64(2), nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -63,8 +64,9 @@ func TestRenderCustomKindRollout(t *testing.T) {
 			paused, _, _ := unstructured.NestedBool(got.Object, "spec", "updateStrategy", "paused")
 			surge, _, _ := unstructured.NestedFieldNoCopy(got.Object, "spec", "updateStrategy", "maxSurge")
 			unavail, _, _ := unstructured.NestedFieldNoCopy(got.Object, "spec", "updateStrategy", "maxUnavailable")
+			part, _, _ := unstructured.NestedFieldNoCopy(got.Object, "spec", "updateStrategy", "partition")
 			held := got.GetAnnotations()[v1alpha1.AnnotationHeld] == "true"
-			if paused != tt.wantPaused || held != tt.wantHeld || surge != tt.wantSurge || unavail != tt.wantUnavail || got.GetLabels()[v1alpha1.LabelRevision] != "r1" {
+			if paused != tt.wantPaused || held != tt.wantHeld || surge != tt.wantSurge || unavail != tt.wantUnavail || part != tt.wantPart || got.GetLabels()[v1alpha1.LabelRevision] != "r1" {
 				t.Errorf("paused %v held %v surge %v unavailable %v labels %v; want %v %v %v %v and the revision label",
 					paused, held, surge, unavail, got.GetLabels(), tt.wantPaused, tt.wantHeld, tt.wantSurge, tt.wantUnavail)
 			}

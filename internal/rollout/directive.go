@@ -105,8 +105,8 @@ func Governed(tmpl *unstructured.Unstructured, divided bool) bool {
 	if !divided || tmpl.GetAnnotations()[v1alpha1.AnnotationRollout] == v1alpha1.RolloutPerMember {
 		return false
 	}
-	if workload.RolloutInterpreter(tmpl) != nil {
-		return true
+	if in := workload.RolloutInterpreter(tmpl); in != nil {
+		return !in.OwnPartition(tmpl) // a partition set by hand: the user drives
 	}
 	switch gvk := tmpl.GroupVersionKind(); {
 	case gvk.Group == "apps" && gvk.Kind == "Deployment":

@@ -423,8 +423,8 @@ func TestResolveCustomKind(t *testing.T) {
 		strategy map[string]any
 		want     Budget
 	}{
-		{nil, Budget{Surge: 8, Unavailable: 7}},
-		{map[string]any{"maxSurge": int64(0), "maxUnavailable": "10%"}, Budget{0, 3}},
+		{nil, Budget{Surge: 0, Unavailable: 6}}, // CloneSet's own defaults: 0 and 20%
+		{map[string]any{"maxSurge": "10%", "maxUnavailable": "10%"}, Budget{3, 3}},
 		{map[string]any{"maxSurge": int64(0), "maxUnavailable": int64(0)}, Budget{0, 1}},
 	}
 	for _, tt := range tests {
@@ -436,6 +436,9 @@ func TestResolveCustomKind(t *testing.T) {
 		if err != nil || got != tt.want {
 			t.Errorf("Resolve(%v) = %+v, %v; want %+v", tt.strategy, got, err, tt.want)
 		}
+	}
+	if own := cs(map[string]any{"partition": int64(3)}); Governed(own, true) {
+		t.Error("a CloneSet with a partition of its own is governed")
 	}
 	paused := cs(map[string]any{"paused": true})
 	if !Paused(paused) {

@@ -43,9 +43,12 @@ func playCloneSets(ctx context.Context, m *testenv.Cluster, ns string) {
 func stepCloneSet(ctx context.Context, m *testenv.Cluster, u *unstructured.Unstructured, revisions map[string]string) {
 	n, _, _ := unstructured.NestedInt64(u.Object, "spec", "replicas")
 	paused, _, _ := unstructured.NestedBool(u.Object, "spec", "updateStrategy", "paused")
+	// An integer is a share Flotilla wrote; the template's percentage
+	// (or nothing) would let this player take every pod down at once, so
+	// a share not written shows as too many unavailable.
 	maxU, found, _ := unstructured.NestedInt64(u.Object, "spec", "updateStrategy", "maxUnavailable")
 	if !found {
-		maxU = 1
+		maxU = n
 	}
 	image, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
 	revision := fmt.Sprint(image)
@@ -75,7 +78,8 @@ func stepCloneSet(ctx context.Context, m *testenv.Cluster, u *unstructured.Unstr
 
 // TestCloneSetFederatedRollout rolls a new template out to a CloneSet
 // divided 6/4 over both members under the shipped interpreter's rollout
-// rule: the federation's maxUnavailable of 1 holds across the members (a
+// rule: the federation's maxUnavailable of 10% (1 of 10) holds across the
+// members (a
 // census of both members' unavailable replicas every 50 ms never sees
 // more), so one copy rolls while the other waits its turn held with its
 // update strategy paused, and the rollout completes with RolledOut=True.
@@ -111,7 +115,7 @@ func TestCloneSetFederatedRollout(t *testing.T) {
 		t.Fatal(err)
 	}
 	cs := cloneSet(ns, "roll", 10, "roll-config")
-	if err := unstructured.SetNestedField(cs.Object, map[string]any{"maxUnavailable": int64(1), "maxSurge": int64(0)}, "spec", "updateStrategy"); err != nil {
+	if err := unstructured.SetNestedField(cs.Object, map[string]any{"maxUnavailable": "10%", "maxSurge": int64(0)}, "spec", "updateStrategy"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := env.Host.Dynamic.Resource(cloneSets).Namespace(ns).Create(ctx, cs, metav1.CreateOptions{}); err != nil {

@@ -288,8 +288,8 @@ func (r *Reconciler) members(ctx context.Context, fo *v1alpha1.FederatedObject, 
 		case c.Known():
 			m.Usable = true
 			if c.Live != nil {
-				describeCopy(&m, c.Live)
 				m.Stuck = deadlineExceeded(c.Live)
+				describeCopy(&m, c.Live)
 			}
 		default:
 			m.UnusableSince = unusableSince(mc, now)
@@ -311,7 +311,16 @@ func describeCopy(m *rollout.Member, live *unstructured.Unstructured) {
 	m.Updated = statusCount(live, "updatedReplicas")
 	m.Available = statusCount(live, "availableReplicas")
 	if in := workload.RolloutInterpreter(live); in != nil {
+		// A custom kind: its interpreter's reading of the copy (the
+		// observed generation as it writes it, its pods, its health).
+		m.Observed = in.Observed(live)
 		m.Updated, m.Available = in.RolloutCounts(live)
+		if pods, ok, _ := in.Pods(live); ok {
+			m.Total = pods
+		}
+		if h, err := in.Health(live); err == nil && h.Failed != nil && *h.Failed {
+			m.Stuck = true
+		}
 	}
 }
 
