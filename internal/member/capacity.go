@@ -283,16 +283,7 @@ func remember[V any](m map[string]V, key string, v V) map[string]V {
 // the totals and estimates read: labels, taints, cordon and readiness.
 func sameForEstimates(a, b *corev1.Node) bool {
 	return a != nil && b != nil && a.Spec.Unschedulable == b.Spec.Unschedulable && maps.Equal(a.Labels, b.Labels) &&
-		equality.Semantic.DeepEqual(a.Spec.Taints, b.Spec.Taints) && nodeReady(a) == nodeReady(b)
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+		equality.Semantic.DeepEqual(a.Spec.Taints, b.Spec.Taints) && nodefit.Ready(a) == nodefit.Ready(b)
 }
 
 // remove forgets a node, keeping order dense.
@@ -358,12 +349,7 @@ func Schedulable(node *corev1.Node) bool {
 			return false
 		}
 	}
-	for _, cond := range node.Status.Conditions {
-		if cond.Type == corev1.NodeReady {
-			return cond.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	return nodefit.Ready(node)
 }
 
 func milli(list corev1.ResourceList) map[corev1.ResourceName]int64 {

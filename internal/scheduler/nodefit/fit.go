@@ -147,28 +147,15 @@ type Result struct {
 
 // Estimate places replicas of s on nodes: eligible[i] says whether
 // nodes[i] may run one (from Eligible, cached by the caller; nil: ask
-// Eligible).
+// Eligible). It is a fresh count, as NewTally makes.
 func Estimate(s *Shape, nodes []*Node, eligible []bool) Result {
-	if len(s.slots) != len(s.Requests) {
-		s.index()
-	}
-	res := Result{Total: len(nodes), Largest: make([]Request, len(s.Requests))}
-	for i, r := range s.Requests {
-		res.Largest[i].Name = r.Name
-	}
-	for i, n := range nodes {
-		if eligible != nil && !eligible[i] || eligible == nil && !s.Eligible(n.Object) {
-			continue
-		}
-		res.Nodes++
-		res.Replicas += s.Count(n)
-		res.FreePods += max(n.Alloc.Pods-n.Used.Pods, 0) / PodAmount
-		for j, r := range s.Requests {
-			sl := s.slots[j]
-			res.Largest[j].Amount = max(res.Largest[j].Amount, n.Alloc.at(sl, r.Name)-n.Used.at(sl, r.Name))
+	if eligible == nil {
+		eligible = make([]bool, len(nodes))
+		for i, n := range nodes {
+			eligible[i] = s.Eligible(n.Object)
 		}
 	}
-	return res
+	return NewTally(s, nodes, eligible).Result
 }
 
 // Explain says what limits the room, for a decision's message: "no node

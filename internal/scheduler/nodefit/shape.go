@@ -130,7 +130,7 @@ func Quantity(name corev1.ResourceName, v int64) resource.Quantity {
 // NoExecute taint is tolerated, and the node selector and required node
 // affinity match.
 func (s *Shape) Eligible(node *corev1.Node) bool {
-	if node == nil || node.Spec.Unschedulable || !ready(node) {
+	if node == nil || node.Spec.Unschedulable || !Ready(node) {
 		return false
 	}
 	for i := range node.Spec.Taints {
@@ -153,7 +153,8 @@ func (s *Shape) Eligible(node *corev1.Node) bool {
 	return ok && err == nil
 }
 
-func ready(node *corev1.Node) bool {
+// Ready reports whether a node's Ready condition is True.
+func Ready(node *corev1.Node) bool {
 	for _, c := range node.Status.Conditions {
 		if c.Type == corev1.NodeReady {
 			return c.Status == corev1.ConditionTrue
