@@ -6,7 +6,9 @@
 // Authentication and authorization are delegated to the host apiserver
 // (TokenReview, SubjectAccessReview; client certificates against the
 // host's client CA). Requests for host kinds are proxied to the host as
-// the authenticated user (impersonation, proxy.go), so the host's RBAC,
+// the authenticated user (proxy.go: with the user's own bearer token when
+// that alone authenticated the request, usertoken.go; otherwise by
+// impersonation), so the host's RBAC,
 // admission and error messages apply unchanged. Member-only kinds (pods,
 // events, nodes, EndpointSlices, ReplicaSets) are served from a
 // multi-cluster cache (memberserve.go, memberwatch.go) that members.go

@@ -45,8 +45,10 @@ type hostProxy struct {
 }
 
 // newHostProxy builds the proxy from the gateway's host client
-// configuration, which must be allowed to impersonate.
-func newHostProxy(cfg *rest.Config) (*hostProxy, error) {
+// configuration, which must be allowed to impersonate. With
+// forwardTokens, a request withUserToken kept a token for goes with that
+// token instead (usertoken.go); upgrades always impersonate.
+func newHostProxy(cfg *rest.Config, forwardTokens bool) (*hostProxy, error) {
 	responder := errorResponder{what: "the host apiserver"}
 	host, up, err := apiproxy.New(cfg, responder, impersonating)
 	if err != nil {
@@ -54,16 +56,48 @@ func newHostProxy(cfg *rest.Config) (*hostProxy, error) {
 	}
 	http1 := rest.CopyConfig(cfg)
 	http1.NextProtos = []string{"http/1.1"}
-	rt, err := rest.TransportFor(http1)
+	whole, err := asUser(http1, forwardTokens)
 	if err != nil {
 		return nil, fmt.Errorf("HTTP/1.1 transport: %w", err)
 	}
+	stream, err := asUser(cfg, forwardTokens)
+	if err != nil {
+		return nil, fmt.Errorf("HTTP/2 transport: %w", err)
+	}
 	return &hostProxy{
 		host:    host,
-		whole:   newReverseProxy(host, impersonating(rt), up.FlushInterval, responder),
-		stream:  newReverseProxy(host, up.Transport, up.FlushInterval, responder),
+		whole:   newReverseProxy(host, whole, up.FlushInterval, responder),
+		stream:  newReverseProxy(host, stream, up.FlushInterval, responder),
 		upgrade: up,
 	}, nil
+}
+
+// asUser is the transport to the host of cfg that sends a request as its
+// user: with the user's own bearer token if withUserToken kept one (and
+// forwardTokens), on a transport without the gateway's credentials;
+// otherwise with the gateway's credentials and impersonation headers.
+func asUser(cfg *rest.Config, forwardTokens bool) (http.RoundTripper, error) {
+	gw, err := rest.TransportFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	impersonated := impersonating(gw)
+	if !forwardTokens {
+		return impersonated, nil
+	}
+	bare, err := rest.TransportFor(rest.AnonymousClientConfig(cfg))
+	if err != nil {
+		return nil, err
+	}
+	return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+		token, ok := userToken(r.Context())
+		if !ok {
+			return impersonated.RoundTrip(r)
+		}
+		out := r.Clone(r.Context())
+		out.Header.Set("Authorization", "Bearer "+token)
+		return bare.RoundTrip(out)
+	}), nil
 }
 
 // newReverseProxy forwards a request that is not an upgrade as the

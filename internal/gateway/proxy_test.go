@@ -138,7 +138,7 @@ func TestHostProxy(t *testing.T) {
 	backend.StartTLS()
 	defer backend.Close()
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: backend.Certificate().Raw})
-	p, err := newHostProxy(&rest.Config{Host: backend.URL, BearerToken: "gateway-token", TLSClientConfig: rest.TLSClientConfig{CAData: ca}})
+	p, err := newHostProxy(&rest.Config{Host: backend.URL, BearerToken: "gateway-token", TLSClientConfig: rest.TLSClientConfig{CAData: ca}}, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,6 +71,10 @@ type Options struct {
 	// WatchHistory is how many recent changes per member kind a watch can
 	// resume from.
 	WatchHistory int
+	// ForwardUserTokens sends a request for a host kind that a bearer
+	// token alone authenticated to the host with that token, rather than
+	// as the gateway impersonating its user (usertoken.go).
+	ForwardUserTokens bool
 }
 
 // NewOptions returns the defaults: port 8443, anonymous requests allowed
@@ -86,6 +90,7 @@ func NewOptions() *Options {
 		RequestTimeout:              time.Minute,
 		MemberKinds:                 membercache.DefaultKinds,
 		WatchHistory:                10_000,
+		ForwardUserTokens:           true,
 	}
 	o.SecureServing.BindPort = 8443
 	o.SecureServing.ServerCert.PairName = "flotilla-gateway"
@@ -108,6 +113,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.MaxMutatingRequestsInFlight, "max-mutating-requests-inflight", o.MaxMutatingRequestsInFlight, "most mutating requests served at once (0: no limit); more get 429")
 	fs.StringSliceVar(&o.MemberKinds, "member-kinds", o.MemberKinds, "kinds served from the member clusters' objects (a multi-cluster cache, read-only, with a CLUSTER column) instead of the host's; known: "+strings.Join(membercache.KnownKinds(), ", ")+`; "" serves every kind from the host`)
 	fs.IntVar(&o.WatchHistory, "member-watch-history", o.WatchHistory, "recent changes per member kind a watch can resume from; a watch from an older resourceVersion gets 410 Gone and relists")
+	fs.BoolVar(&o.ForwardUserTokens, "forward-user-tokens", o.ForwardUserTokens, "send a request for a host kind that a bearer token alone authenticated to the host with that token (the host authenticates the user itself); false: always as the gateway impersonating the user. Client certificates and --as always impersonate")
 	fs.DurationVar(&o.RequestTimeout, "request-timeout", o.RequestTimeout, "longest a request other than a watch, log, exec or port-forward may take")
 }
 
@@ -173,7 +179,7 @@ func New(o *Options) (*Server, error) {
 		return nil, fmt.Errorf("--host-kubeconfig: %w", err)
 	}
 	hostCfg.UserAgent = "flotilla-gateway"
-	host, err := newHostProxy(hostCfg)
+	host, err := newHostProxy(hostCfg, o.ForwardUserTokens)
 	if err != nil {
 		return nil, err
 	}
@@ -228,7 +234,11 @@ func New(o *Options) (*Server, error) {
 			}
 			host.ServeHTTP(w, r)
 		})
-		return genericapiserver.DefaultBuildHandlerChain(route, c)
+		chain := genericapiserver.DefaultBuildHandlerChain(route, c)
+		if o.ForwardUserTokens {
+			chain = withUserToken(chain)
+		}
+		return chain
 	}
 	hostCS, err := kubernetes.NewForConfig(hostCfg)
 	if err != nil {

@@ -1,0 +1,74 @@
+package gateway
+
+import (
+	"context"
+	"net/http"
+	"strings"
+)
+
+// The host learns who a request is from in one of two ways.
+//
+// A request the gateway authenticated by its bearer token, and by nothing
+// else, goes to the host with that same token: the host authenticates it
+// itself and sees exactly the user it would see if the client had come
+// directly, with no impersonation checks on the host (one authorization
+// check for the user and for each of its groups, on every request). The
+// token goes nowhere but the host, which is what validated it for the
+// gateway (TokenReview), and never to a member.
+//
+// Any other request (a client certificate, a token sent with a
+// certificate, a request that asks to impersonate someone, anonymous)
+// goes with the gateway's own credentials and impersonation headers for
+// the user the gateway's filters settled on.
+//
+// A forwarded token travels on a connection of its own that carries no
+// credentials of the gateway: with the gateway's client certificate on
+// the connection, the host would authenticate the certificate and not
+// the token.
+
+// userTokenKey is the context key of the bearer token a request may be
+// forwarded to the host with.
+type userTokenKey struct{}
+
+// withUserToken keeps the request's bearer token in its context when the
+// token alone says who the user is, before the authentication filter
+// removes the Authorization header; it must wrap the whole filter chain.
+func withUserToken(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if token, ok := forwardableToken(r); ok {
+			r = r.WithContext(context.WithValue(r.Context(), userTokenKey{}, token))
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// forwardableToken is r's bearer token if it is the only thing that names
+// r's user: no client certificate (the gateway would have authenticated
+// the certificate's user instead) and no impersonation header (the user
+// the filters settle on is then someone else).
+func forwardableToken(r *http.Request) (string, bool) {
+	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
+		return "", false
+	}
+	for k := range r.Header {
+		if len(k) >= len("Impersonate-") && strings.EqualFold(k[:len("Impersonate-")], "Impersonate-") {
+			return "", false
+		}
+	}
+	auth := r.Header.Values("Authorization")
+	if len(auth) != 1 {
+		return "", false
+	}
+	// The same token the bearer token authenticator reads.
+	parts := strings.SplitN(strings.TrimSpace(auth[0]), " ", 3)
+	if len(parts) < 2 || !strings.EqualFold(parts[0], "bearer") || parts[1] == "" {
+		return "", false
+	}
+	return parts[1], true
+}
+
+// userToken is the token withUserToken kept for ctx's request.
+func userToken(ctx context.Context) (string, bool) {
+	token, ok := ctx.Value(userTokenKey{}).(string)
+	return token, ok
+}
