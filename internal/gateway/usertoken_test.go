@@ -57,7 +57,7 @@ func TestForwardableToken(t *testing.T) {
 // goes as the gateway impersonating the user.
 func TestHostProxyForwardsUserToken(t *testing.T) {
 	type seen struct {
-		auth, user string
+		auth, user  string
 		gatewayCert bool
 	}
 	seenCh := make(chan seen, 1)
