@@ -1,9 +1,10 @@
 // Package rolloutctl drives a federated rollout from outside, as `flotilla
 // rollout approve|resume|abort` do: it reads where the rollout stands in
 // the FederatedObject and records the user's decision on the host
-// Deployment (annotations the rollout controller reads, or the previous
-// revision's template for abort), so that a user needs only their rights
-// on the Deployment. Each is also a kubectl patch (docs/rollouts.md).
+// workload (annotations the rollout controller reads, or, for a
+// Deployment's abort, the previous revision's template), so that a user
+// needs only their rights on the workload. Each is also a kubectl patch
+// (docs/rollouts.md).
 package rolloutctl
 
 import (
@@ -13,82 +14,113 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/templates"
 )
 
-// Deployment is one host Deployment's federated rollout.
-type Deployment struct {
+// Workload is one host workload's federated rollout: a Deployment, a
+// StatefulSet, or an object of a custom kind whose WorkloadInterpreter has
+// a rollout rule.
+type Workload struct {
 	// Client reads and writes the host.
 	Client client.Client
-	// Key names the Deployment.
+	// Kind is the workload's group, version and kind.
+	Kind schema.GroupVersionKind
+	// Key names the workload.
 	Key types.NamespacedName
+}
+
+// name is how messages name the workload, as kubectl does: deployment/web,
+// statefulset/db, cloneset.apps.kruise.io/web.
+func (w Workload) name() string {
+	kind := strings.ToLower(w.Kind.Kind)
+	if w.Kind.Group != "" && w.Kind.Group != appsv1.GroupName {
+		kind += "." + w.Kind.Group
+	}
+	return kind + "/" + w.Key.Name
+}
+
+// isDeployment reports whether w is an apps Deployment.
+func (w Workload) isDeployment() bool {
+	return w.Kind.GroupKind() == appsv1.SchemeGroupVersion.WithKind("Deployment").GroupKind()
 }
 
 // plan returns the recorded rollout plan, or an error saying why there is
 // none.
-func (d Deployment) plan(ctx context.Context) (*v1alpha1.RolloutStatus, error) {
+func (w Workload) plan(ctx context.Context) (*v1alpha1.RolloutStatus, error) {
 	fo := &v1alpha1.FederatedObject{}
-	if err := d.Client.Get(ctx, types.NamespacedName{Namespace: d.Key.Namespace, Name: d.Key.Name + ".deployment.apps"}, fo); err != nil {
-		return nil, fmt.Errorf("deployment %s is not propagated: %w", d.Key, err)
+	key := templates.Key{Group: w.Kind.Group, Kind: w.Kind.Kind, Namespace: w.Key.Namespace, Name: w.Key.Name}.FederatedName()
+	if err := w.Client.Get(ctx, key, fo); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("%s in namespace %s is not propagated (no FederatedObject %s)", w.name(), w.Key.Namespace, key.Name)
+		}
+		return nil, fmt.Errorf("%s in namespace %s: read its FederatedObject %s: %w", w.name(), w.Key.Namespace, key.Name, err)
 	}
 	if fo.Status.Rollout == nil {
-		return nil, fmt.Errorf("deployment %s has no federated rollout (it is not divided over clusters, or rolls per member)", d.Key)
+		return nil, fmt.Errorf("%s in namespace %s has no federated rollout (it is not divided over clusters, rolls per member, or its kind has no WorkloadInterpreter rollout rule)", w.name(), w.Key.Namespace)
 	}
 	return fo.Status.Rollout, nil
 }
 
 // Approve opens the Approval gate after stage (empty: the gate the
 // rollout waits at) for the current revision, and returns what it did.
-func (d Deployment) Approve(ctx context.Context, stage string) (string, error) {
-	plan, err := d.plan(ctx)
+func (w Workload) Approve(ctx context.Context, stage string) (string, error) {
+	plan, err := w.plan(ctx)
 	if err != nil {
 		return "", err
 	}
 	if stage == "" {
 		if plan.Gate != v1alpha1.GateApproval {
-			return "", fmt.Errorf("the rollout of %s waits for no approval (stage %q, gate %q, halted %q); name a stage with --stage to approve one ahead", d.Key, plan.Stage, plan.Gate, plan.Halted)
+			return "", fmt.Errorf("the rollout of %s waits for no approval (stage %q, gate %q, halted %q); name a stage with --stage to approve one ahead", w.name(), plan.Stage, plan.Gate, plan.Halted)
 		}
 		stage = plan.Stage
 	}
-	if err := d.annotate(ctx, v1alpha1.AnnotationRolloutApproved, plan.Revision+"/"+stage); err != nil {
+	if err := w.annotate(ctx, v1alpha1.AnnotationRolloutApproved, plan.Revision+"/"+stage); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("deployment/%s: revision %s approved after stage %s", d.Key.Name, plan.Revision, stage), nil
+	return fmt.Sprintf("%s: revision %s approved after stage %s", w.name(), plan.Revision, stage), nil
 }
 
 // Resume lets the current revision go on past a halt of the stage it is
 // at, or through that stage's Pause gate early. Later stages still halt
 // and pause.
-func (d Deployment) Resume(ctx context.Context) (string, error) {
-	plan, err := d.plan(ctx)
+func (w Workload) Resume(ctx context.Context) (string, error) {
+	plan, err := w.plan(ctx)
 	if err != nil {
 		return "", err
 	}
 	if plan.Stage == "" || (plan.Halted == "" && plan.Gate != v1alpha1.GatePause) {
-		return "", fmt.Errorf("the rollout of %s is neither halted nor at a Pause gate (stage %q, gate %q)", d.Key, plan.Stage, plan.Gate)
+		return "", fmt.Errorf("the rollout of %s is neither halted nor at a Pause gate (stage %q, gate %q)", w.name(), plan.Stage, plan.Gate)
 	}
-	if err := d.annotate(ctx, v1alpha1.AnnotationRolloutResumed, plan.Revision+"/"+plan.Stage); err != nil {
+	if err := w.annotate(ctx, v1alpha1.AnnotationRolloutResumed, plan.Revision+"/"+plan.Stage); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("deployment/%s: revision %s resumed at stage %s", d.Key.Name, plan.Revision, plan.Stage), nil
+	return fmt.Sprintf("%s: revision %s resumed at stage %s", w.name(), plan.Revision, plan.Stage), nil
 }
 
-// annotate sets one annotation on the host Deployment.
-func (d Deployment) annotate(ctx context.Context, key, value string) error {
+// annotate sets one annotation on the host workload.
+func (w Workload) annotate(ctx context.Context, key, value string) error {
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{key: value}}})
 	if err != nil {
 		return err
 	}
-	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: d.Key.Namespace, Name: d.Key.Name}}
-	if err := d.Client.Patch(ctx, dep, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return fmt.Errorf("annotate deployment %s: %w", d.Key, err)
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(w.Kind)
+	obj.SetNamespace(w.Key.Namespace)
+	obj.SetName(w.Key.Name)
+	if err := w.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("annotate %s in namespace %s: %w", w.name(), w.Key.Namespace, err)
 	}
 	return nil
 }
@@ -96,21 +128,28 @@ func (d Deployment) annotate(ctx context.Context, key, value string) error {
 // ErrNoPrevious says a Deployment has no earlier revision to go back to.
 var ErrNoPrevious = errors.New("no earlier revision recorded")
 
-// Abort rolls the Deployment back to its previous revision (as kubectl
+// ErrNoHistory says a kind has no revision history on the host to abort
+// to.
+var ErrNoHistory = errors.New("the host keeps revision history only of Deployments")
+
+// Abort rolls a Deployment back to its previous revision (as kubectl
 // rollout undo does): the revision's pod template, kept by the host's
 // revision history, replaces the current one, and rolls out under the
 // same budget and stages. A paused Deployment is refused, as kubectl
-// does.
-func (d Deployment) Abort(ctx context.Context) (string, error) {
+// does; other kinds are refused with ErrNoHistory.
+func (w Workload) Abort(ctx context.Context) (string, error) {
+	if !w.isDeployment() {
+		return "", fmt.Errorf("cannot abort %s: %w; apply its previous template instead (a new revision rolls out under the same budget and stages)", w.name(), ErrNoHistory)
+	}
 	dep := &appsv1.Deployment{}
-	if err := d.Client.Get(ctx, d.Key, dep); err != nil {
-		return "", fmt.Errorf("deployment %s: %w", d.Key, err)
+	if err := w.Client.Get(ctx, w.Key, dep); err != nil {
+		return "", fmt.Errorf("deployment %s: %w", w.Key, err)
 	}
 	if dep.Spec.Paused {
-		return "", fmt.Errorf("deployment %s is paused: resume it first (kubectl rollout resume)", d.Key)
+		return "", fmt.Errorf("deployment %s is paused: resume it first (kubectl rollout resume)", w.Key)
 	}
 	list := &appsv1.ReplicaSetList{}
-	if err := d.Client.List(ctx, list, client.InNamespace(d.Key.Namespace)); err != nil {
+	if err := w.Client.List(ctx, list, client.InNamespace(w.Key.Namespace)); err != nil {
 		return "", err
 	}
 	var history []appsv1.ReplicaSet
@@ -127,7 +166,7 @@ func (d Deployment) Abort(ctx context.Context) (string, error) {
 		return !equality.Semantic.DeepEqual(*t, dep.Spec.Template)
 	})
 	if i < 0 {
-		return "", fmt.Errorf("deployment %s: %w", d.Key, ErrNoPrevious)
+		return "", fmt.Errorf("deployment %s: %w", w.Key, ErrNoPrevious)
 	}
 	prev := history[i]
 	tmpl := prev.Spec.Template.DeepCopy()
@@ -136,10 +175,10 @@ func (d Deployment) Abort(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := d.Client.Patch(ctx, dep, client.RawPatch(types.JSONPatchType, patch)); err != nil {
-		return "", fmt.Errorf("roll back deployment %s: %w", d.Key, err)
+	if err := w.Client.Patch(ctx, dep, client.RawPatch(types.JSONPatchType, patch)); err != nil {
+		return "", fmt.Errorf("roll back deployment %s: %w", w.Key, err)
 	}
-	return fmt.Sprintf("deployment/%s: rolled back to revision %d", d.Key.Name, revision(prev)), nil
+	return fmt.Sprintf("%s: rolled back to revision %d", w.name(), revision(prev)), nil
 }
 
 func revision(rs appsv1.ReplicaSet) int64 {

@@ -8,6 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/flotilla-io/flotilla/internal/rolloutctl"
@@ -15,18 +18,18 @@ import (
 
 // RolloutOptions are the inputs of `flotilla rollout approve|resume|abort`.
 type RolloutOptions struct {
-	// Namespace is the Deployment's namespace (default: the kubeconfig
+	// Namespace is the workload's namespace (default: the kubeconfig
 	// context's, else "default").
 	Namespace string
-	// Name is the Deployment's name.
-	Name string
+	// Workload is the argument: NAME (a Deployment) or KIND/NAME.
+	Workload string
 	// Stage, for approve, is the stage whose gate to open (default: the
 	// gate the rollout waits at).
 	Stage string
 
 	verb    string
 	host    hostFlags
-	dep     rolloutctl.Deployment
+	target  rolloutctl.Workload
 	streams Streams
 }
 
@@ -35,29 +38,34 @@ func NewRolloutCmd(streams Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rollout",
 		Short: "Drive a staged federated rollout: approve, resume, abort",
-		Long: `Drive the federated rollout of a Deployment divided over clusters
-(docs/rollouts.md). Where the rollout stands is in its FederatedObject:
-kubectl get fo NAME.deployment.apps shows the ROLLOUT reason (Progressing,
-AwaitingApproval, StagePaused, Halted, RolledOut) and its RolledOut
-condition says which stage and clusters.
+		Long: `Drive the federated rollout of a workload divided over clusters
+(docs/rollouts.md): a Deployment (NAME or deployment/NAME), a StatefulSet
+(statefulset/NAME, sts/NAME) or an object of a custom kind whose
+WorkloadInterpreter has a rollout rule (cloneset/NAME,
+clonesets.apps.kruise.io/NAME). Where the rollout stands is in its
+FederatedObject: kubectl get fo NAME.deployment.apps shows the ROLLOUT
+reason (Progressing, AwaitingApproval, StagePaused, Halted, RolledOut) and
+its RolledOut condition says which stage and clusters.
 
-Each verb records the decision on the host Deployment, so it needs only the
-rights to patch that Deployment; kubectl rollout status, pause, resume,
+Each verb records the decision on the host object, so it needs only the
+rights to patch that object; kubectl rollout status, pause, resume,
 history and undo work on the host Deployment as on one cluster.`,
 	}
 	cmd.AddCommand(
 		newRolloutVerb(streams, "approve", &cobra.Command{
-			Use:   "approve [deployment/]NAME",
+			Use:   "approve [KIND/]NAME",
 			Short: "Start the next stage of a rollout waiting for approval",
 			Long: `Approve the Approval gate the rollout waits at (or, with --stage, the gate
 after that stage, ahead of time), for the revision rolling now: the
 annotation flotilla.io/rollout-approved=<revision>/<stage> on the
-Deployment. A new template needs its own approval.`,
+workload. A new template needs its own approval.`,
 			Example: `  flotilla rollout approve web -n shop
-  flotilla rollout approve deployment/web -n shop --stage canary`,
+  flotilla rollout approve deployment/web -n shop --stage canary
+  flotilla rollout approve sts/db -n shop
+  flotilla rollout approve cloneset.apps.kruise.io/web -n shop`,
 		}),
 		newRolloutVerb(streams, "resume", &cobra.Command{
-			Use:   "resume [deployment/]NAME",
+			Use:   "resume [KIND/]NAME",
 			Short: "Let a halted rollout go on, or end a stage's pause early",
 			Long: `Resume the revision rolling now past the halt of the stage it is at (a
 copy exceeded its progress deadline, or the stage's availability fell below
@@ -66,15 +74,18 @@ annotation flotilla.io/rollout-resumed=<revision>/<stage>. That stage (and
 those before it) does not halt this revision again; later stages still halt
 and pause. Not the same as kubectl rollout resume, which unpauses a paused
 Deployment.`,
-			Example: `  flotilla rollout resume web -n shop`,
+			Example: `  flotilla rollout resume web -n shop
+  flotilla rollout resume statefulset/db -n shop`,
 		}),
 		newRolloutVerb(streams, "abort", &cobra.Command{
 			Use:   "abort [deployment/]NAME",
-			Short: "Go back to the previous revision",
+			Short: "Go back to the previous revision of a Deployment",
 			Long: `Abort the rollout: put the previous revision's pod template back into the
 Deployment (as kubectl rollout undo does), which rolls out under the same
 budget. Clusters of later stages, which still hold their old pods, are done
-at once; the others roll back.`,
+at once; the others roll back. Deployments only: the host keeps no revision
+history of StatefulSets or custom kinds (apply the previous template
+instead).`,
 			Example: `  flotilla rollout abort web -n shop`,
 		}),
 	)
@@ -95,25 +106,16 @@ func newRolloutVerb(streams Streams, verb string, cmd *cobra.Command) *cobra.Com
 	}
 	fs := cmd.Flags()
 	o.host.add(fs)
-	fs.StringVarP(&o.Namespace, "namespace", "n", "", "the Deployment's namespace (default: the context's)")
+	fs.StringVarP(&o.Namespace, "namespace", "n", "", "the workload's namespace (default: the context's)")
 	if verb == "approve" {
 		fs.StringVar(&o.Stage, "stage", "", "the stage whose gate to open (default: the one the rollout waits at)")
 	}
 	return cmd
 }
 
-// Complete reads the Deployment's name and builds the host client.
+// Complete reads the workload argument and builds the host client.
 func (o *RolloutOptions) Complete(args []string) error {
-	name := args[0]
-	if kind, n, ok := strings.Cut(name, "/"); ok {
-		switch strings.ToLower(kind) {
-		case "deployment", "deployments", "deploy", "deployment.apps", "deployments.apps":
-		default:
-			return fmt.Errorf("%s: federated rollouts are of Deployments, not %s", name, kind)
-		}
-		name = n
-	}
-	o.Name = name
+	o.Workload = args[0]
 	if o.Namespace == "" {
 		rules := clientcmd.NewDefaultClientConfigLoadingRules()
 		rules.ExplicitPath = o.host.kubeconfig
@@ -123,33 +125,65 @@ func (o *RolloutOptions) Complete(args []string) error {
 		}
 		o.Namespace = ns
 	}
+	return nil
+}
+
+// Validate refuses bad input before anything is changed or read.
+func (o *RolloutOptions) Validate() error {
+	if o.Workload == "" {
+		return errors.New("a workload is required: NAME (a Deployment) or KIND/NAME")
+	}
+	if o.verb == "abort" {
+		if kind, _, ok := strings.Cut(o.Workload, "/"); ok {
+			switch strings.ToLower(kind) {
+			case "deployment", "deployments", "deploy", "deployment.apps", "deployments.apps":
+			default:
+				return fmt.Errorf("cannot abort %s: %v; apply its previous template instead", o.Workload, rolloutctl.ErrNoHistory)
+			}
+		}
+	}
+	return nil
+}
+
+// resolve builds the host client and reads the workload's kind through
+// the host's discovery.
+func (o *RolloutOptions) resolve() error {
+	cfg, err := o.host.config()
+	if err != nil {
+		return err
+	}
 	c, err := o.host.client()
 	if err != nil {
 		return err
 	}
-	o.dep = rolloutctl.Deployment{Client: c, Key: types.NamespacedName{Namespace: o.Namespace, Name: o.Name}}
-	return nil
-}
-
-// Validate refuses bad input before anything is changed.
-func (o *RolloutOptions) Validate() error {
-	if o.Name == "" {
-		return errors.New("a Deployment name is required")
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("discovery client for the host: %w", err)
 	}
+	cached := memory.NewMemCacheClient(dc)
+	mapper := restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(cached), cached, nil)
+	gvk, name, err := rolloutctl.Resolve(mapper, o.Workload)
+	if err != nil {
+		return err
+	}
+	o.target = rolloutctl.Workload{Client: c, Kind: gvk, Key: types.NamespacedName{Namespace: o.Namespace, Name: name}}
 	return nil
 }
 
 // Run records the decision and prints what it did.
 func (o *RolloutOptions) Run(ctx context.Context) error {
+	if err := o.resolve(); err != nil {
+		return err
+	}
 	var msg string
 	var err error
 	switch o.verb {
 	case "approve":
-		msg, err = o.dep.Approve(ctx, o.Stage)
+		msg, err = o.target.Approve(ctx, o.Stage)
 	case "resume":
-		msg, err = o.dep.Resume(ctx)
+		msg, err = o.target.Resume(ctx)
 	case "abort":
-		msg, err = o.dep.Abort(ctx)
+		msg, err = o.target.Abort(ctx)
 	default:
 		return fmt.Errorf("unknown verb %q", o.verb)
 	}

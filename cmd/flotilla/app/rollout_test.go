@@ -1,0 +1,34 @@
+package app
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestRolloutValidate(t *testing.T) {
+	tests := []struct {
+		verb, workload string
+		wantErr        string
+	}{
+		{verb: "approve", workload: "web"},
+		{verb: "approve", workload: "sts/db"},
+		{verb: "resume", workload: "clonesets.apps.kruise.io/web"},
+		{verb: "abort", workload: "web"},
+		{verb: "abort", workload: "deploy/web"},
+		{verb: "abort", workload: "Deployment/web"},
+		{verb: "abort", workload: "sts/db", wantErr: "cannot abort sts/db: the host keeps revision history only of Deployments"},
+		{verb: "abort", workload: "cloneset/web", wantErr: "apply its previous template instead"},
+		{verb: "approve", workload: "", wantErr: "a workload is required"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.verb+" "+tt.workload, func(t *testing.T) {
+			err := (&RolloutOptions{verb: tt.verb, Workload: tt.workload}).Validate()
+			if tt.wantErr == "" && err != nil {
+				t.Errorf("Validate: %v", err)
+			}
+			if tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Errorf("Validate: %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}
