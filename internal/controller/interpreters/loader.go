@@ -8,6 +8,7 @@ package interpreters
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -39,8 +40,17 @@ type Outcome struct {
 	// CRD names the CRD whose schema the expressions were checked
 	// against, with its version ("" when the kind has no CRD on the host).
 	CRD string
-	// Err is why the interpreter is not in use; nil when it is.
+	// Err is why this generation is not in use; nil when it is.
 	Err error
+	// InUse is the generation in the registry: Generation when Err is
+	// nil; an earlier one that compiled, kept while this one does not (so
+	// that a bad edit or a CRD change does not release held rollouts or
+	// change how the kind is divided); 0 when none is.
+	InUse int64
+	// SchemaErr is why the CRD's schema could not be read (an API error):
+	// the interpreter is compiled unchecked meanwhile and read again with
+	// backoff.
+	SchemaErr error
 }
 
 // Loader compiles the host's WorkloadInterpreters into a registry. It
@@ -58,8 +68,13 @@ type Loader struct {
 	// Registry receives the compiled interpreters.
 	Registry *workload.Registry
 
+	// loading serializes load: the interpreters' and the CRDs' informers
+	// and the retries each call it, and the registry must end with the
+	// last outcome.
+	loading  sync.Mutex
 	mu       sync.Mutex
 	outcomes map[string]Outcome
+	retries  map[string]*retry
 	// changed receives the name of each interpreter whose outcome changed
 	// (the Reconciler writes its condition).
 	changed chan event.GenericEvent
@@ -69,7 +84,7 @@ type Loader struct {
 // NewLoader returns a loader; Start runs it.
 func NewLoader(c cache.Cache, reader client.Reader, mapper meta.RESTMapper, registry *workload.Registry) *Loader {
 	return &Loader{Cache: c, Reader: reader, Mapper: mapper, Registry: registry,
-		outcomes: map[string]Outcome{}, changed: make(chan event.GenericEvent, 1024), synced: make(chan struct{})}
+		outcomes: map[string]Outcome{}, retries: map[string]*retry{}, changed: make(chan event.GenericEvent, 1024), synced: make(chan struct{})}
 }
 
 // NeedLeaderElection is false: every replica keeps its registry current.
@@ -126,7 +141,9 @@ func (l *Loader) Start(ctx context.Context) error {
 }
 
 // load compiles one interpreter and puts it in (or takes it out of) the
-// registry.
+// registry. A generation that does not compile leaves an earlier one that
+// did in use; a schema that cannot be read (an API error) is read again
+// later, the interpreter compiled unchecked meanwhile.
 func (l *Loader) load(ctx context.Context, o any) {
 	wi, ok := o.(*v1alpha1.WorkloadInterpreter)
 	if !ok {
@@ -136,13 +153,19 @@ func (l *Loader) load(ctx context.Context, o any) {
 		l.unload(wi)
 		return
 	}
+	l.loading.Lock()
+	defer l.loading.Unlock()
 	gk := targetKind(wi)
 	out := Outcome{Kind: gk, Generation: wi.Generation}
 	opts := interpreter.Options{}
 	s, crd, err := schemaOf(ctx, l.Reader, l.Mapper, gk)
-	if err != nil {
+	var unread *schemaUnreadError
+	switch {
+	case errors.As(err, &unread):
+		out.SchemaErr = err
+	case err != nil:
 		out.Err = err
-	} else {
+	default:
 		opts.Schema, out.CRD = s, crd
 	}
 	var in *interpreter.Interpreter
@@ -154,13 +177,30 @@ func (l *Loader) load(ctx context.Context, o any) {
 	}
 	l.mu.Lock()
 	prev, had := l.outcomes[wi.Name]
+	// An interpreter's name is its kind's, so prev is of the same kind.
+	keep := out.Err != nil && had && prev.InUse != 0 && prev.Kind == gk
+	switch {
+	case out.Err == nil:
+		out.InUse = wi.Generation
+	case keep:
+		out.InUse = prev.InUse
+	}
 	l.outcomes[wi.Name] = out
 	l.mu.Unlock()
-	if had && prev.Generation == out.Generation && prev.CRD == out.CRD && errString(prev.Err) == errString(out.Err) {
+	if out.SchemaErr != nil {
+		l.retryLater(ctx, wi.Name)
+	} else {
+		l.retried(wi.Name)
+	}
+	if had && prev.Generation == out.Generation && prev.CRD == out.CRD && prev.InUse == out.InUse &&
+		errString(prev.Err) == errString(out.Err) && errString(prev.SchemaErr) == errString(out.SchemaErr) {
 		return // a resync or a status write: nothing changed
 	}
 	logger := klog.FromContext(ctx)
 	switch {
+	case keep:
+		logger.Info("Workload interpreter generation not in use, the earlier one stays", "interpreter", wi.Name, "kind", gk,
+			"generation", wi.Generation, "inUse", out.InUse, "reason", out.Err.Error())
 	case out.Err != nil:
 		logger.Info("Workload interpreter not in use", "interpreter", wi.Name, "kind", gk, "reason", out.Err.Error())
 		if had && prev.Kind != gk {
@@ -168,7 +208,8 @@ func (l *Loader) load(ctx context.Context, o any) {
 		}
 		l.Registry.Remove(gk)
 	default:
-		logger.Info("Workload interpreter in use", "interpreter", wi.Name, "kind", gk, "generation", wi.Generation, "crd", out.CRD)
+		logger.Info("Workload interpreter in use", "interpreter", wi.Name, "kind", gk, "generation", wi.Generation, "crd", out.CRD,
+			"schemaError", errString(out.SchemaErr))
 		l.Registry.Set(in)
 	}
 	l.notify(wi.Name)
@@ -183,9 +224,12 @@ func (l *Loader) unload(o any) {
 	if !ok {
 		return
 	}
+	l.loading.Lock()
+	defer l.loading.Unlock()
 	l.mu.Lock()
 	prev, had := l.outcomes[wi.Name]
 	delete(l.outcomes, wi.Name)
+	delete(l.retries, wi.Name)
 	l.mu.Unlock()
 	if had {
 		l.Registry.Remove(prev.Kind)
@@ -230,14 +274,14 @@ func schemaOf(ctx context.Context, reader client.Reader, mapper meta.RESTMapper,
 		return nil, "", nil
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("resource of %s: %w", gk, err)
+		return nil, "", &schemaUnreadError{fmt.Errorf("resource of %s: %w", gk, err)}
 	}
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	name := mapping.Resource.Resource + "." + gk.Group
 	if err := reader.Get(ctx, client.ObjectKey{Name: name}, crd); apierrors.IsNotFound(err) {
 		return nil, "", nil
 	} else if err != nil {
-		return nil, "", fmt.Errorf("read CustomResourceDefinition %s: %w", name, err)
+		return nil, "", &schemaUnreadError{fmt.Errorf("read CustomResourceDefinition %s: %w", name, err)}
 	}
 	s, err := interpreter.SchemaOf(crd)
 	if err != nil {

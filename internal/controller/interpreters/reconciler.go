@@ -33,10 +33,12 @@ const Name = "interpreters"
 const (
 	// ReasonTypeChecked: compiled and checked against the CRD's schema.
 	ReasonTypeChecked = "TypeChecked"
-	// ReasonCompiled: compiled; the kind has no CRD on the host (yet), so
-	// fields are checked only when the expressions run.
+	// ReasonCompiled: compiled; the kind has no CRD on the host (yet), or
+	// its schema could not be read for now, so fields are checked only
+	// when the expressions run.
 	ReasonCompiled = "Compiled"
-	// ReasonInvalid: it does not compile; the kind is propagated without
+	// ReasonInvalid: this generation does not compile; an earlier one that
+	// did stays in use, else the kind is propagated without
 	// interpretation.
 	ReasonInvalid = "Invalid"
 )
@@ -92,9 +94,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 func Condition(out Outcome, generation int64) metav1.Condition {
 	c := metav1.Condition{Type: "Ready", ObservedGeneration: generation}
 	switch {
+	case out.Err != nil && out.InUse != 0:
+		c.Status, c.Reason = metav1.ConditionFalse, ReasonInvalid
+		c.Message = fmt.Sprintf("generation %d is not in use: %v; generation %d stays in use for %s until this is fixed or the interpreter is deleted",
+			out.Generation, out.Err, out.InUse, out.Kind.String())
 	case out.Err != nil:
 		c.Status, c.Reason = metav1.ConditionFalse, ReasonInvalid
 		c.Message = fmt.Sprintf("not in use, %s objects are propagated as they are: %v", out.Kind.String(), out.Err)
+	case out.SchemaErr != nil:
+		c.Status, c.Reason = metav1.ConditionTrue, ReasonCompiled
+		c.Message = fmt.Sprintf("in use for %s, not yet checked against its CustomResourceDefinition, whose schema could not be read (%v); reading it again", out.Kind.String(), out.SchemaErr)
 	case out.CRD != "":
 		crd, _, _ := strings.Cut(out.CRD, "@")
 		c.Status, c.Reason = metav1.ConditionTrue, ReasonTypeChecked
