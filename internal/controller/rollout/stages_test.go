@@ -105,7 +105,7 @@ func TestStagedRollout(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitRolledOut(t, key, 6)
-	ctl := rolloutctl.Deployment{Client: admin, Key: key}
+	ctl := rolloutctl.Workload{Client: admin, Kind: appsv1.SchemeGroupVersion.WithKind("Deployment"), Key: key}
 	if _, err := ctl.Approve(ctx, ""); err == nil {
 		t.Error("approve with no gate waiting: no error")
 	}
