@@ -8,7 +8,6 @@ package interpreters
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -19,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -47,10 +45,13 @@ type Outcome struct {
 	// that a bad edit or a CRD change does not release held rollouts or
 	// change how the kind is divided); 0 when none is.
 	InUse int64
-	// SchemaErr is why the CRD's schema could not be read (an API error):
-	// the interpreter is compiled unchecked meanwhile and read again with
-	// backoff.
+	// SchemaErr is why the CRD's schema could not be read (an API error),
+	// read again with backoff meanwhile.
 	SchemaErr error
+	// Provisional says the generation in use was compiled unchecked
+	// because its CRD's schema could not be read when nothing else was
+	// in use; it is dropped if it then fails its check.
+	Provisional bool
 }
 
 // Loader compiles the host's WorkloadInterpreters into a registry. It
@@ -138,102 +139,6 @@ func (l *Loader) Start(ctx context.Context) error {
 	logger.Info("Workload interpreters loaded", "count", len(l.Registry.Kinds()))
 	<-ctx.Done()
 	return nil
-}
-
-// load compiles one interpreter and puts it in (or takes it out of) the
-// registry. A generation that does not compile leaves an earlier one that
-// did in use; a schema that cannot be read (an API error) is read again
-// later, the interpreter compiled unchecked meanwhile.
-func (l *Loader) load(ctx context.Context, o any) {
-	wi, ok := o.(*v1alpha1.WorkloadInterpreter)
-	if !ok {
-		return
-	}
-	if !wi.DeletionTimestamp.IsZero() {
-		l.unload(wi)
-		return
-	}
-	l.loading.Lock()
-	defer l.loading.Unlock()
-	gk := targetKind(wi)
-	out := Outcome{Kind: gk, Generation: wi.Generation}
-	opts := interpreter.Options{}
-	s, crd, err := schemaOf(ctx, l.Reader, l.Mapper, gk)
-	var unread *schemaUnreadError
-	switch {
-	case errors.As(err, &unread):
-		out.SchemaErr = err
-	case err != nil:
-		out.Err = err
-	default:
-		opts.Schema, out.CRD = s, crd
-	}
-	var in *interpreter.Interpreter
-	if out.Err == nil {
-		var errs field.ErrorList
-		if in, errs = interpreter.Compile(&wi.Spec, opts); len(errs) > 0 {
-			out.Err = errs.ToAggregate()
-		}
-	}
-	l.mu.Lock()
-	prev, had := l.outcomes[wi.Name]
-	// An interpreter's name is its kind's, so prev is of the same kind.
-	keep := out.Err != nil && had && prev.InUse != 0 && prev.Kind == gk
-	switch {
-	case out.Err == nil:
-		out.InUse = wi.Generation
-	case keep:
-		out.InUse = prev.InUse
-	}
-	l.outcomes[wi.Name] = out
-	l.mu.Unlock()
-	if out.SchemaErr != nil {
-		l.retryLater(ctx, wi.Name)
-	} else {
-		l.retried(wi.Name)
-	}
-	if had && prev.Generation == out.Generation && prev.CRD == out.CRD && prev.InUse == out.InUse &&
-		errString(prev.Err) == errString(out.Err) && errString(prev.SchemaErr) == errString(out.SchemaErr) {
-		return // a resync or a status write: nothing changed
-	}
-	logger := klog.FromContext(ctx)
-	switch {
-	case keep:
-		logger.Info("Workload interpreter generation not in use, the earlier one stays", "interpreter", wi.Name, "kind", gk,
-			"generation", wi.Generation, "inUse", out.InUse, "reason", out.Err.Error())
-	case out.Err != nil:
-		logger.Info("Workload interpreter not in use", "interpreter", wi.Name, "kind", gk, "reason", out.Err.Error())
-		if had && prev.Kind != gk {
-			l.Registry.Remove(prev.Kind)
-		}
-		l.Registry.Remove(gk)
-	default:
-		logger.Info("Workload interpreter in use", "interpreter", wi.Name, "kind", gk, "generation", wi.Generation, "crd", out.CRD,
-			"schemaError", errString(out.SchemaErr))
-		l.Registry.Set(in)
-	}
-	l.notify(wi.Name)
-}
-
-// unload takes a deleted interpreter's kind out of the registry.
-func (l *Loader) unload(o any) {
-	if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
-		o = d.Obj
-	}
-	wi, ok := o.(*v1alpha1.WorkloadInterpreter)
-	if !ok {
-		return
-	}
-	l.loading.Lock()
-	defer l.loading.Unlock()
-	l.mu.Lock()
-	prev, had := l.outcomes[wi.Name]
-	delete(l.outcomes, wi.Name)
-	delete(l.retries, wi.Name)
-	l.mu.Unlock()
-	if had {
-		l.Registry.Remove(prev.Kind)
-	}
 }
 
 // crdChanged recompiles the interpreters of the CRD's group: its schema

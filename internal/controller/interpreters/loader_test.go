@@ -3,18 +3,19 @@ package interpreters
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	shipped "github.com/flotilla-io/flotilla/config/interpreters"
+	"github.com/flotilla-io/flotilla/internal/interpreter"
 	"github.com/flotilla-io/flotilla/internal/workload"
 	"github.com/flotilla-io/flotilla/test/workloads/crds"
 )
@@ -39,12 +40,15 @@ func (r *flakyReader) List(context.Context, client.ObjectList, ...client.ListOpt
 	return errors.New("not used")
 }
 
-// TestLoaderKeepsWhatWorks: an interpreter whose CRD cannot be read for a
-// while is used unchecked rather than dropped; a generation that does
-// not compile leaves the earlier one in use (with Ready=False saying
-// so), so that neither a bad edit nor an apiserver hiccup releases held
-// rollouts or changes how the kind is divided; a first generation that
-// does not compile is not used; a deleted interpreter is.
+// TestLoaderKeepsWhatWorks: what is in use stays in use unless something
+// better is known. An interpreter whose CRD cannot be read when nothing
+// else is in use is used unchecked rather than not at all, and dropped if
+// it then fails its check; a generation that does not compile, or cannot
+// be checked yet, leaves the one in use (Ready=False saying which), as
+// does a CRD change its expressions no longer fit; so neither a bad edit
+// nor an apiserver hiccup releases held rollouts or changes how the kind
+// is divided. A first generation that does not compile is not used; a
+// deleted interpreter is not either.
 func TestLoaderKeepsWhatWorks(t *testing.T) {
 	ctx := context.Background()
 	crd, err := crds.CloneSet()
@@ -52,6 +56,16 @@ func TestLoaderKeepsWhatWorks(t *testing.T) {
 		t.Fatal(err)
 	}
 	crd.ResourceVersion = "7"
+	// The same CRD once status.readyReplicas, which the interpreter
+	// reads, is gone from its schema.
+	narrowed := crd.DeepCopy()
+	narrowed.ResourceVersion = "8"
+	for i, v := range narrowed.Spec.Versions {
+		status := v.Schema.OpenAPIV3Schema.Properties["status"]
+		delete(status.Properties, "readyReplicas")
+		status.Required = slices.DeleteFunc(status.Required, func(f string) bool { return f == "readyReplicas" })
+		narrowed.Spec.Versions[i].Schema.OpenAPIV3Schema.Properties["status"] = status
+	}
 	all, err := shipped.All()
 	if err != nil {
 		t.Fatal(err)
@@ -69,88 +83,91 @@ func TestLoaderKeepsWhatWorks(t *testing.T) {
 	gv := schema.GroupVersion{Group: gk.Group, Version: "v1alpha1"}
 	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{gv})
 	mapper.Add(gv.WithKind(gk.Kind), meta.RESTScopeNamespace)
-	generation := func(n int64, bad bool) *v1alpha1.WorkloadInterpreter {
+	const (
+		fine     = ""
+		syntax   = "object.status.("                // fails with or without the schema
+		typeOnly = "object.status.noSuchField == 1" // fails only against the schema
+	)
+	generation := func(n int64, ready string) *v1alpha1.WorkloadInterpreter {
 		wi := good.DeepCopy()
 		wi.Generation = n
-		if bad {
-			wi.Spec.Health.Ready = "object.status.("
+		if ready != fine {
+			wi.Spec.Health.Ready = v1alpha1.Expression(ready)
 		}
 		return wi
 	}
 	type want struct {
-		inUse     int64
-		status    metav1.ConditionStatus
-		reason    string
-		message   string
-		schemaErr bool
+		inUse   int64
+		reason  string
+		message string
 	}
-	check := func(t *testing.T, l *Loader, registry *workload.Registry, w want) {
+	var registry *workload.Registry
+	var reader *flakyReader
+	var l *Loader
+	var inRegistry *interpreter.Interpreter
+	start := func() {
+		registry = &workload.Registry{}
+		reader = &flakyReader{crd: crd}
+		l = NewLoader(nil, reader, mapper, registry)
+		inRegistry = nil
+	}
+	// step loads wi, the next fail reads of the CRD failing, and checks
+	// the outcome, the condition and whether the registry changed.
+	step := func(name string, wi *v1alpha1.WorkloadInterpreter, fail int, w want, replaced bool) {
 		t.Helper()
+		reader.fail = fail
+		l.load(ctx, wi)
 		out, ok := l.Outcome(good.Name)
 		if !ok {
-			t.Fatal("no outcome")
-		}
-		if out.InUse != w.inUse || (out.SchemaErr != nil) != w.schemaErr {
-			t.Errorf("outcome: in use %d, schema error %v; want %d, %v", out.InUse, out.SchemaErr, w.inUse, w.schemaErr)
-		}
-		if got := registry.Get(gk) != nil; got != (w.inUse != 0) {
-			t.Errorf("kind in the registry: %v, want %v", got, w.inUse != 0)
+			t.Fatalf("%s: no outcome", name)
 		}
 		c := Condition(out, out.Generation)
-		if c.Status != w.status || c.Reason != w.reason || !strings.Contains(c.Message, w.message) {
-			t.Errorf("condition %s/%s %q; want %s/%s containing %q", c.Status, c.Reason, c.Message, w.status, w.reason, w.message)
+		if out.InUse != w.inUse || c.Reason != w.reason || !strings.Contains(c.Message, w.message) {
+			t.Errorf("%s: in use %d, %s %q; want %d, %s containing %q", name, out.InUse, c.Reason, c.Message, w.inUse, w.reason, w.message)
 		}
+		got := registry.Get(gk)
+		if (got != nil) != (w.inUse != 0) {
+			t.Errorf("%s: kind in the registry %v, want %v", name, got != nil, w.inUse != 0)
+		}
+		if (got != inRegistry) != replaced {
+			t.Errorf("%s: registry entry replaced %v, want %v", name, got != inRegistry, replaced)
+		}
+		inRegistry = got
 	}
 
-	registry := &workload.Registry{}
-	reader := &flakyReader{fail: 1, crd: crd}
-	l := NewLoader(nil, reader, mapper, registry)
-	l.load(ctx, generation(1, false))
-	check(t, l, registry, want{inUse: 1, status: metav1.ConditionTrue, reason: ReasonCompiled, schemaErr: true,
-		message: "whose schema could not be read (read CustomResourceDefinition clonesets.apps.kruise.io: etcd is unavailable); reading it again"})
-	first := registry.Get(gk)
-
-	l.load(ctx, generation(1, false)) // the retry, the apiserver back
-	check(t, l, registry, want{inUse: 1, status: metav1.ConditionTrue, reason: ReasonTypeChecked, message: "checked against the schema of CustomResourceDefinition clonesets.apps.kruise.io"})
-	checked := registry.Get(gk)
-	if checked == first {
-		t.Error("the type-checked interpreter did not replace the unchecked one")
-	}
-
-	l.load(ctx, generation(2, true))
-	check(t, l, registry, want{inUse: 1, status: metav1.ConditionFalse, reason: ReasonInvalid,
-		message: "generation 2 is not in use: spec.health.ready"})
-	if registry.Get(gk) != checked {
-		t.Error("a generation that does not compile replaced the one in use")
-	}
-	if !strings.Contains(Condition(mustOutcome(t, l, good.Name), 2).Message, "generation 1 stays in use for CloneSet.apps.kruise.io") {
-		t.Errorf("the condition does not say which generation stays in use: %q", Condition(mustOutcome(t, l, good.Name), 2).Message)
-	}
-
-	reader.fail = 1
-	l.load(ctx, generation(2, true)) // and then the apiserver fails too
-	check(t, l, registry, want{inUse: 1, status: metav1.ConditionFalse, reason: ReasonInvalid, schemaErr: true, message: "generation 2 is not in use"})
-
-	l.load(ctx, generation(3, false))
-	check(t, l, registry, want{inUse: 3, status: metav1.ConditionTrue, reason: ReasonTypeChecked, message: "in use for CloneSet.apps.kruise.io"})
-
-	l.unload(generation(3, false))
+	start()
+	step("first load, CRD unreadable: used unchecked", generation(1, fine), 1,
+		want{1, ReasonCompiled, "not yet checked against its CustomResourceDefinition, whose schema could not be read (read CustomResourceDefinition clonesets.apps.kruise.io: etcd is unavailable); reading it again"}, true)
+	step("the retry reads it: checked", generation(1, fine), 0,
+		want{1, ReasonTypeChecked, "checked against the schema of CustomResourceDefinition clonesets.apps.kruise.io"}, true)
+	step("the same again: nothing changes", generation(1, fine), 0,
+		want{1, ReasonTypeChecked, "checked against"}, false)
+	step("a syntax error: generation 1 stays", generation(2, syntax), 0,
+		want{1, ReasonInvalid, "generation 2 is not in use: spec.health.ready"}, false)
+	step("a type error while the CRD is unreadable: pending, generation 1 stays", generation(3, typeOnly), 1,
+		want{1, ReasonPending, "generation 3 waits for its check: the schema of its CustomResourceDefinition could not be read"}, false)
+	step("the CRD readable again: the type error, generation 1 stays", generation(3, typeOnly), 0,
+		want{1, ReasonInvalid, "generation 3 is not in use: spec.health.ready"}, false)
+	step("the CRD unreadable again for the generation in use: it stays as it is", generation(1, fine), 1,
+		want{1, ReasonTypeChecked, "checked against"}, false)
+	step("a good generation", generation(4, fine), 0,
+		want{4, ReasonTypeChecked, "in use for CloneSet.apps.kruise.io"}, true)
+	reader.crd = narrowed
+	step("a CRD change its expressions no longer fit: it stays as compiled", generation(4, fine), 0,
+		want{4, ReasonInvalid, "generation 4 no longer checks against CustomResourceDefinition clonesets.apps.kruise.io: "}, false)
+	reader.crd = crd
+	l.unload(generation(4, fine))
 	if registry.Get(gk) != nil {
 		t.Error("a deleted interpreter is still in use")
 	}
 
-	// A first generation that does not compile is not used.
-	fresh := &workload.Registry{}
-	l = NewLoader(nil, &flakyReader{crd: crd}, mapper, fresh)
-	l.load(ctx, generation(1, true))
-	check(t, l, fresh, want{status: metav1.ConditionFalse, reason: ReasonInvalid, message: "not in use, CloneSet.apps.kruise.io objects are propagated as they are"})
-}
+	start()
+	step("first load, CRD unreadable, a type error: used unchecked", generation(1, typeOnly), 1,
+		want{1, ReasonCompiled, "not yet checked"}, true)
+	step("its check fails: dropped, nothing earlier to fall back on", generation(1, typeOnly), 0,
+		want{0, ReasonInvalid, "not in use, CloneSet.apps.kruise.io objects are propagated as they are"}, true)
 
-func mustOutcome(t *testing.T, l *Loader, name string) Outcome {
-	t.Helper()
-	out, ok := l.Outcome(name)
-	if !ok {
-		t.Fatal("no outcome")
-	}
-	return out
+	start()
+	step("a first generation that does not compile", generation(1, syntax), 0,
+		want{0, ReasonInvalid, "not in use"}, false)
 }

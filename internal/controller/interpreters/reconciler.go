@@ -34,13 +34,16 @@ const (
 	// ReasonTypeChecked: compiled and checked against the CRD's schema.
 	ReasonTypeChecked = "TypeChecked"
 	// ReasonCompiled: compiled; the kind has no CRD on the host (yet), or
-	// its schema could not be read for now, so fields are checked only
-	// when the expressions run.
+	// its schema could not be read when nothing else was in use, so
+	// fields are checked only when the expressions run.
 	ReasonCompiled = "Compiled"
-	// ReasonInvalid: this generation does not compile; an earlier one that
-	// did stays in use, else the kind is propagated without
+	// ReasonInvalid: this generation does not compile; the one in use
+	// before stays in use, else the kind is propagated without
 	// interpretation.
 	ReasonInvalid = "Invalid"
+	// ReasonPending: this generation cannot be checked yet (its CRD's
+	// schema could not be read); the one in use before stays meanwhile.
+	ReasonPending = "Pending"
 )
 
 // Reconciler writes each WorkloadInterpreter's Ready condition from the
@@ -93,7 +96,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // Condition is the Ready condition an outcome gives.
 func Condition(out Outcome, generation int64) metav1.Condition {
 	c := metav1.Condition{Type: "Ready", ObservedGeneration: generation}
+	crd, _, _ := strings.Cut(out.CRD, "@")
 	switch {
+	case out.Err != nil && out.SchemaErr != nil && out.InUse != 0:
+		c.Status, c.Reason = metav1.ConditionFalse, ReasonPending
+		c.Message = fmt.Sprintf("generation %d waits for its check: the schema of its CustomResourceDefinition could not be read (%v), reading it again; generation %d stays in use for %s meanwhile",
+			out.Generation, out.SchemaErr, out.InUse, out.Kind.String())
+	case out.Err != nil && out.InUse == out.Generation:
+		c.Status, c.Reason = metav1.ConditionFalse, ReasonInvalid
+		against := "its CustomResourceDefinition"
+		if crd != "" {
+			against = "CustomResourceDefinition " + crd
+		}
+		c.Message = fmt.Sprintf("generation %d no longer checks against %s: %v; it stays in use for %s as compiled before, until this is fixed or the interpreter is deleted",
+			out.Generation, against, out.Err, out.Kind.String())
 	case out.Err != nil && out.InUse != 0:
 		c.Status, c.Reason = metav1.ConditionFalse, ReasonInvalid
 		c.Message = fmt.Sprintf("generation %d is not in use: %v; generation %d stays in use for %s until this is fixed or the interpreter is deleted",
@@ -101,11 +117,10 @@ func Condition(out Outcome, generation int64) metav1.Condition {
 	case out.Err != nil:
 		c.Status, c.Reason = metav1.ConditionFalse, ReasonInvalid
 		c.Message = fmt.Sprintf("not in use, %s objects are propagated as they are: %v", out.Kind.String(), out.Err)
-	case out.SchemaErr != nil:
+	case out.Provisional:
 		c.Status, c.Reason = metav1.ConditionTrue, ReasonCompiled
 		c.Message = fmt.Sprintf("in use for %s, not yet checked against its CustomResourceDefinition, whose schema could not be read (%v); reading it again", out.Kind.String(), out.SchemaErr)
 	case out.CRD != "":
-		crd, _, _ := strings.Cut(out.CRD, "@")
 		c.Status, c.Reason = metav1.ConditionTrue, ReasonTypeChecked
 		c.Message = fmt.Sprintf("in use for %s; expressions checked against the schema of CustomResourceDefinition %s", out.Kind.String(), crd)
 	default:

@@ -1,0 +1,159 @@
+package interpreters
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/interpreter"
+)
+
+// schemaReadTimeout bounds one read of a CRD's schema: loads are
+// serialized, so one hung request must not hold the others.
+const schemaReadTimeout = 30 * time.Second
+
+// load compiles an interpreter, as the cache holds it now, and puts it in
+// (or takes it out of) the registry. What works stays in use: a
+// generation that does not compile, or cannot be checked because its
+// CRD's schema cannot be read for now, leaves the one in use as it is.
+func (l *Loader) load(ctx context.Context, o any) {
+	wi, ok := o.(*v1alpha1.WorkloadInterpreter)
+	if !ok {
+		return
+	}
+	l.loading.Lock()
+	defer l.loading.Unlock()
+	// The informers and the retries may hand over an older object than
+	// the cache's by the time they get here: the last one wins.
+	if l.Cache != nil {
+		current := &v1alpha1.WorkloadInterpreter{}
+		switch err := l.Cache.Get(ctx, client.ObjectKey{Name: wi.Name}, current); {
+		case apierrors.IsNotFound(err):
+			l.unloadLocked(wi.Name)
+			return
+		case err == nil:
+			wi = current
+		}
+	}
+	if !wi.DeletionTimestamp.IsZero() {
+		l.unloadLocked(wi.Name)
+		return
+	}
+	l.mu.Lock()
+	prev, had := l.outcomes[wi.Name]
+	l.mu.Unlock()
+	out, in, use := l.compile(ctx, wi, prev, had)
+	l.mu.Lock()
+	l.outcomes[wi.Name] = out
+	l.mu.Unlock()
+	if out.SchemaErr != nil {
+		l.retryLater(ctx, wi.Name)
+	} else {
+		l.retried(wi.Name)
+	}
+	if had && prev.Generation == out.Generation && prev.CRD == out.CRD && prev.InUse == out.InUse && prev.Provisional == out.Provisional &&
+		errString(prev.Err) == errString(out.Err) && errString(prev.SchemaErr) == errString(out.SchemaErr) {
+		return // a resync or a status write: nothing changed
+	}
+	logger := klog.FromContext(ctx).WithValues("interpreter", wi.Name, "kind", out.Kind, "generation", wi.Generation)
+	switch {
+	case in != nil && use:
+		logger.Info("Workload interpreter in use", "crd", out.CRD, "unchecked", out.Provisional, "schemaError", errString(out.SchemaErr))
+		l.Registry.Set(in)
+	case out.InUse != 0:
+		logger.Info("Workload interpreter generation not in use, the one in use stays", "inUse", out.InUse,
+			"reason", errString(out.Err), "schemaError", errString(out.SchemaErr))
+	default:
+		logger.Info("Workload interpreter not in use", "reason", errString(out.Err))
+		if had && prev.Kind != out.Kind {
+			l.Registry.Remove(prev.Kind)
+		}
+		l.Registry.Remove(out.Kind)
+	}
+	l.notify(wi.Name)
+}
+
+// compile decides wi's outcome given the previous one: the interpreter to
+// put in the registry when use is true; otherwise the outcome's InUse
+// says whether the one in the registry stays (not 0) or goes.
+func (l *Loader) compile(ctx context.Context, wi *v1alpha1.WorkloadInterpreter, prev Outcome, had bool) (out Outcome, in *interpreter.Interpreter, use bool) {
+	out = Outcome{Kind: targetKind(wi), Generation: wi.Generation}
+	// An interpreter's name is its kind's, so prev is of the same kind.
+	inUse := had && prev.InUse != 0 && prev.Kind == out.Kind
+	readCtx, cancel := context.WithTimeout(ctx, schemaReadTimeout)
+	s, crd, err := schemaOf(readCtx, l.Reader, l.Mapper, out.Kind)
+	cancel()
+	var unread *schemaUnreadError
+	switch {
+	case errors.As(err, &unread) && inUse:
+		// Leave what is in use as it is until the schema can be read:
+		// this generation, compiled unchecked, might fail its check.
+		out.SchemaErr, out.InUse, out.CRD, out.Provisional = err, prev.InUse, prev.CRD, prev.Provisional
+		if wi.Generation != prev.InUse {
+			out.Err = fmt.Errorf("not checked yet: %w", err)
+		}
+		return out, nil, false
+	case errors.As(err, &unread):
+		// Nothing is in use (a first load, or a restart): use it
+		// unchecked until its check can be made, rather than not at all.
+		out.SchemaErr, out.Provisional = err, true
+		in, out.Err = compileSpec(wi, interpreter.Options{})
+	case err != nil:
+		out.Err = err
+	default:
+		out.CRD = crd
+		in, out.Err = compileSpec(wi, interpreter.Options{Schema: s})
+	}
+	switch {
+	case out.Err == nil:
+		out.InUse = wi.Generation
+		return out, in, true
+	case inUse && !prev.Provisional:
+		// A bad edit, or a CRD change its expressions no longer fit:
+		// the generation in use stays.
+		out.InUse = prev.InUse
+	}
+	return out, nil, false
+}
+
+// compileSpec compiles wi's spec.
+func compileSpec(wi *v1alpha1.WorkloadInterpreter, opts interpreter.Options) (*interpreter.Interpreter, error) {
+	in, errs := interpreter.Compile(&wi.Spec, opts)
+	if len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
+	return in, nil
+}
+
+// unload takes a deleted interpreter's kind out of the registry.
+func (l *Loader) unload(o any) {
+	if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+		o = d.Obj
+	}
+	wi, ok := o.(*v1alpha1.WorkloadInterpreter)
+	if !ok {
+		return
+	}
+	l.loading.Lock()
+	defer l.loading.Unlock()
+	l.unloadLocked(wi.Name)
+}
+
+// unloadLocked forgets the named interpreter; l.loading is held.
+func (l *Loader) unloadLocked(name string) {
+	l.mu.Lock()
+	prev, had := l.outcomes[name]
+	delete(l.outcomes, name)
+	delete(l.retries, name)
+	l.mu.Unlock()
+	if had {
+		l.Registry.Remove(prev.Kind)
+	}
+}
