@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -260,6 +261,16 @@ func TestHostRBACDecides(t *testing.T) {
 		t.Errorf("listing Secrets cluster-wide: %v, want 403", err)
 	}
 
+	// The host learns the ServiceAccount from its own token; an admin
+	// acting as it (below) goes by impersonation.
+	before := hostRequestCounts(t, gw)
+	if _, err := dev.CoreV1().ConfigMaps(own).Get(ctx, "mine", metav1.GetOptions{}); err != nil {
+		t.Errorf("the ServiceAccount reads its ConfigMap: %v", err)
+	}
+	if after := hostRequestCounts(t, gw); after["token"] != before["token"]+1 || after["impersonation"] != before["impersonation"] {
+		t.Errorf("a get with a ServiceAccount token reached the host as %v -> %v, want one more by token", before, after)
+	}
+
 	// No impersonation without the right to it.
 	cfg := rest.CopyConfig(gw)
 	cfg.BearerToken = token
@@ -272,8 +283,12 @@ func TestHostRBACDecides(t *testing.T) {
 	cfg.BearerToken = env.Host.Config.BearerToken
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + own, "system:authenticated"}}
 	asDev := kubernetes.NewForConfigOrDie(cfg)
+	before = hostRequestCounts(t, gw)
 	if _, err := asDev.CoreV1().ConfigMaps(own).Get(ctx, "mine", metav1.GetOptions{}); err != nil {
 		t.Errorf("admin --as the ServiceAccount, its own namespace: %v", err)
+	}
+	if after := hostRequestCounts(t, gw); after["impersonation"] != before["impersonation"]+1 || after["token"] != before["token"] {
+		t.Errorf("a get --as the ServiceAccount reached the host as %v -> %v, want one more by impersonation", before, after)
 	}
 	if _, err := asDev.CoreV1().ConfigMaps(other).List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("admin --as the ServiceAccount, another namespace: %v, want 403", err)
@@ -282,4 +297,31 @@ func TestHostRBACDecides(t *testing.T) {
 	if _, err := as(t, gw, "not-a-token").CoreV1().Namespaces().List(ctx, metav1.ListOptions{}); !apierrors.IsUnauthorized(err) {
 		t.Errorf("an unknown token: %v, want 401", err)
 	}
+}
+
+// hostRequestCounts reads flotilla_gateway_host_requests_total by label
+// from the gateway's /metrics, as the admin.
+func hostRequestCounts(t *testing.T, gw *rest.Config) map[string]int {
+	t.Helper()
+	body, err := adminThrough(t, gw).Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		t.Fatalf("read the gateway's metrics: %v", err)
+	}
+	counts := map[string]int{}
+	for _, line := range strings.Split(string(body), "\n") {
+		rest, ok := strings.CutPrefix(line, `flotilla_gateway_host_requests_total{as="`)
+		if !ok {
+			continue
+		}
+		as, value, ok := strings.Cut(rest, `"} `)
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			t.Fatalf("metrics line %q: %v", line, err)
+		}
+		counts[as] = int(n)
+	}
+	return counts
 }

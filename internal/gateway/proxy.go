@@ -19,6 +19,8 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/transport"
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 
 	"github.com/flotilla-io/flotilla/internal/apiproxy"
@@ -94,6 +96,7 @@ func asUser(cfg *rest.Config, forwardTokens bool) (http.RoundTripper, error) {
 		if !ok {
 			return impersonated.RoundTrip(r)
 		}
+		hostRequests.WithLabelValues("token").Inc()
 		out := r.Clone(r.Context())
 		out.Header.Set("Authorization", "Bearer "+token)
 		return bare.RoundTrip(out)
@@ -161,6 +164,18 @@ type bufferPool struct{ pool sync.Pool }
 func (p *bufferPool) Get() []byte  { return *p.pool.Get().(*[]byte) }
 func (p *bufferPool) Put(b []byte) { p.pool.Put(&b) }
 
+// hostRequests counts the requests forwarded to the host by how the host
+// learns their user.
+var hostRequests = metrics.NewCounterVec(&metrics.CounterOpts{
+	Namespace:      "flotilla",
+	Subsystem:      "gateway",
+	Name:           "host_requests_total",
+	Help:           "Requests forwarded to the host apiserver, by how the host learns the user: token (the user's own bearer token) or impersonation (the gateway's credential with impersonation headers).",
+	StabilityLevel: metrics.ALPHA,
+}, []string{"as"})
+
+func init() { legacyregistry.MustRegister(hostRequests) }
+
 // impersonating wraps rt so that each request carries the impersonation
 // headers of the user in its context.
 func impersonating(rt http.RoundTripper) http.RoundTripper {
@@ -169,6 +184,7 @@ func impersonating(rt http.RoundTripper) http.RoundTripper {
 		if !ok {
 			return nil, fmt.Errorf("no user to impersonate")
 		}
+		hostRequests.WithLabelValues("impersonation").Inc()
 		return transport.NewImpersonatingRoundTripper(transport.ImpersonationConfig{
 			UserName: u.GetName(), UID: u.GetUID(), Groups: impersonatedGroups(u), Extra: u.GetExtra(),
 		}, rt).RoundTrip(r)

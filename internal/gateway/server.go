@@ -21,6 +21,7 @@ import (
 	"k8s.io/apiserver/pkg/server/options"
 	"k8s.io/apiserver/pkg/util/compatibility"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/flotilla-io/flotilla/internal/membercache"
@@ -206,6 +207,12 @@ func New(o *Options) (*Server, error) {
 	if err := o.Authentication.ApplyTo(&cfg.Authentication, cfg.SecureServing, nil); err != nil {
 		return nil, fmt.Errorf("authentication: %w", err)
 	}
+	if o.ForwardUserTokens {
+		if err := tokensCheckedBy(o.Authentication.RemoteKubeConfigFile, hostCfg); err != nil {
+			return nil, err
+		}
+		cfg.Authentication.Authenticator = markBearer(cfg.Authentication.Authenticator)
+	}
 	if err := o.Authorization.ApplyTo(&cfg.Authorization); err != nil {
 		return nil, fmt.Errorf("authorization: %w", err)
 	}
@@ -267,4 +274,19 @@ func (s *Server) Run(ctx context.Context) error {
 	s.members.base = ctx
 	go s.members.run(ctx)
 	return s.generic.PrepareRun().RunWithContext(ctx)
+}
+
+// tokensCheckedBy refuses to forward users' tokens to the host unless the
+// host is what checks them (the TokenReviews of --authentication-kubeconfig
+// go to the host's server): a token checked elsewhere may mean someone
+// else to the host, and must not be sent to it.
+func tokensCheckedBy(authKubeconfig string, host *rest.Config) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", authKubeconfig)
+	if err != nil {
+		return fmt.Errorf("--authentication-kubeconfig: %w", err)
+	}
+	if strings.TrimSuffix(cfg.Host, "/") != strings.TrimSuffix(host.Host, "/") {
+		return fmt.Errorf("--forward-user-tokens sends users' bearer tokens to the host, but --authentication-kubeconfig has them checked by %s, not the host (%s): use the host, or --forward-user-tokens=false", cfg.Host, host.Host)
+	}
+	return nil
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"sync/atomic"
+
+	"k8s.io/apiserver/pkg/authentication/authenticator"
 )
 
 // The host learns who a request is from in one of two ways.
@@ -26,24 +29,32 @@ import (
 // the connection, the host would authenticate the certificate and not
 // the token.
 
-// userTokenKey is the context key of the bearer token a request may be
-// forwarded to the host with.
+// userTokenKey is the context key of the token slot of a request.
 type userTokenKey struct{}
 
+// tokenSlot holds a request's bearer token from before authentication;
+// the token may be forwarded only once the bearer token authenticator
+// (and no other) has authenticated the request with it.
+type tokenSlot struct {
+	token         string
+	authenticated atomic.Bool
+}
+
 // withUserToken keeps the request's bearer token in its context when the
-// token alone says who the user is, before the authentication filter
-// removes the Authorization header; it must wrap the whole filter chain.
+// token alone may say who the user is, before the authentication filter
+// removes the Authorization header; it must wrap the whole filter chain,
+// and the chain's authenticator must be wrapped by markBearer.
 func withUserToken(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if token, ok := forwardableToken(r); ok {
-			r = r.WithContext(context.WithValue(r.Context(), userTokenKey{}, token))
+			r = r.WithContext(context.WithValue(r.Context(), userTokenKey{}, &tokenSlot{token: token}))
 		}
 		h.ServeHTTP(w, r)
 	})
 }
 
-// forwardableToken is r's bearer token if it is the only thing that names
-// r's user: no client certificate (the gateway would have authenticated
+// forwardableToken is r's bearer token if it is the only thing that may
+// name r's user: no client certificate (the gateway would authenticate
 // the certificate's user instead) and no impersonation header (the user
 // the filters settle on is then someone else).
 func forwardableToken(r *http.Request) (string, bool) {
@@ -67,8 +78,29 @@ func forwardableToken(r *http.Request) (string, bool) {
 	return parts[1], true
 }
 
-// userToken is the token withUserToken kept for ctx's request.
+// markBearer wraps the gateway's authenticator so that a request's token
+// slot is marked when the bearer token authenticator is the one that
+// authenticated it: that authenticator, and no other, removes the
+// Authorization header when it succeeds.
+func markBearer(a authenticator.Request) authenticator.Request {
+	return authenticator.RequestFunc(func(r *http.Request) (*authenticator.Response, bool, error) {
+		had := r.Header.Get("Authorization") != ""
+		resp, ok, err := a.AuthenticateRequest(r)
+		if ok && had && r.Header.Get("Authorization") == "" {
+			if slot, _ := r.Context().Value(userTokenKey{}).(*tokenSlot); slot != nil {
+				slot.authenticated.Store(true)
+			}
+		}
+		return resp, ok, err
+	})
+}
+
+// userToken is the token withUserToken kept for ctx's request, if the
+// bearer token authenticator authenticated the request with it.
 func userToken(ctx context.Context) (string, bool) {
-	token, ok := ctx.Value(userTokenKey{}).(string)
-	return token, ok
+	slot, _ := ctx.Value(userTokenKey{}).(*tokenSlot)
+	if slot == nil || !slot.authenticated.Load() {
+		return "", false
+	}
+	return slot.token, true
 }

@@ -1,18 +1,26 @@
 package gateway
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
+	"k8s.io/apiserver/pkg/authentication/request/union"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/util/cert"
 )
 
@@ -49,12 +57,12 @@ func TestForwardableToken(t *testing.T) {
 	}
 }
 
-// TestHostProxyForwardsUserToken: a request a bearer token alone
-// authenticated reaches the host with that token, on a connection without
+// TestHostProxyForwardsUserToken: a request the bearer token
+// authenticator alone authenticated reaches the host with that token, on a connection without
 // the gateway's client certificate (the host would otherwise authenticate
 // the certificate) and without impersonation headers; a client
-// certificate, a request to impersonate or --forward-user-tokens=false
-// goes as the gateway impersonating the user.
+// certificate, another authenticator, a request to impersonate or
+// --forward-user-tokens=false goes as the gateway impersonating the user.
 func TestHostProxyForwardsUserToken(t *testing.T) {
 	type seen struct {
 		auth, user  string
@@ -83,11 +91,27 @@ func TestHostProxyForwardsUserToken(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// The gateway's authenticators in their order: a client
+		// certificate (or, here, another authenticator a header stands
+		// for) before the bearer token.
+		other := authenticator.RequestFunc(func(r *http.Request) (*authenticator.Response, bool, error) {
+			if (r.TLS != nil && len(r.TLS.PeerCertificates) > 0) || r.Header.Get("X-Other-Authenticator") != "" {
+				return &authenticator.Response{User: alice}, true, nil
+			}
+			return nil, false, nil
+		})
+		tokens := bearertoken.New(authenticator.TokenFunc(func(_ context.Context, token string) (*authenticator.Response, bool, error) {
+			return &authenticator.Response{User: alice}, token == "user-token", nil
+		}))
+		authn := markBearer(union.New(other, tokens))
 		var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			info, err := infos.NewRequestInfo(r)
 			if err != nil {
 				t.Error(err)
 				return
+			}
+			if _, _, err := authn.AuthenticateRequest(r); err != nil {
+				t.Error(err)
 			}
 			// What the filters leave: the user they settled on, no
 			// Authorization and no Impersonate-* headers.
@@ -121,6 +145,7 @@ func TestHostProxyForwardsUserToken(t *testing.T) {
 		{name: "get with a token", front: forwarding, path: "/api/v1/namespaces/ns/configmaps/one", header: http.Header{"Authorization": {"Bearer user-token"}}, want: asUser},
 		{name: "watch with a token", front: forwarding, path: "/api/v1/namespaces/ns/configmaps?watch=true", header: http.Header{"Authorization": {"Bearer user-token"}}, want: asUser},
 		{name: "a client certificate and a token", front: forwarding, path: "/api/v1/namespaces/ns/configmaps/one", header: http.Header{"Authorization": {"Bearer user-token"}}, clientCert: true, want: asGateway},
+		{name: "a token, but another authenticator decided", front: forwarding, path: "/api/v1/namespaces/ns/configmaps/one", header: http.Header{"Authorization": {"Bearer user-token"}, "X-Other-Authenticator": {"yes"}}, want: asGateway},
 		{name: "a token and --as", front: forwarding, path: "/api/v1/namespaces/ns/configmaps/one", header: http.Header{"Authorization": {"Bearer user-token"}, "Impersonate-User": {"bob"}}, want: asGateway},
 		{name: "no credentials", front: forwarding, path: "/api/v1/namespaces/ns/configmaps/one", header: http.Header{}, want: asGateway},
 		{name: "--forward-user-tokens=false", front: impersonatingOnly, path: "/api/v1/namespaces/ns/configmaps/one", header: http.Header{"Authorization": {"Bearer user-token"}}, want: asGateway},
@@ -151,5 +176,33 @@ func TestHostProxyForwardsUserToken(t *testing.T) {
 				t.Errorf("the host saw %+v, want %+v", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestTokensCheckedBy(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, server string) string {
+		t.Helper()
+		kc := clientcmdapi.NewConfig()
+		kc.Clusters["c"] = &clientcmdapi.Cluster{Server: server}
+		kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: "t"}
+		kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
+		kc.CurrentContext = "c"
+		path := filepath.Join(dir, name)
+		if err := clientcmd.WriteToFile(*kc, path); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	host := &rest.Config{Host: "https://127.0.0.1:6443"}
+	if err := tokensCheckedBy(write("same", "https://127.0.0.1:6443/"), host); err != nil {
+		t.Errorf("TokenReviews to the host: %v", err)
+	}
+	err := tokensCheckedBy(write("other", "https://auth.example.com"), host)
+	if err == nil || !strings.Contains(err.Error(), "--authentication-kubeconfig has them checked by https://auth.example.com, not the host") {
+		t.Errorf("TokenReviews elsewhere: %v, want a refusal", err)
+	}
+	if err := tokensCheckedBy(filepath.Join(dir, "missing"), host); err == nil {
+		t.Error("a missing --authentication-kubeconfig is accepted")
 	}
 }
