@@ -51,6 +51,14 @@ func (w Workload) name() string {
 	return kind + "/" + w.Key.Name
 }
 
+// describe is name with the namespace, for errors.
+func (w Workload) describe() string {
+	if w.Key.Namespace == "" {
+		return w.name()
+	}
+	return w.name() + " in namespace " + w.Key.Namespace
+}
+
 // isDeployment reports whether w is an apps Deployment.
 func (w Workload) isDeployment() bool {
 	return w.Kind.GroupKind() == appsv1.SchemeGroupVersion.WithKind("Deployment").GroupKind()
@@ -63,12 +71,12 @@ func (w Workload) plan(ctx context.Context) (*v1alpha1.RolloutStatus, error) {
 	key := templates.Key{Group: w.Kind.Group, Kind: w.Kind.Kind, Namespace: w.Key.Namespace, Name: w.Key.Name}.FederatedName()
 	if err := w.Client.Get(ctx, key, fo); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("%s in namespace %s is not propagated (no FederatedObject %s)", w.name(), w.Key.Namespace, key.Name)
+			return nil, fmt.Errorf("%s is not propagated (no FederatedObject %s)", w.describe(), key)
 		}
-		return nil, fmt.Errorf("%s in namespace %s: read its FederatedObject %s: %w", w.name(), w.Key.Namespace, key.Name, err)
+		return nil, fmt.Errorf("%s: read its FederatedObject %s: %w", w.describe(), key, err)
 	}
 	if fo.Status.Rollout == nil {
-		return nil, fmt.Errorf("%s in namespace %s has no federated rollout (it is not divided over clusters, rolls per member, or its kind has no WorkloadInterpreter rollout rule)", w.name(), w.Key.Namespace)
+		return nil, fmt.Errorf("%s has no federated rollout (it is not divided over clusters, rolls per member, or its kind has no WorkloadInterpreter rollout rule)", w.describe())
 	}
 	return fo.Status.Rollout, nil
 }
@@ -120,7 +128,7 @@ func (w Workload) annotate(ctx context.Context, key, value string) error {
 	obj.SetNamespace(w.Key.Namespace)
 	obj.SetName(w.Key.Name)
 	if err := w.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return fmt.Errorf("annotate %s in namespace %s: %w", w.name(), w.Key.Namespace, err)
+		return fmt.Errorf("annotate %s: %w", w.describe(), err)
 	}
 	return nil
 }

@@ -125,15 +125,15 @@ func TestResolve(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.arg, func(t *testing.T) {
-			gvk, name, err := rolloutctl.Resolve(m, tt.arg)
+			got, err := rolloutctl.Resolve(m, tt.arg)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("Resolve(%q) = %v, %q, %v; want an error with %q", tt.arg, gvk, name, err, tt.wantErr)
+					t.Fatalf("Resolve(%q) = %+v, %v; want an error with %q", tt.arg, got, err, tt.wantErr)
 				}
 				return
 			}
-			if err != nil || gvk != tt.want || name != tt.wantName {
-				t.Errorf("Resolve(%q) = %v, %q, %v; want %v, %q", tt.arg, gvk, name, err, tt.want, tt.wantName)
+			if err != nil || got.Kind != tt.want || got.Name != tt.wantName || !got.Namespaced {
+				t.Errorf("Resolve(%q) = %+v, %v; want %v, %q, namespaced", tt.arg, got, err, tt.want, tt.wantName)
 			}
 		})
 	}

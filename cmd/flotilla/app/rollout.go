@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/types"
@@ -133,15 +132,6 @@ func (o *RolloutOptions) Validate() error {
 	if o.Workload == "" {
 		return errors.New("a workload is required: NAME (a Deployment) or KIND/NAME")
 	}
-	if o.verb == "abort" {
-		if kind, _, ok := strings.Cut(o.Workload, "/"); ok {
-			switch strings.ToLower(kind) {
-			case "deployment", "deployments", "deploy", "deployment.apps", "deployments.apps":
-			default:
-				return fmt.Errorf("cannot abort %s: %v; apply its previous template instead", o.Workload, rolloutctl.ErrNoHistory)
-			}
-		}
-	}
 	return nil
 }
 
@@ -161,12 +151,17 @@ func (o *RolloutOptions) resolve() error {
 		return fmt.Errorf("discovery client for the host: %w", err)
 	}
 	cached := memory.NewMemCacheClient(dc)
-	mapper := restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(cached), cached, nil)
-	gvk, name, err := rolloutctl.Resolve(mapper, o.Workload)
+	warn := func(msg string) { fmt.Fprintln(o.streams.ErrOut, "Warning:", msg) }
+	mapper := restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(cached), cached, warn)
+	t, err := rolloutctl.Resolve(mapper, o.Workload)
 	if err != nil {
 		return err
 	}
-	o.target = rolloutctl.Workload{Client: c, Kind: gvk, Key: types.NamespacedName{Namespace: o.Namespace, Name: name}}
+	key := types.NamespacedName{Namespace: o.Namespace, Name: t.Name}
+	if !t.Namespaced {
+		key.Namespace = ""
+	}
+	o.target = rolloutctl.Workload{Client: c, Kind: t.Kind, Key: key}
 	return nil
 }
 
