@@ -125,6 +125,7 @@ var Controllers = []Controller{
 	{Name: interpreters.Name, Setup: func(mgr ctrl.Manager, _ Options, shared *Shared) error {
 		r := &interpreters.Reconciler{
 			Client:   mgr.GetClient(),
+			Reader:   mgr.GetAPIReader(),
 			Loader:   shared.Interpreters,
 			Recorder: mgr.GetEventRecorder("flotilla-" + interpreters.Name),
 		}

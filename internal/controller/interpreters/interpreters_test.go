@@ -237,13 +237,14 @@ func TestCloneSetIsDividedAndItsStatusAggregated(t *testing.T) {
 		return nil
 	})
 
-	// A CRD change that takes away a field an expression reads puts the
-	// interpreter out of use with a condition; the CloneSet keeps its
-	// copies; the field back, the interpreter is back.
+	// A CRD change that takes away a field an expression reads says so
+	// in a condition, and the generation in use stays (as compiled
+	// against the earlier schema); the CloneSet keeps its copies; the
+	// field back, the interpreter checks again.
 	setStatusField(t, "updatedReadyReplicas", false)
 	cond = waitReady(t, wi.Name, metav1.ConditionFalse, "Invalid")
-	if !strings.Contains(cond.Message, "updatedReadyReplicas") {
-		t.Fatalf("Invalid message %q does not name the missing field", cond.Message)
+	if !strings.Contains(cond.Message, "updatedReadyReplicas") || !strings.Contains(cond.Message, "stays in use") {
+		t.Fatalf("Invalid message %q does not name the missing field and say the generation stays in use", cond.Message)
 	}
 	got, err := memberReplicas(ctx, ns, "web")
 	if err != nil || got["member-1"] != 2 || got["member-2"] != 2 {

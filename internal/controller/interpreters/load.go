@@ -64,6 +64,9 @@ func (l *Loader) load(ctx context.Context, o any) {
 	}
 	logger := klog.FromContext(ctx).WithValues("interpreter", wi.Name, "kind", out.Kind, "generation", wi.Generation)
 	switch {
+	case in != nil && use && out.Err != nil:
+		logger.Info("Workload interpreter generation not in use, the one last in use restored", "inUse", out.InUse, "reason", out.Err.Error())
+		l.Registry.Set(in)
 	case in != nil && use:
 		logger.Info("Workload interpreter in use", "crd", out.CRD, "unchecked", out.Provisional, "schemaError", errString(out.SchemaErr))
 		l.Registry.Set(in)
@@ -81,8 +84,10 @@ func (l *Loader) load(ctx context.Context, o any) {
 }
 
 // compile decides wi's outcome given the previous one: the interpreter to
-// put in the registry when use is true; otherwise the outcome's InUse
-// says whether the one in the registry stays (not 0) or goes.
+// put in the registry when use is true (wi's, or, when wi's generation
+// does not compile and nothing is in use, the last generation in use);
+// otherwise the outcome's InUse says whether the one in the registry
+// stays (not 0) or goes.
 func (l *Loader) compile(ctx context.Context, wi *v1alpha1.WorkloadInterpreter, prev Outcome, had bool) (out Outcome, in *interpreter.Interpreter, use bool) {
 	out = Outcome{Kind: targetKind(wi), Generation: wi.Generation}
 	// An interpreter's name is its kind's, so prev is of the same kind.
@@ -119,6 +124,13 @@ func (l *Loader) compile(ctx context.Context, wi *v1alpha1.WorkloadInterpreter, 
 		// A bad edit, or a CRD change its expressions no longer fit:
 		// the generation in use stays.
 		out.InUse = prev.InUse
+		return out, nil, false
+	}
+	// Nothing in use here (this process started while the generation
+	// does not compile): the generation last in use, if one was.
+	if last, gen := l.lastInUse(ctx, wi); last != nil {
+		out.InUse = gen
+		return out, last, true
 	}
 	return out, nil, false
 }

@@ -23,11 +23,13 @@ import (
 // Name is the controller's name for --controllers.
 const Name = "interpreters"
 
-// Permissions: read WorkloadInterpreters and write their status; CRDs
-// are read for their schemas (the manager's role has that already).
+// Permissions: read WorkloadInterpreters and write their status; keep
+// their revisions in flotilla-system; CRDs are read for their schemas
+// (the manager's role has that already).
 //
 // +kubebuilder:rbac:groups=flotilla.io,resources=workloadinterpreters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=flotilla.io,resources=workloadinterpreters/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=apps,namespace=flotilla-system,resources=controllerrevisions,verbs=get;list;create;delete
 
 // Condition reasons of a WorkloadInterpreter's Ready condition.
 const (
@@ -47,10 +49,14 @@ const (
 )
 
 // Reconciler writes each WorkloadInterpreter's Ready condition from the
-// loader's outcome.
+// loader's outcome, and records the generation in use as a
+// ControllerRevision (revisions.go).
 type Reconciler struct {
-	// Client reads and writes WorkloadInterpreters (cached).
+	// Client reads and writes WorkloadInterpreters (cached), and writes
+	// their revisions.
 	Client client.Client
+	// Reader lists the revisions (uncached: only flotilla-system's).
+	Reader client.Reader
 	// Loader holds the outcomes.
 	Loader *Loader
 	// Recorder records an event when an interpreter goes out of use.
@@ -77,6 +83,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// The loader compiles from the same cache and wakes this
 		// controller when it has; this only covers a lost wake-up.
 		return reconcile.Result{RequeueAfter: 5 * time.Second}, nil
+	}
+	if out.Err == nil && !out.Provisional && out.InUse == wi.Generation {
+		if err := r.keepInUse(ctx, wi); err != nil {
+			return reconcile.Result{}, err
+		}
 	}
 	cond := Condition(out, wi.Generation)
 	prev := meta.FindStatusCondition(wi.Status.Conditions, cond.Type)
