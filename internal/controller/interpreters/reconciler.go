@@ -84,24 +84,34 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// controller when it has; this only covers a lost wake-up.
 		return reconcile.Result{RequeueAfter: 5 * time.Second}, nil
 	}
+	if err := r.writeCondition(ctx, wi, out); err != nil {
+		return reconcile.Result{}, err
+	}
+	// Recorded after the condition, so that a failure here (retried)
+	// never holds the condition back.
 	if out.Err == nil && !out.Provisional && out.InUse == wi.Generation {
 		if err := r.keepInUse(ctx, wi); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
+	return reconcile.Result{}, nil
+}
+
+// writeCondition sets wi's Ready condition from out, if it changed.
+func (r *Reconciler) writeCondition(ctx context.Context, wi *v1alpha1.WorkloadInterpreter, out Outcome) error {
 	cond := Condition(out, wi.Generation)
 	prev := meta.FindStatusCondition(wi.Status.Conditions, cond.Type)
 	if !meta.SetStatusCondition(&wi.Status.Conditions, cond) && wi.Status.ObservedGeneration == wi.Generation {
-		return reconcile.Result{}, nil
+		return nil
 	}
 	wi.Status.ObservedGeneration = wi.Generation
 	if err := r.Client.Status().Update(ctx, wi); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("update the status of WorkloadInterpreter %s: %w", wi.Name, err))
+		return client.IgnoreNotFound(fmt.Errorf("update the status of WorkloadInterpreter %s: %w", wi.Name, err))
 	}
 	if cond.Status == metav1.ConditionFalse && (prev == nil || prev.Status != metav1.ConditionFalse || prev.Message != cond.Message) {
-		r.Recorder.Eventf(wi, nil, "Warning", ReasonInvalid, "Interpret", "%s", cond.Message)
+		r.Recorder.Eventf(wi, nil, "Warning", cond.Reason, "Interpret", "%s", cond.Message)
 	}
-	return reconcile.Result{}, nil
+	return nil
 }
 
 // Condition is the Ready condition an outcome gives.
