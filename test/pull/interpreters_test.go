@@ -3,6 +3,7 @@ package pull
 import (
 	"context"
 	"fmt"
+	appsv1 "k8s.io/api/apps/v1"
 	"os"
 	"path/filepath"
 	"strings"
@@ -94,6 +95,20 @@ func TestCustomWorkloads(t *testing.T) {
 				}
 			}
 			return fmt.Errorf("conditions %v", wi.Status.Conditions)
+		})
+		// The generation in use is recorded (with the controller-manager's
+		// own permissions), for a restart to fall back on.
+		eventually(t, "WorkloadInterpreter "+name+" recorded as a ControllerRevision", func(ctx context.Context) error {
+			list := &appsv1.ControllerRevisionList{}
+			if err := host.List(ctx, list, client.InNamespace(v1alpha1.SystemNamespace)); err != nil {
+				return err
+			}
+			for _, rev := range list.Items {
+				if rev.Annotations["flotilla.io/interpreter"] == name {
+					return nil
+				}
+			}
+			return fmt.Errorf("no ControllerRevision annotated flotilla.io/interpreter=%s among %d", name, len(list.Items))
 		})
 	}
 	ns := "custom-workloads"
