@@ -53,7 +53,7 @@ func (l *Loader) load(ctx context.Context, o any) {
 	l.mu.Lock()
 	l.outcomes[wi.Name] = out
 	l.mu.Unlock()
-	if out.SchemaErr != nil {
+	if out.SchemaErr != nil || out.retry {
 		l.retryLater(ctx, wi.Name)
 	} else {
 		l.retried(wi.Name)
@@ -84,35 +84,50 @@ func (l *Loader) load(ctx context.Context, o any) {
 }
 
 // compile decides wi's outcome given the previous one: the interpreter to
-// put in the registry when use is true (wi's, or, when wi's generation
-// does not compile and nothing is in use, the last generation in use);
-// otherwise the outcome's InUse says whether the one in the registry
-// stays (not 0) or goes.
+// put in the registry when use is true (wi's, or the generation last in
+// use, recorded by the leader, when nothing is in use here); otherwise the
+// outcome's InUse says whether the one in the registry stays (not 0) or
+// goes.
 func (l *Loader) compile(ctx context.Context, wi *v1alpha1.WorkloadInterpreter, prev Outcome, had bool) (out Outcome, in *interpreter.Interpreter, use bool) {
-	out = Outcome{Kind: targetKind(wi), Generation: wi.Generation}
-	// An interpreter's name is its kind's, so prev is of the same kind.
-	inUse := had && prev.InUse != 0 && prev.Kind == out.Kind
+	out = Outcome{Kind: targetKind(wi), Generation: wi.Generation, UID: wi.UID}
+	// An interpreter's name is its kind's, so prev is of the same kind;
+	// a new UID is a new interpreter of the same name.
+	inUse := had && prev.InUse != 0 && prev.Kind == out.Kind && prev.UID == wi.UID
 	readCtx, cancel := context.WithTimeout(ctx, schemaReadTimeout)
 	s, crd, err := schemaOf(readCtx, l.Reader, l.Mapper, out.Kind)
 	cancel()
 	var unread *schemaUnreadError
-	switch {
-	case errors.As(err, &unread) && inUse:
-		// Leave what is in use as it is until the schema can be read:
-		// this generation, compiled unchecked, might fail its check.
-		out.SchemaErr, out.InUse, out.CRD, out.Provisional = err, prev.InUse, prev.CRD, prev.Provisional
-		if wi.Generation != prev.InUse {
-			out.Err = fmt.Errorf("not checked yet: %w", err)
+	if errors.As(err, &unread) {
+		// This generation cannot be checked now: whatever is in use
+		// stays (compiled unchecked, it might fail its check), else the
+		// generation last in use, else this one unchecked, until the
+		// schema can be read, rather than nothing.
+		out.SchemaErr = err
+		if inUse {
+			out.InUse, out.CRD, out.Provisional = prev.InUse, prev.CRD, prev.Provisional
+			if wi.Generation != prev.InUse {
+				out.Err = fmt.Errorf("not checked yet: %w", err)
+			}
+			return out, nil, false
 		}
+		if last, gen := l.lastInUse(ctx, wi, &out); last != nil {
+			out.InUse = gen
+			if gen != wi.Generation {
+				out.Err = fmt.Errorf("not checked yet: %w", err)
+			}
+			return out, last, true
+		}
+		out.Provisional = true
+		if in, out.Err = compileSpec(wi, interpreter.Options{}); out.Err == nil {
+			out.InUse = wi.Generation
+			return out, in, true
+		}
+		out.Provisional = false
 		return out, nil, false
-	case errors.As(err, &unread):
-		// Nothing is in use (a first load, or a restart): use it
-		// unchecked until its check can be made, rather than not at all.
-		out.SchemaErr, out.Provisional = err, true
-		in, out.Err = compileSpec(wi, interpreter.Options{})
-	case err != nil:
+	}
+	if err != nil {
 		out.Err = err
-	default:
+	} else {
 		out.CRD = crd
 		in, out.Err = compileSpec(wi, interpreter.Options{Schema: s})
 	}
@@ -126,9 +141,9 @@ func (l *Loader) compile(ctx context.Context, wi *v1alpha1.WorkloadInterpreter, 
 		out.InUse = prev.InUse
 		return out, nil, false
 	}
-	// Nothing in use here (this process started while the generation
-	// does not compile): the generation last in use, if one was.
-	if last, gen := l.lastInUse(ctx, wi); last != nil {
+	// Nothing (checked) in use here, as in a process that starts while
+	// the generation does not compile: the generation last in use.
+	if last, gen := l.lastInUse(ctx, wi, &out); last != nil {
 		out.InUse = gen
 		return out, last, true
 	}

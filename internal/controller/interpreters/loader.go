@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -52,6 +53,12 @@ type Outcome struct {
 	// because its CRD's schema could not be read when nothing else was
 	// in use; it is dropped if it then fails its check.
 	Provisional bool
+	// UID is the interpreter's: an outcome is of one object, not of
+	// another created with the same name.
+	UID types.UID
+	// retry says something worth reading again could not be read (the
+	// recorded generation last in use).
+	retry bool
 }
 
 // Loader compiles the host's WorkloadInterpreters into a registry. It

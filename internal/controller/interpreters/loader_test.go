@@ -2,15 +2,22 @@ package interpreters
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
@@ -21,10 +28,11 @@ import (
 )
 
 // flakyReader serves one CRD, failing the next fail reads as an
-// apiserver that cannot reach etcd does.
+// apiserver that cannot reach etcd does, and the recorded revisions.
 type flakyReader struct {
-	fail int
-	crd  *apiextensionsv1.CustomResourceDefinition
+	fail      int
+	crd       *apiextensionsv1.CustomResourceDefinition
+	revisions []appsv1.ControllerRevision
 }
 
 func (r *flakyReader) Get(_ context.Context, _ client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
@@ -36,8 +44,13 @@ func (r *flakyReader) Get(_ context.Context, _ client.ObjectKey, obj client.Obje
 	return nil
 }
 
-func (r *flakyReader) List(context.Context, client.ObjectList, ...client.ListOption) error {
-	return errors.New("not used")
+func (r *flakyReader) List(_ context.Context, list client.ObjectList, _ ...client.ListOption) error {
+	revs, ok := list.(*appsv1.ControllerRevisionList)
+	if !ok {
+		return errors.New("only ControllerRevisions are listed")
+	}
+	revs.Items = append([]appsv1.ControllerRevision(nil), r.revisions...)
+	return nil
 }
 
 // TestLoaderKeepsWhatWorks: what is in use stays in use unless something
@@ -90,7 +103,7 @@ func TestLoaderKeepsWhatWorks(t *testing.T) {
 	)
 	generation := func(n int64, ready string) *v1alpha1.WorkloadInterpreter {
 		wi := good.DeepCopy()
-		wi.Generation = n
+		wi.Generation, wi.UID = n, "uid-1"
 		if ready != fine {
 			wi.Spec.Health.Ready = v1alpha1.Expression(ready)
 		}
@@ -169,5 +182,47 @@ func TestLoaderKeepsWhatWorks(t *testing.T) {
 
 	start()
 	step("a first generation that does not compile", generation(1, syntax), 0,
+		want{0, ReasonInvalid, "not in use"}, false)
+
+	// A process that starts while the current generation does not
+	// compile falls back on the generation last in use, as the leader
+	// recorded it.
+	recorded := func(gen int64, uid types.UID, mutate func(*v1alpha1.WorkloadInterpreter)) appsv1.ControllerRevision {
+		wi := generation(gen, fine)
+		if mutate != nil {
+			mutate(wi)
+		}
+		spec, err := json.Marshal(wi.Spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return appsv1.ControllerRevision{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("r%d", gen), OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: "flotilla.io/v1alpha1", Kind: "WorkloadInterpreter", Name: good.Name, UID: uid, Controller: ptr.To(true)}}},
+			Data: runtime.RawExtension{Raw: spec}, Revision: gen,
+		}
+	}
+	start()
+	reader.revisions = []appsv1.ControllerRevision{recorded(1, "uid-1", nil), recorded(2, "uid-1", nil)}
+	step("a restart while generation 3 does not compile: the newest recorded one", generation(3, syntax), 0,
+		want{2, ReasonInvalid, "generation 3 is not in use: spec.health.ready"}, true)
+	step("generation 3 still bad: generation 2 stays", generation(3, syntax), 0,
+		want{2, ReasonInvalid, "generation 2 stays in use"}, false)
+
+	start()
+	reader.revisions = []appsv1.ControllerRevision{recorded(2, "uid-1", nil)}
+	step("a restart with the CRD unreadable: the recorded generation, not generation 3 unchecked", generation(3, typeOnly), 1,
+		want{2, ReasonPending, "generation 3 waits for its check"}, true)
+	step("the CRD readable: generation 3 fails its check, generation 2 stays", generation(3, typeOnly), 0,
+		want{2, ReasonInvalid, "generation 3 is not in use"}, false)
+
+	start()
+	reader.revisions = []appsv1.ControllerRevision{recorded(2, "uid-of-an-earlier-interpreter", nil)}
+	step("a revision of an earlier interpreter of the same name is not used", generation(3, syntax), 0,
+		want{0, ReasonInvalid, "not in use"}, false)
+
+	start()
+	reader.revisions = []appsv1.ControllerRevision{recorded(2, "uid-1", func(wi *v1alpha1.WorkloadInterpreter) { wi.Spec.Target.Kind = "Cloneset" })}
+	step("a revision for another kind is not used", generation(3, syntax), 0,
 		want{0, ReasonInvalid, "not in use"}, false)
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
@@ -84,12 +85,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// controller when it has; this only covers a lost wake-up.
 		return reconcile.Result{RequeueAfter: 5 * time.Second}, nil
 	}
-	if err := r.writeCondition(ctx, wi, out); err != nil {
+	gone, err := r.writeCondition(ctx, wi, out)
+	if err != nil || gone {
 		return reconcile.Result{}, err
 	}
 	// Recorded after the condition, so that a failure here (retried)
-	// never holds the condition back.
-	if out.Err == nil && !out.Provisional && out.InUse == wi.Generation {
+	// never holds the condition back; only a generation this object's
+	// own check put in use.
+	if out.Err == nil && !out.Provisional && out.InUse == wi.Generation && out.UID == wi.UID && wi.DeletionTimestamp.IsZero() {
 		if err := r.keepInUse(ctx, wi); err != nil {
 			return reconcile.Result{}, err
 		}
@@ -97,21 +100,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{}, nil
 }
 
-// writeCondition sets wi's Ready condition from out, if it changed.
-func (r *Reconciler) writeCondition(ctx context.Context, wi *v1alpha1.WorkloadInterpreter, out Outcome) error {
+// writeCondition sets wi's Ready condition from out, if it changed; gone
+// says wi was deleted meanwhile.
+func (r *Reconciler) writeCondition(ctx context.Context, wi *v1alpha1.WorkloadInterpreter, out Outcome) (gone bool, err error) {
 	cond := Condition(out, wi.Generation)
 	prev := meta.FindStatusCondition(wi.Status.Conditions, cond.Type)
 	if !meta.SetStatusCondition(&wi.Status.Conditions, cond) && wi.Status.ObservedGeneration == wi.Generation {
-		return nil
+		return false, nil
 	}
 	wi.Status.ObservedGeneration = wi.Generation
-	if err := r.Client.Status().Update(ctx, wi); err != nil {
-		return client.IgnoreNotFound(fmt.Errorf("update the status of WorkloadInterpreter %s: %w", wi.Name, err))
+	if err := r.Client.Status().Update(ctx, wi); apierrors.IsNotFound(err) {
+		return true, nil
+	} else if err != nil {
+		return false, fmt.Errorf("update the status of WorkloadInterpreter %s: %w", wi.Name, err)
 	}
 	if cond.Status == metav1.ConditionFalse && (prev == nil || prev.Status != metav1.ConditionFalse || prev.Message != cond.Message) {
 		r.Recorder.Eventf(wi, nil, "Warning", cond.Reason, "Interpret", "%s", cond.Message)
 	}
-	return nil
+	return false, nil
 }
 
 // Condition is the Ready condition an outcome gives.

@@ -78,7 +78,6 @@ func TestRestartKeepsTheGenerationInUse(t *testing.T) {
 	if msg := interpreters.Condition(out, wi.Generation).Message; !strings.Contains(msg, "no longer checks") || !strings.Contains(msg, "stays in use") {
 		t.Errorf("condition message %q", msg)
 	}
-
 }
 
 // startLoader runs a loader of its own against the host, as a
@@ -92,21 +91,27 @@ func startLoader(t *testing.T, name string) (interpreters.Outcome, *workload.Reg
 	if err != nil {
 		t.Fatal(err)
 	}
-	httpClient, err := rest.HTTPClientFor(env.Host.Config)
+	// The controller-manager's own identity and permissions.
+	cfg := env.ControllerConfig(t)
+	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mapper, err := apiutil.NewDynamicRESTMapper(env.Host.Config, httpClient)
+	mapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
 	if err != nil {
 		t.Fatal(err)
 	}
-	informers, err := cache.New(env.Host.Config, cache.Options{Scheme: scheme, Mapper: mapper})
+	informers, err := cache.New(cfg, cache.Options{Scheme: scheme, Mapper: mapper})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader, err := client.New(cfg, client.Options{Scheme: scheme, Mapper: mapper})
 	if err != nil {
 		t.Fatal(err)
 	}
 	go func() { _ = informers.Start(ctx) }()
 	registry := &workload.Registry{}
-	l := interpreters.NewLoader(informers, newClient(t), mapper, registry)
+	l := interpreters.NewLoader(informers, reader, mapper, registry)
 	go func() { _ = l.Start(ctx) }()
 	select {
 	case <-l.Synced():
