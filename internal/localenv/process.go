@@ -3,7 +3,6 @@ package localenv
 import (
 	"bytes"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -113,27 +112,6 @@ func waitGone(pid int, binary string, d time.Duration) bool {
 		}
 		time.Sleep(50 * time.Millisecond) // polling a condition with a deadline
 	}
-}
-
-// freePorts returns n distinct loopback ports that were free a moment ago.
-// All listeners stay open until every port is chosen, so none repeats.
-func freePorts(n int) ([]int, error) {
-	ports := make([]int, 0, n)
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("find a free port: %w", err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 // tail returns the last n lines of a file, indented.
