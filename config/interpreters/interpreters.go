@@ -39,3 +39,17 @@ func All() ([]*v1alpha1.WorkloadInterpreter, error) {
 	}
 	return out, nil
 }
+
+// Named returns the shipped interpreter of that name.
+func Named(name string) (*v1alpha1.WorkloadInterpreter, error) {
+	all, err := All()
+	if err != nil {
+		return nil, err
+	}
+	for _, wi := range all {
+		if wi.Name == name {
+			return wi, nil
+		}
+	}
+	return nil, fmt.Errorf("no shipped WorkloadInterpreter %s", name)
+}

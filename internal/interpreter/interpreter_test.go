@@ -36,17 +36,11 @@ func cloneSetSchema(t testing.TB) *structuralschema.Structural {
 // shipped returns the shipped interpreter of that name.
 func shipped(t testing.TB, name string) *v1alpha1.WorkloadInterpreter {
 	t.Helper()
-	all, err := interpreters.All()
+	wi, err := interpreters.Named(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, wi := range all {
-		if wi.Name == name {
-			return wi
-		}
-	}
-	t.Fatalf("no shipped interpreter %s", name)
-	return nil
+	return wi
 }
 
 // obj decodes a YAML object.

@@ -16,23 +16,16 @@ import (
 // test.
 func useShippedCloneSet(t *testing.T) {
 	t.Helper()
-	all, err := interpreters.All()
+	wi, err := interpreters.Named("cloneset.apps.kruise.io")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, wi := range all {
-		if wi.Name != "cloneset.apps.kruise.io" {
-			continue
-		}
-		in, errs := interpreter.Compile(&wi.Spec, interpreter.Options{})
-		if len(errs) > 0 {
-			t.Fatal(errs.ToAggregate())
-		}
-		workload.Interpreters.Set(in)
-		t.Cleanup(func() { workload.Interpreters.Remove(in.Kind()) })
-		return
+	in, errs := interpreter.Compile(&wi.Spec, interpreter.Options{})
+	if len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
 	}
-	t.Fatal("no shipped CloneSet interpreter")
+	workload.Interpreters.Set(in)
+	t.Cleanup(func() { workload.Interpreters.Remove(in.Kind()) })
 }
 
 func TestRenderCustomKindRollout(t *testing.T) {

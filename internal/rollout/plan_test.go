@@ -396,20 +396,16 @@ func TestRevision(t *testing.T) {
 }
 
 func TestResolveCustomKind(t *testing.T) {
-	all, err := interpreters.All()
+	wi, err := interpreters.Named("cloneset.apps.kruise.io")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, wi := range all {
-		if wi.Name == "cloneset.apps.kruise.io" {
-			in, errs := interpreter.Compile(&wi.Spec, interpreter.Options{})
-			if len(errs) > 0 {
-				t.Fatal(errs.ToAggregate())
-			}
-			workload.Interpreters.Set(in)
-			t.Cleanup(func() { workload.Interpreters.Remove(in.Kind()) })
-		}
+	in, errs := interpreter.Compile(&wi.Spec, interpreter.Options{})
+	if len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
 	}
+	workload.Interpreters.Set(in)
+	t.Cleanup(func() { workload.Interpreters.Remove(in.Kind()) })
 	cs := func(strategy map[string]any) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet",
 			"metadata": map[string]any{"name": "web"}, "spec": map[string]any{"replicas": int64(30),

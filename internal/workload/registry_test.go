@@ -21,23 +21,16 @@ func withCloneSetInterpreter(t *testing.T) { withCloneSetInterpreterB(t) }
 // benchmarks.
 func withCloneSetInterpreterB(t testing.TB) {
 	t.Helper()
-	all, err := interpreters.All()
+	wi, err := interpreters.Named("cloneset.apps.kruise.io")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, wi := range all {
-		if wi.Name != "cloneset.apps.kruise.io" {
-			continue
-		}
-		in, errs := interpreter.Compile(&wi.Spec, interpreter.Options{})
-		if len(errs) > 0 {
-			t.Fatal(errs.ToAggregate())
-		}
-		Interpreters.Set(in)
-		t.Cleanup(func() { Interpreters.Remove(in.Kind()) })
-		return
+	in, errs := interpreter.Compile(&wi.Spec, interpreter.Options{})
+	if len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
 	}
-	t.Fatal("no shipped CloneSet interpreter")
+	Interpreters.Set(in)
+	t.Cleanup(func() { Interpreters.Remove(in.Kind()) })
 }
 
 func unstructuredYAML(t *testing.T, s string) *unstructured.Unstructured {

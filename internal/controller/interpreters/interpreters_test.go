@@ -84,17 +84,11 @@ func reportStatus(ctx context.Context, m *testenv.Cluster, ns, name string, read
 // shippedCloneSet is the shipped CloneSet interpreter.
 func shippedCloneSet(t *testing.T) *v1alpha1.WorkloadInterpreter {
 	t.Helper()
-	all, err := interpreters.All()
+	wi, err := interpreters.Named("cloneset.apps.kruise.io")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, wi := range all {
-		if wi.Name == "cloneset.apps.kruise.io" {
-			return wi.DeepCopy()
-		}
-	}
-	t.Fatal("no shipped CloneSet interpreter")
-	return nil
+	return wi
 }
 
 // waitReady waits for the interpreter's Ready condition to have a status

@@ -79,18 +79,9 @@ func TestLoaderKeepsWhatWorks(t *testing.T) {
 		status.Required = slices.DeleteFunc(status.Required, func(f string) bool { return f == "readyReplicas" })
 		narrowed.Spec.Versions[i].Schema.OpenAPIV3Schema.Properties["status"] = status
 	}
-	all, err := shipped.All()
+	good, err := shipped.Named("cloneset.apps.kruise.io")
 	if err != nil {
 		t.Fatal(err)
-	}
-	var good *v1alpha1.WorkloadInterpreter
-	for _, wi := range all {
-		if wi.Name == "cloneset.apps.kruise.io" {
-			good = wi.DeepCopy()
-		}
-	}
-	if good == nil {
-		t.Fatal("no shipped CloneSet interpreter")
 	}
 	gk := schema.GroupKind{Group: "apps.kruise.io", Kind: "CloneSet"}
 	gv := schema.GroupVersion{Group: gk.Group, Version: "v1alpha1"}
