@@ -42,14 +42,15 @@ func TestMain(m *testing.M) {
 // host, with the identity config/rbac/gateway.yaml grants, and returns a
 // client configuration for it without credentials (TLS trusts its
 // self-signed certificate).
-func startGateway(t *testing.T) *rest.Config {
+func startGateway(t *testing.T, change ...func(*gateway.Options)) *rest.Config {
 	t.Helper()
 	testenv.Need(t, env)
-	return startGatewayFor(t, env)
+	return startGatewayFor(t, env, change...)
 }
 
-// startGatewayFor is startGateway in front of e's host.
-func startGatewayFor(t testing.TB, env *testenv.Environment) *rest.Config {
+// startGatewayFor is startGateway in front of e's host, its options
+// changed by change.
+func startGatewayFor(t testing.TB, env *testenv.Environment, change ...func(*gateway.Options)) *rest.Config {
 	t.Helper()
 	ctx := context.Background()
 	if err := rbac.Apply(ctx, env.Host.Config, rbac.GatewayFile); err != nil {
@@ -79,6 +80,9 @@ func startGatewayFor(t testing.TB, env *testenv.Environment) *rest.Config {
 	o.Authentication.ClientCert.ClientCA = localenv.HostClientCAFile(env.StateDir)
 	o.SecureServing.Listener, o.SecureServing.BindPort = ln, ln.Addr().(*net.TCPAddr).Port
 	o.SecureServing.ServerCert.CertDirectory = dir
+	for _, c := range change {
+		c(o)
+	}
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -114,14 +114,16 @@ func TestStripCredentials(t *testing.T) {
 // a host that does not answer is a 503.
 func TestHostProxy(t *testing.T) {
 	type seen struct {
-		proto, auth, user, forwardedFor, host string
-		groups                                []string
+		proto, auth, user, forwardedFor, host, traceparent string
+		groups                                             []string
 	}
+	const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	seenCh := make(chan seen, 10)
 	release := make(chan struct{})
 	backend := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		seenCh <- seen{proto: r.Proto, auth: r.Header.Get("Authorization"), user: r.Header.Get("Impersonate-User"),
-			groups: r.Header.Values("Impersonate-Group"), forwardedFor: r.Header.Get("X-Forwarded-For"), host: r.Host}
+			groups: r.Header.Values("Impersonate-Group"), forwardedFor: r.Header.Get("X-Forwarded-For"), host: r.Host,
+			traceparent: r.Header.Get("Traceparent")}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("X-From-Host", "yes")
 		if r.URL.Query().Get("watch") == "true" {
@@ -163,6 +165,7 @@ func TestHostProxy(t *testing.T) {
 			t.Fatal(err)
 		}
 		req.Header.Set("Authorization", "Bearer user-token")
+		req.Header.Set("Traceparent", traceparent)
 		resp, err := client.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -180,6 +183,9 @@ func TestHostProxy(t *testing.T) {
 		}
 		if s.forwardedFor != "127.0.0.1" || s.host != strings.TrimPrefix(backend.URL, "https://") {
 			t.Errorf("%s: X-Forwarded-For %q, Host %q", what, s.forwardedFor, s.host)
+		}
+		if s.traceparent != traceparent {
+			t.Errorf("%s: the host saw traceparent %q, want the client's %q (the gateway records no trace of its own)", what, s.traceparent, traceparent)
 		}
 	}
 
