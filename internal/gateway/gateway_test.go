@@ -35,6 +35,10 @@ import (
 var env *testenv.Environment
 
 func TestMain(m *testing.M) {
+	if os.Getenv(bareProxyEnv) != "" {
+		fmt.Fprintln(os.Stderr, serveBareProxy())
+		os.Exit(1)
+	}
 	os.Exit(testenv.Main(m, testenv.Options{Members: 2, APIServerOnly: true}, &env))
 }
 
@@ -52,25 +56,8 @@ func startGateway(t *testing.T, change ...func(*gateway.Options)) *rest.Config {
 // changed by change.
 func startGatewayFor(t testing.TB, env *testenv.Environment, change ...func(*gateway.Options)) *rest.Config {
 	t.Helper()
-	ctx := context.Background()
-	if err := rbac.Apply(ctx, env.Host.Config, rbac.GatewayFile); err != nil {
-		t.Fatal(err)
-	}
-	tr, err := env.Host.Client.CoreV1().ServiceAccounts(rbac.Namespace).CreateToken(ctx, rbac.GatewayServiceAccount,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(3600))}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "gateway.kubeconfig")
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["host"] = &clientcmdapi.Cluster{Server: env.Host.Config.Host, CertificateAuthorityData: env.Host.Config.CAData}
-	kc.AuthInfos["gateway"] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
-	kc.Contexts["host"] = &clientcmdapi.Context{Cluster: "host", AuthInfo: "gateway"}
-	kc.CurrentContext = "host"
-	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := gatewayIdentity(t, env, dir)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -106,6 +93,32 @@ func startGatewayFor(t testing.TB, env *testenv.Environment, change ...func(*gat
 		return err
 	})
 	return cfg
+}
+
+// gatewayIdentity applies config/rbac/gateway.yaml to env's host and
+// writes a kubeconfig of the gateway's ServiceAccount into dir, returning
+// its path.
+func gatewayIdentity(t testing.TB, env *testenv.Environment, dir string) string {
+	t.Helper()
+	ctx := context.Background()
+	if err := rbac.Apply(ctx, env.Host.Config, rbac.GatewayFile); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := env.Host.Client.CoreV1().ServiceAccounts(rbac.Namespace).CreateToken(ctx, rbac.GatewayServiceAccount,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(3600))}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := filepath.Join(dir, "gateway.kubeconfig")
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["host"] = &clientcmdapi.Cluster{Server: env.Host.Config.Host, CertificateAuthorityData: env.Host.Config.CAData}
+	kc.AuthInfos["gateway"] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+	kc.Contexts["host"] = &clientcmdapi.Context{Cluster: "host", AuthInfo: "gateway"}
+	kc.CurrentContext = "host"
+	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	return kubeconfig
 }
 
 // as returns a client of the gateway that sends token.

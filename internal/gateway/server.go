@@ -304,8 +304,8 @@ func tokensCheckedBy(authKubeconfig string, host *rest.Config) error {
 // withoutTracing is the feature gate the gateway's filter chain is built
 // with: the process's gate, but with APIServerTracing off. The gateway
 // configures no tracer, so the tracing filter (otelhttp, ~20 µs of CPU per
-// request) would only record spans nobody receives; a client's traceparent
-// header still reaches the host, which the proxy sends it on to unchanged.
+// request) would only record spans nobody receives. The proxy still passes
+// a client's traceparent header on to the host unchanged.
 type withoutTracing struct{ featuregate.FeatureGate }
 
 // Enabled reports whether f is on: never for APIServerTracing.
