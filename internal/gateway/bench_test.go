@@ -3,6 +3,8 @@ package gateway_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/flotilla-io/flotilla/config/crd"
+	"github.com/flotilla-io/flotilla/internal/localenv"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
 
@@ -22,7 +25,9 @@ import (
 // ConfigMap, directly against the host apiserver and through the gateway,
 // as the same admin, alternating request by request; with the gateway as
 // its own process serving HTTP/1.1 (its default, http1) or offering HTTP/2
-// (http2), and in the benchmark's process (http1-in-process). It reports
+// (http2), in the benchmark's process (http1-in-process), as its own
+// process with flotilla up's audit log (http1-audit), and a bare reverse
+// proxy for the floor (bare-proxy). It reports
 // p50 and p99 of both and their ratios per operation; the target is a
 // gateway/direct ratio of at most 1.2 (docs/benchmarks.md).
 func BenchmarkPassThrough(b *testing.B) {
@@ -71,7 +76,8 @@ func BenchmarkPassThrough(b *testing.B) {
 	// uses (http2); and in this process (the load generator's goroutines
 	// and garbage then share its runtime, and a hand-off between them
 	// wakes no other process: it flatters the gateway, but compares with
-	// the earlier figures in docs/benchmarks.md); and the floor of any
+	// the earlier figures in docs/benchmarks.md); as its own process with
+	// the Metadata audit log `flotilla up` gives it; and the floor of any
 	// gateway: a bare reverse proxy in its own process (floor_test.go).
 	for _, mode := range []struct {
 		name  string
@@ -80,6 +86,13 @@ func BenchmarkPassThrough(b *testing.B) {
 		{"http1", func(b *testing.B) *rest.Config { return startGatewayProcess(b, env) }},
 		{"http2", func(b *testing.B) *rest.Config { return startGatewayProcess(b, env, "--disable-http2-serving=false") }},
 		{"http1-in-process", func(b *testing.B) *rest.Config { return startGatewayFor(b, env) }},
+		{"http1-audit", func(b *testing.B) *rest.Config {
+			policy := filepath.Join(b.TempDir(), "audit-policy.yaml")
+			if err := os.WriteFile(policy, []byte(localenv.GatewayAuditPolicy), 0o600); err != nil {
+				b.Fatal(err)
+			}
+			return startGatewayProcess(b, env, "--audit-policy-file="+policy, "--audit-log-path="+filepath.Join(filepath.Dir(policy), "audit.log"))
+		}},
 		{"bare-proxy", func(b *testing.B) *rest.Config { return startBareProxy(b, env) }},
 	} {
 		b.Run(mode.name, func(b *testing.B) {

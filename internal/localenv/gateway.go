@@ -32,9 +32,10 @@ func GatewayAdminKubeconfig(stateDir string) string {
 	return filepath.Join(stateDir, "clusters", HostName, "gateway-admin.kubeconfig")
 }
 
-// gatewayAuditPolicy records every request's metadata (who, what, when,
-// the answer's code), not bodies: Secrets and tokens stay out of the log.
-const gatewayAuditPolicy = `apiVersion: audit.k8s.io/v1
+// GatewayAuditPolicy is the gateway's audit policy in `flotilla up`: every
+// request's metadata (who, what, when, the answer's code), not bodies, so
+// that Secrets and tokens stay out of the log.
+const GatewayAuditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived"]
 rules:
@@ -54,7 +55,7 @@ func (p *clusterPlan) prepareGateway(ca *authority, token string) (string, error
 	if err := writeFiles(map[string][]byte{
 		p.pki("gateway.crt"):   cert,
 		p.pki("gateway.key"):   key,
-		p.gatewayAuditPolicy(): []byte(gatewayAuditPolicy),
+		p.gatewayAuditPolicy(): []byte(GatewayAuditPolicy),
 	}); err != nil {
 		return "", err
 	}
