@@ -27,9 +27,9 @@ import (
 // its own process serving HTTP/1.1 (its default, http1) or offering HTTP/2
 // (http2), in the benchmark's process (http1-in-process), as its own
 // process with flotilla up's audit log (http1-audit), and a bare reverse
-// proxy for the floor (bare-proxy). It reports
-// p50 and p99 of both and their ratios per operation; the target is a
-// gateway/direct ratio of at most 1.2 (docs/benchmarks.md).
+// proxy for the floor (bare-proxy). It reports p50 and p99 of both and
+// their ratios per operation; the target is a gateway/direct ratio of at
+// most 1.2 (docs/benchmarks.md).
 func BenchmarkPassThrough(b *testing.B) {
 	if testing.Short() {
 		b.Skip("starts an environment")

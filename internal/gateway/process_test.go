@@ -52,8 +52,9 @@ func startGatewayProcess(t testing.TB, env *testenv.Environment, extra ...string
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	exited := make(chan struct{})
+	var exitErr error
+	go func() { exitErr = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
@@ -68,8 +69,8 @@ func startGatewayProcess(t testing.TB, env *testenv.Environment, extra ...string
 		TLSClientConfig: rest.TLSClientConfig{CAFile: filepath.Join(dir, "flotilla-gateway.crt")}}
 	testenv.Eventually(t, time.Minute, "the gateway process is ready (log: "+logFile.Name()+")", func(ctx context.Context) error {
 		select {
-		case err := <-exited:
-			t.Fatalf("the gateway exited: %v (log: %s)", err, logFile.Name())
+		case <-exited:
+			t.Fatalf("the gateway exited: %v (log: %s)", exitErr, logFile.Name())
 		default:
 		}
 		if _, err := os.Stat(cfg.CAFile); err != nil {
