@@ -79,19 +79,22 @@ func BenchmarkPassThrough(b *testing.B) {
 	// the earlier figures in docs/benchmarks.md); as its own process with
 	// the Metadata audit log `flotilla up` gives it; and the floor of any
 	// gateway: a bare reverse proxy in its own process (floor_test.go).
+	bin := buildFlotilla(b, b.TempDir())
 	for _, mode := range []struct {
 		name  string
 		start func(*testing.B) *rest.Config
 	}{
-		{"http1", func(b *testing.B) *rest.Config { return startGatewayProcess(b, env) }},
-		{"http2", func(b *testing.B) *rest.Config { return startGatewayProcess(b, env, "--disable-http2-serving=false") }},
+		{"http1", func(b *testing.B) *rest.Config { return startGatewayProcess(b, env, bin) }},
+		{"http2", func(b *testing.B) *rest.Config {
+			return startGatewayProcess(b, env, bin, "--disable-http2-serving=false")
+		}},
 		{"http1-in-process", func(b *testing.B) *rest.Config { return startGatewayFor(b, env) }},
 		{"http1-audit", func(b *testing.B) *rest.Config {
 			policy := filepath.Join(b.TempDir(), "audit-policy.yaml")
 			if err := os.WriteFile(policy, []byte(localenv.GatewayAuditPolicy), 0o600); err != nil {
 				b.Fatal(err)
 			}
-			return startGatewayProcess(b, env, "--audit-policy-file="+policy, "--audit-log-path="+filepath.Join(filepath.Dir(policy), "audit.log"))
+			return startGatewayProcess(b, env, bin, "--audit-policy-file="+policy, "--audit-log-path="+filepath.Join(filepath.Dir(policy), "audit.log"))
 		}},
 		{"bare-proxy", func(b *testing.B) *rest.Config { return startBareProxy(b, env) }},
 	} {

@@ -18,18 +18,25 @@ import (
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
 
-// startGatewayProcess runs `flotilla gateway` as its own process in front
-// of env's host, as `flotilla up` does (built from this module), with
-// extra flags, and returns a client configuration for it without
-// credentials. Benchmarks use it so that the load generator's goroutines
-// and garbage do not share the gateway's runtime.
-func startGatewayProcess(t testing.TB, env *testenv.Environment, extra ...string) *rest.Config {
+// buildFlotilla builds this module's flotilla binary into dir and returns
+// its path.
+func buildFlotilla(t testing.TB, dir string) string {
 	t.Helper()
-	dir := t.TempDir()
 	bin := filepath.Join(dir, "flotilla")
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/flotilla-io/flotilla/cmd/flotilla").CombinedOutput(); err != nil {
 		t.Fatalf("go build flotilla: %v\n%s", err, out)
 	}
+	return bin
+}
+
+// startGatewayProcess runs `flotilla gateway` of bin (buildFlotilla) as
+// its own process in front of env's host, as `flotilla up` does, with
+// extra flags, and returns a client configuration for it without
+// credentials. Benchmarks use it so that the load generator's goroutines
+// and garbage do not share the gateway's runtime.
+func startGatewayProcess(t testing.TB, env *testenv.Environment, bin string, extra ...string) *rest.Config {
+	t.Helper()
+	dir := t.TempDir()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
