@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
@@ -49,11 +50,14 @@ type members struct {
 	secrets cache.GenericLister
 
 	// tunnels are the pull members' agents' tunnels; authz re-checks an
-	// agent's right to keep its tunnel; base is the context tunnels live
-	// in (the gateway's).
-	tunnels *tunnel.Registry
-	authz   authorizer.Authorizer
-	base    context.Context
+	// agent's right to keep its tunnel; clientCA is what the gateway's
+	// x509 authenticator verifies client certificates with (a
+	// certificate's tunnel lasts as long as it is valid); base is the
+	// context tunnels live in (the gateway's).
+	tunnels  *tunnel.Registry
+	authz    authorizer.Authorizer
+	clientCA dynamiccertificates.CAContentProvider
+	base     context.Context
 }
 
 // feed is one member's running cache feed.
@@ -233,6 +237,9 @@ func (m *members) syncOne(ctx context.Context, mc *v1alpha1.MemberCluster) {
 		}
 	}
 	if err != nil {
+		// Whatever an earlier feed cached is not kept up to date now:
+		// leave it out, as the warning says.
+		m.cache.RemoveCluster(mc.Name)
 		st.problem = fmt.Sprintf("its client: %v", err)
 	}
 	m.status[mc.Name] = st

@@ -453,6 +453,51 @@ func TestMemberPodsFollowHostRBAC(t *testing.T) {
 	}
 }
 
+// TestMemberKindScope: a path that does not exist for a member kind's
+// scope is the host's 404, even for a user whose RoleBinding allows every
+// resource in its namespace: nodes are not listed through a namespace,
+// nor is a pod named without its namespace.
+func TestMemberKindScope(t *testing.T) {
+	joinMembers(t)
+	gw := startGateway(t)
+	ns := env.Namespace(t)
+	memberNamespace(t, ns)
+	makePod(t, env.Members[0].Client, ns, "p", nil)
+	admin := adminThrough(t, gw)
+	nsAdmin := as(t, gw, serviceAccountWithRole(t, ns, "ns-admin", rbacv1.PolicyRule{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}))
+	ctx := context.Background()
+	node := "node-" + ns
+	if _, err := env.Members[0].Client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = env.Members[0].Client.CoreV1().Nodes().Delete(context.Background(), node, metav1.DeleteOptions{})
+	})
+	testenv.Eventually(t, 30*time.Second, "the namespace admin sees its pod and the admin the node", func(ctx context.Context) error {
+		if _, err := nsAdmin.CoreV1().Pods(ns).Get(ctx, "p", metav1.GetOptions{}); err != nil {
+			return err
+		}
+		_, err := admin.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		return err
+	})
+	for _, tc := range []struct {
+		who  string
+		cs   kubernetes.Interface
+		path string
+	}{
+		{"namespace admin", nsAdmin, "/api/v1/namespaces/" + ns + "/nodes"},
+		{"namespace admin", nsAdmin, "/api/v1/namespaces/" + ns + "/nodes/" + node},
+		{"namespace admin", nsAdmin, "/api/v1/watch/namespaces/" + ns + "/nodes"},
+		{"admin", admin, "/api/v1/pods/p"},
+		{"admin", admin, "/api/v1/pods/p/log"},
+	} {
+		// A bound: a watch served rather than refused would not end.
+		_, err := tc.cs.CoreV1().RESTClient().Get().AbsPath(tc.path).Timeout(30 * time.Second).DoRaw(ctx)
+		_, hostErr := env.Host.Client.CoreV1().RESTClient().Get().AbsPath(tc.path).DoRaw(ctx)
+		sameError(t, tc.who+" GET "+tc.path, err, hostErr, apierrors.IsNotFound)
+	}
+}
+
 // TestMissingMemberIsNamed: a member the gateway cannot list is left out
 // with a warning, one that is not ready is served as last seen with a
 // warning, and neither stalls the list.

@@ -51,6 +51,10 @@ func (h *memberHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	gr := schema.GroupResource{Group: info.APIGroup, Resource: info.Resource}
 	k, _ := h.cache.Kind(gr)
 	read := info.Verb == "get" || info.Verb == "list" || info.Verb == "watch"
+	if !inScope(k, info) {
+		h.fail(w, r, errNoSuchPath)
+		return
+	}
 	if routes(info) {
 		h.route(w, r, info)
 		return
@@ -101,6 +105,23 @@ func (h *memberHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.watch(w, r, k, filter, opts, tw)
 	}
 }
+
+// inScope reports whether the request's path exists for k's scope, as it
+// would on a kube-apiserver: a cluster-scoped kind has no namespaced path
+// (/api/v1/namespaces/NS/nodes), and one object of a namespaced kind is
+// named with its namespace (not /api/v1/pods/NAME). The filters
+// authorized the request as its path reads ("list nodes in NS", which a
+// RoleBinding may allow): it must not be served as something else.
+func inScope(k *membercache.Kind, info *request.RequestInfo) bool {
+	if k.Namespaced {
+		return info.Namespace != "" || info.Name == ""
+	}
+	return info.Namespace == ""
+}
+
+// errNoSuchPath is a kube-apiserver's answer to a path it does not serve.
+var errNoSuchPath = &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusNotFound,
+	Reason: metav1.StatusReasonNotFound, Message: "the server could not find the requested resource", Details: &metav1.StatusDetails{}}}
 
 // warnMissing names the members whose objects a list, a watch or a
 // failed get may lack.

@@ -79,6 +79,9 @@ func (h *memberHandler) watch(w http.ResponseWriter, r *http.Request, k *memberc
 		return
 	}
 	flusher.Flush()
+	// The backlog holds the objects as they were when the watch began: let
+	// them go rather than keep them for the watch's half hour or more.
+	watcher.Backlog = nil
 	for {
 		select {
 		case <-r.Context().Done():

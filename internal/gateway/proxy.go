@@ -117,11 +117,13 @@ func newReverseProxy(host *url.URL, rt http.RoundTripper, flushInterval time.Dur
 	p.Director = func(r *http.Request) {
 		toHost(r)
 		r.Host = host.Host
-		// Credentials and identity are the gateway's to set: the
-		// filters removed the client's Authorization and Impersonate-*
-		// headers, and anything else that claims an identity is dropped
-		// here too (r is the proxy's own copy of the request).
-		r.Header.Del("Authorization")
+		// Credentials and identity are the gateway's to set (its
+		// transport adds them after this): the filters removed the
+		// client's Authorization and Impersonate-* headers, and anything
+		// else that carries credentials or claims an identity (X-Remote-*,
+		// a WebSocket bearer subprotocol) is dropped here too (r is the
+		// proxy's own copy of the request).
+		stripCredentials(r.Header)
 	}
 	p.Transport = rt
 	p.FlushInterval = flushInterval
@@ -141,7 +143,7 @@ func (p *hostProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		out := r.Clone(r.Context())
 		out.URL.Scheme, out.URL.Host = p.host.Scheme, p.host.Host
 		out.Host = p.host.Host
-		out.Header.Del("Authorization")
+		stripCredentials(out.Header)
 		p.upgrade.ServeHTTP(w, out)
 		return
 	}

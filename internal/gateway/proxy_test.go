@@ -93,9 +93,10 @@ func TestStripCredentials(t *testing.T) {
 	h.Set("Impersonate-User", "admin")
 	h.Set("Sec-WebSocket-Protocol", "v5.channel.k8s.io, base64url.bearer.authorization.k8s.io.dXNlcg, v4.channel.k8s.io")
 	h.Set("Accept", "application/json")
+	h["x-remote-extra-scopes"] = []string{"all"} // not canonical: set directly
 	stripCredentials(h)
-	for _, k := range []string{"Authorization", "X-Remote-User", "X-Remote-Group", "Impersonate-User"} {
-		if v := h.Get(k); v != "" {
+	for _, k := range []string{"Authorization", "X-Remote-User", "X-Remote-Group", "Impersonate-User", "x-remote-extra-scopes"} {
+		if v, ok := h[k]; ok || h.Get(k) != "" {
 			t.Errorf("%s kept: %q", k, v)
 		}
 	}
@@ -114,8 +115,8 @@ func TestStripCredentials(t *testing.T) {
 // a host that does not answer is a 503.
 func TestHostProxy(t *testing.T) {
 	type seen struct {
-		proto, auth, user, forwardedFor, host, traceparent string
-		groups                                             []string
+		proto, auth, user, forwardedFor, host, traceparent, remoteUser string
+		groups                                                         []string
 	}
 	const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	seenCh := make(chan seen, 10)
@@ -123,7 +124,7 @@ func TestHostProxy(t *testing.T) {
 	backend := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		seenCh <- seen{proto: r.Proto, auth: r.Header.Get("Authorization"), user: r.Header.Get("Impersonate-User"),
 			groups: r.Header.Values("Impersonate-Group"), forwardedFor: r.Header.Get("X-Forwarded-For"), host: r.Host,
-			traceparent: r.Header.Get("Traceparent")}
+			traceparent: r.Header.Get("Traceparent"), remoteUser: r.Header.Get("X-Remote-User")}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("X-From-Host", "yes")
 		if r.URL.Query().Get("watch") == "true" {
@@ -166,6 +167,7 @@ func TestHostProxy(t *testing.T) {
 		}
 		req.Header.Set("Authorization", "Bearer user-token")
 		req.Header.Set("Traceparent", traceparent)
+		req.Header.Set("X-Remote-User", "system:admin") // claims an identity: must not reach the host
 		resp, err := client.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -183,6 +185,9 @@ func TestHostProxy(t *testing.T) {
 		}
 		if s.forwardedFor != "127.0.0.1" || s.host != strings.TrimPrefix(backend.URL, "https://") {
 			t.Errorf("%s: X-Forwarded-For %q, Host %q", what, s.forwardedFor, s.host)
+		}
+		if s.remoteUser != "" {
+			t.Errorf("%s: the client's X-Remote-User %q reached the host", what, s.remoteUser)
 		}
 		if s.traceparent != traceparent {
 			t.Errorf("%s: the host saw traceparent %q, want the client's %q (the gateway records no trace of its own)", what, s.traceparent, traceparent)

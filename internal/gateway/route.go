@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -58,7 +59,8 @@ func routes(info *request.RequestInfo) bool {
 // object when several members have one of that name ('@' is not allowed
 // in object names).
 func splitName(s string) (name, member string) {
-	if i := strings.LastIndexByte(s, '@'); i > 0 {
+	// "name@" names no member: it stays one (invalid) name, found nowhere.
+	if i := strings.LastIndexByte(s, '@'); i > 0 && i < len(s)-1 {
 		return s[:i], s[i+1:]
 	}
 	return s, ""
@@ -117,9 +119,13 @@ func (h *memberHandler) route(w http.ResponseWriter, r *http.Request, info *requ
 		return
 	}
 	if streamSubresources[info.Subresource] && info.Verb != "create" {
-		if err := h.authorizeCreate(r, info); err != nil {
-			h.fail(w, r, err)
-			return
+		// A WebSocket client opens exec with GET: the host would ask for
+		// create, on the name as requested and on the pod's own name.
+		for _, n := range slices.Compact([]string{info.Name, name}) {
+			if err := h.authorizeCreate(r, info, n); err != nil {
+				h.fail(w, r, err)
+				return
+			}
 		}
 	}
 	rt, ok := h.members.route(e.Cluster)
@@ -143,14 +149,15 @@ func (h *memberHandler) route(w http.ResponseWriter, r *http.Request, info *requ
 // subprotocol.
 const wsBearerPrefix = "base64url.bearer.authorization.k8s.io."
 
-// stripCredentials removes from a request to a member whatever could carry
-// the user's credentials or claim an identity: the member must see the
-// gateway's session only.
+// stripCredentials removes from a request to a member or to the host
+// whatever could carry the user's credentials or claim an identity: the
+// other end must see the gateway's session (and, for the host, the
+// identity the gateway's transport then adds) only.
 func stripCredentials(h http.Header) {
 	h.Del("Authorization")
 	for k := range h {
-		if lk := strings.ToLower(k); strings.HasPrefix(lk, "x-remote-") || strings.HasPrefix(lk, "impersonate-") {
-			h.Del(k)
+		if hasPrefixFold(k, "X-Remote-") || hasPrefixFold(k, "Impersonate-") {
+			delete(h, k)
 		}
 	}
 	if protos := h.Values("Sec-WebSocket-Protocol"); len(protos) > 0 {
@@ -167,6 +174,11 @@ func stripCredentials(h http.Header) {
 			h.Set("Sec-WebSocket-Protocol", strings.Join(keep, ","))
 		}
 	}
+}
+
+// hasPrefixFold reports whether s begins with prefix, ignoring case.
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
 
 // authorizeBareName asks the host whether the user may do the request's
@@ -188,13 +200,13 @@ func (h *memberHandler) authorizeBareName(r *http.Request, info *request.Request
 
 // authorizeCreate asks the host whether the user may create the
 // subresource (exec, attach, portforward).
-func (h *memberHandler) authorizeCreate(r *http.Request, info *request.RequestInfo) error {
+func (h *memberHandler) authorizeCreate(r *http.Request, info *request.RequestInfo, name string) error {
 	u, ok := request.UserFrom(r.Context())
 	if !ok || h.authz == nil {
 		return apierrors.NewInternalError(fmt.Errorf("no user or authorizer for %s", info.Subresource))
 	}
 	attrs := authorizer.AttributesRecord{User: u, Verb: "create", Namespace: info.Namespace, APIVersion: "v1",
-		Resource: "pods", Subresource: info.Subresource, Name: info.Name, ResourceRequest: true}
+		Resource: "pods", Subresource: info.Subresource, Name: name, ResourceRequest: true}
 	decision, reason, err := h.authz.Authorize(r.Context(), attrs)
 	if decision == authorizer.DecisionAllow {
 		return nil
@@ -206,5 +218,5 @@ func (h *memberHandler) authorizeCreate(r *http.Request, info *request.RequestIn
 	if err != nil {
 		msg += ": " + err.Error()
 	}
-	return apierrors.NewForbidden(corev1.Resource("pods/"+info.Subresource), info.Name, fmt.Errorf("%s", msg))
+	return apierrors.NewForbidden(corev1.Resource("pods/"+info.Subresource), name, fmt.Errorf("%s", msg))
 }

@@ -90,4 +90,18 @@ func TestExecNeedsCreate(t *testing.T) {
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `cannot create resource "pods/exec"`) {
 		t.Errorf("exec by GET without create: %v, want 403 naming create on pods/exec", err)
 	}
+	// Naming the pod's member (shell@alpha) needs create on the pod's own
+	// name too, as the host would check it.
+	named := as(t, gw, serviceAccountWithRole(t, ns, "named",
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods", "pods/exec"}, Verbs: []string{"get"}, ResourceNames: []string{"shell", "shell@alpha"}},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods/exec"}, Verbs: []string{"create"}, ResourceNames: []string{"shell@alpha"}}))
+	testenv.Eventually(t, 30*time.Second, "the pod readable by its name", func(ctx context.Context) error {
+		_, err := named.CoreV1().Pods(ns).Get(ctx, "shell", metav1.GetOptions{})
+		return err
+	})
+	err = named.CoreV1().RESTClient().Get().Namespace(ns).Resource("pods").Name("shell@alpha").SubResource("exec").
+		Param("command", "true").Param("stdout", "true").Do(ctx).Error()
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `cannot create resource "pods/exec"`) || !strings.Contains(err.Error(), `"shell"`) {
+		t.Errorf("exec by GET of shell@alpha with create on that name only: %v, want 403 naming create on pods/exec of shell", err)
+	}
 }

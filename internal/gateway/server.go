@@ -236,6 +236,9 @@ func New(o *Options) (*Server, error) {
 	cfg.BuildHandlerChainFunc = func(own http.Handler, c *genericapiserver.Config) http.Handler {
 		memberKinds.authz = c.Authorization.Authorizer
 		mem.authz = c.Authorization.Authorizer
+		if c.SecureServing != nil {
+			mem.clientCA = c.SecureServing.ClientCA
+		}
 		route := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if ownPath(r.URL.Path) {
 				own.ServeHTTP(w, r)

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/filters"
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 	"k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/klog/v2"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
@@ -84,13 +86,7 @@ func (m *members) acceptTunnel(w http.ResponseWriter, r *http.Request) {
 		fail(apierrors.NewInternalError(err))
 		return
 	}
-	// A certificate's expiry is known; a bearer token is not kept past
-	// authentication, so a token's tunnel is re-opened (and the token
-	// checked again) every tokenTunnelAge.
-	expires, what := time.Now().Add(tokenTunnelAge), "the tunnel of an agent with a token is re-opened (its token checked again) every "+tokenTunnelAge.String()
-	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
-		expires, what = r.TLS.PeerCertificates[0].NotAfter, "the agent's certificate expired"
-	}
+	expires, what := tunnelExpiry(r, u, m.clientCA, time.Now())
 	check := func(ctx context.Context) error {
 		if time.Now().After(expires) {
 			return fmt.Errorf("%s (%s)", what, expires.UTC().Format(time.RFC3339))
@@ -105,6 +101,38 @@ func (m *members) acceptTunnel(w http.ResponseWriter, r *http.Request) {
 	if err := m.tunnels.Accept(ctx, w, r, info.Name, u.GetName(), tunnelRecheck, check); err != nil {
 		klog.FromContext(r.Context()).Error(err, "Opening a tunnel", "cluster", info.Name, "agent", u.GetName())
 	}
+}
+
+// tunnelExpiry is when the tunnel r opens for u must be opened again, and
+// why. A certificate's expiry is known; a bearer token is not kept past
+// authentication, so a token's tunnel is re-opened (and the token checked
+// again) every tokenTunnelAge. A certificate counts only if it is the one
+// that authenticated u: it verifies against the client CA, as the x509
+// authenticator checks, and names u. The TLS layer only requests client
+// certificates, so a request a token authenticated may carry any other
+// certificate, whose expiry says nothing about the token.
+func tunnelExpiry(r *http.Request, u user.Info, clientCA dynamiccertificates.CAContentProvider, now time.Time) (time.Time, string) {
+	byToken := now.Add(tokenTunnelAge)
+	tokenWhat := "the tunnel of an agent with a token is re-opened (its token checked again) every " + tokenTunnelAge.String()
+	if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 || clientCA == nil || u == nil {
+		return byToken, tokenWhat
+	}
+	certs := r.TLS.PeerCertificates
+	opts, ok := clientCA.VerifyOptions()
+	if !ok || certs[0].Subject.CommonName != u.GetName() {
+		return byToken, tokenWhat
+	}
+	opts.CurrentTime = now
+	if len(certs) > 1 {
+		opts.Intermediates = x509.NewCertPool()
+		for _, c := range certs[1:] {
+			opts.Intermediates.AddCert(c)
+		}
+	}
+	if _, err := certs[0].Verify(opts); err != nil {
+		return byToken, tokenWhat
+	}
+	return certs[0].NotAfter, "the agent's certificate expired"
 }
 
 // agentServiceAccount is the ServiceAccount of a pull member's agent in
