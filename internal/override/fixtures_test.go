@@ -138,5 +138,27 @@ func op(o, path, v string) v1alpha1.JSONPatchOperation {
 
 // eu returns a source of the policy OverridePolicy/web/eu.
 func eu(rule int, ov v1alpha1.Overriders) Source {
-	return Source{Policy: "OverridePolicy/web/eu", Rule: rule, Overriders: ov}
+	return Source{Policy: "OverridePolicy/web/eu", Rule: rule, Overriders: ov, Namespaced: true}
 }
+
+// admin is rule of a ClusterOverridePolicy.
+func admin(rule int, ov v1alpha1.Overriders) Source {
+	return Source{Policy: "ClusterOverridePolicy/prod", Rule: rule, Overriders: ov}
+}
+
+const roleBindingYAML = `
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: rb, namespace: shop}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: view}
+subjects:
+- {kind: User, apiGroup: rbac.authorization.k8s.io, name: alice}
+`
+
+const roleYAML = `
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: reader, namespace: shop}
+rules:
+- {apiGroups: [""], resources: [configmaps], verbs: [get]}
+`

@@ -173,7 +173,7 @@ func decodeObject(data []byte) (*unstructured.Unstructured, bool) {
 // alone, is deterministic, leaves the object unchanged when it fails, and
 // never changes the object's identity when it succeeds.
 func FuzzApply(f *testing.F) {
-	objects := [][]byte{seedJSON(f, deploymentYAML), seedJSON(f, cronJobYAML), seedJSON(f, configMapYAML)}
+	objects := [][]byte{seedJSON(f, deploymentYAML), seedJSON(f, cronJobYAML), seedJSON(f, configMapYAML), seedJSON(f, roleBindingYAML)}
 	overriders := []v1alpha1.Overriders{
 		{Image: []v1alpha1.ImageOverrider{{Registry: "r.example.com"}}},
 		{Image: []v1alpha1.ImageOverrider{{ContainerNames: []string{"sidecar", "init"}, Tag: "v2"}, {ContainerNames: []string{"absent"}, Tag: "v3"}}},
@@ -211,8 +211,12 @@ func FuzzApply(f *testing.F) {
 		if err := json.Unmarshal(ovData, &ov); err != nil {
 			return
 		}
-		sources := []Source{{Policy: "OverridePolicy/ns/fuzz", Rule: 0, Overriders: ov}}
-		checkApply(t, obj, sources)
+		sources := []Source{{Policy: "OverridePolicy/ns/fuzz", Rule: 0, Overriders: ov, Namespaced: true}}
+		orig := obj.DeepCopy()
+		// A namespace's overrides never change what an RBAC object grants.
+		if checkApply(t, obj, sources) && !reflect.DeepEqual(grantsOf(orig), grantsOf(obj)) {
+			t.Fatalf("a namespace's overrides changed what %s grants:\nbefore %v\nafter  %v", obj.GetKind(), grantsOf(orig), grantsOf(obj))
+		}
 	})
 }
 
@@ -312,7 +316,7 @@ func checkApply(t *testing.T, obj *unstructured.Unstructured, sources []Source) 
 	before := obj.DeepCopy()
 	sourcesBefore := make([]Source, len(sources))
 	for i, s := range sources {
-		sourcesBefore[i] = Source{Policy: s.Policy, Rule: s.Rule, Overriders: *s.Overriders.DeepCopy()}
+		sourcesBefore[i] = Source{Policy: s.Policy, Rule: s.Rule, Overriders: *s.Overriders.DeepCopy(), Namespaced: s.Namespaced}
 	}
 	other := obj.DeepCopy()
 

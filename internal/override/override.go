@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/flotilla-io/flotilla/api/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/workload"
@@ -19,6 +20,9 @@ type Source struct {
 	Rule int
 	// Overriders are the rule's changes.
 	Overriders v1alpha1.Overriders
+	// Namespaced is true for a namespace's OverridePolicy: it may change
+	// only the metadata of an RBAC object (see Apply).
+	Namespaced bool
 }
 
 // name names the source for error messages, e.g. "OverridePolicy/web/eu rule 0".
@@ -34,6 +38,13 @@ func (s Source) name() string {
 // and refuses any change to apiVersion, kind, metadata.name or metadata.namespace
 // (checked after all sources applied, whatever changed them).
 //
+// A namespace's OverridePolicy (Source.Namespaced) may change only the
+// metadata of an RBAC object (Role, RoleBinding: rbac.authorization.k8s.io):
+// the host's RBAC checked that its author may grant what the template
+// grants, but a member checks a change to rules, roleRef or subjects
+// against Flotilla's identity, which may grant anything. A
+// ClusterOverridePolicy, written by a cluster admin, may change them.
+//
 // Image, command, args and env overriders do nothing on an object whose kind
 // has no pod spec (see workload.PodSpecPath). The work is done on a copy:
 // when Apply returns an error, obj is left unchanged. The sources are only
@@ -43,8 +54,16 @@ func Apply(obj *unstructured.Unstructured, sources []Source) error {
 	before := identityOf(work)
 	var firstChange map[string]string // identity field -> source that first changed it
 	for _, src := range sources {
+		var grants map[string]any
+		if src.Namespaced {
+			grants = grantsOf(work)
+		}
 		if err := applySource(work, &src); err != nil {
 			return err
+		}
+		if grants != nil && !reflect.DeepEqual(grants, grantsOf(work)) {
+			return fmt.Errorf("%s changes what %s %s/%s grants: a namespace's OverridePolicy may change only the metadata of an RBAC object (the host's RBAC checked the template's grants, and a member would not check the change); a ClusterOverridePolicy may change it",
+				src.name(), work.GetKind(), work.GetNamespace(), work.GetName())
 		}
 		for _, field := range before.changedFields(identityOf(work)) {
 			if firstChange == nil {
@@ -115,6 +134,25 @@ func applySource(obj *unstructured.Unstructured, src *Source) error {
 		}
 	}
 	return nil
+}
+
+// rbacGroup is the API group of the objects that grant permissions.
+const rbacGroup = "rbac.authorization.k8s.io"
+
+// grantsOf is a copy of what an RBAC object grants: everything but its
+// metadata (rules, aggregationRule, roleRef, subjects). It is nil for
+// any other kind.
+func grantsOf(obj *unstructured.Unstructured) map[string]any {
+	if obj.GroupVersionKind().Group != rbacGroup {
+		return nil
+	}
+	out := make(map[string]any, len(obj.Object))
+	for k, v := range obj.Object {
+		if k != "metadata" {
+			out[k] = runtime.DeepCopyJSONValue(v)
+		}
+	}
+	return out
 }
 
 // identityFields are the fields that identify an object, as dotted paths.

@@ -268,6 +268,46 @@ func TestApply(t *testing.T) {
 			wantErr: `overrides change kind from "Deployment" to "StatefulSet"`,
 		},
 		{
+			name:    "RBAC: a namespace's policy cannot change a RoleBinding's roleRef",
+			obj:     roleBindingYAML,
+			sources: []Source{eu(0, v1alpha1.Overriders{JSONPatch: []v1alpha1.JSONPatchOperation{op("replace", "/roleRef/name", `"cluster-admin"`)}})},
+			wantErr: `OverridePolicy/web/eu rule 0 changes what RoleBinding shop/rb grants: a namespace's OverridePolicy may change only the metadata of an RBAC object`,
+		},
+		{
+			name: "RBAC: nor its subjects",
+			obj:  roleBindingYAML,
+			sources: []Source{eu(0, v1alpha1.Overriders{JSONPatch: []v1alpha1.JSONPatchOperation{
+				op("add", "/subjects/-", `{"kind":"Group","apiGroup":"rbac.authorization.k8s.io","name":"system:authenticated"}`)}})},
+			wantErr: `changes what RoleBinding shop/rb grants`,
+		},
+		{
+			name:    "RBAC: nor a Role's rules",
+			obj:     roleYAML,
+			sources: []Source{eu(0, v1alpha1.Overriders{JSONPatch: []v1alpha1.JSONPatchOperation{op("replace", "/rules/0/verbs", `["*"]`)}})},
+			wantErr: `changes what Role shop/reader grants`,
+		},
+		{
+			name:    "RBAC: a namespace's policy may change the metadata",
+			obj:     roleBindingYAML,
+			sources: []Source{eu(0, v1alpha1.Overriders{Labels: &v1alpha1.MapOverrider{Set: map[string]string{"region": "eu"}}, JSONPatch: []v1alpha1.JSONPatchOperation{op("add", "/metadata/annotations", `{"a":"b"}`)}})},
+			want:    map[string]string{"/metadata/labels/region": `"eu"`, "/metadata/annotations/a": `"b"`, "/roleRef/name": `"view"`},
+		},
+		{
+			name:    "RBAC: a ClusterOverridePolicy may change the grants",
+			obj:     roleBindingYAML,
+			sources: []Source{admin(0, v1alpha1.Overriders{JSONPatch: []v1alpha1.JSONPatchOperation{op("replace", "/subjects/0/name", `"bob"`)}})},
+			want:    map[string]string{"/subjects/0/name": `"bob"`},
+		},
+		{
+			name: "RBAC: a namespace's policy cannot undo in one rule what another changed",
+			obj:  roleBindingYAML,
+			sources: []Source{
+				admin(0, v1alpha1.Overriders{JSONPatch: []v1alpha1.JSONPatchOperation{op("replace", "/subjects/0/name", `"bob"`)}}),
+				eu(0, v1alpha1.Overriders{JSONPatch: []v1alpha1.JSONPatchOperation{op("replace", "/subjects/0/name", `"alice"`)}}),
+			},
+			wantErr: `OverridePolicy/web/eu rule 0 changes what RoleBinding shop/rb grants`,
+		},
+		{
 			name: "identity: checked after all sources, a change undone is allowed",
 			sources: []Source{
 				eu(0, v1alpha1.Overriders{JSONPatch: []v1alpha1.JSONPatchOperation{op("replace", "/metadata/name", `"tmp"`)}}),
@@ -315,7 +355,7 @@ func TestApplyLeavesSourcesAlone(t *testing.T) {
 		Annotations: &v1alpha1.MapOverrider{Set: map[string]string{"a": "b"}},
 		JSONPatch:   []v1alpha1.JSONPatchOperation{op("add", pod+"/nodeSelector", `{"zone":"eu-1"}`)},
 	})}
-	before := []Source{{Policy: sources[0].Policy, Rule: sources[0].Rule, Overriders: *sources[0].Overriders.DeepCopy()}}
+	before := []Source{{Policy: sources[0].Policy, Rule: sources[0].Rule, Overriders: *sources[0].Overriders.DeepCopy(), Namespaced: sources[0].Namespaced}}
 
 	first := mustObject(t, deploymentYAML)
 	if err := Apply(first, sources); err != nil {

@@ -25,7 +25,7 @@ func Overrides(obj *unstructured.Unstructured, cluster *v1alpha1.MemberCluster, 
 		if !p.DeletionTimestamp.IsZero() || !SelectsAny(p.Spec.ResourceSelectors, obj, "") {
 			continue
 		}
-		out = append(out, rulesFor(cluster, "ClusterOverridePolicy/"+p.Name, p.Spec.Rules)...)
+		out = append(out, rulesFor(cluster, "ClusterOverridePolicy/"+p.Name, false, p.Spec.Rules)...)
 	}
 	ops = slices.Clone(ops)
 	slices.SortFunc(ops, func(a, b v1alpha1.OverridePolicy) int { return strings.Compare(a.Name, b.Name) })
@@ -33,16 +33,16 @@ func Overrides(obj *unstructured.Unstructured, cluster *v1alpha1.MemberCluster, 
 		if obj.GetNamespace() == "" || !p.DeletionTimestamp.IsZero() || !SelectsAny(p.Spec.ResourceSelectors, obj, p.Namespace) {
 			continue
 		}
-		out = append(out, rulesFor(cluster, fmt.Sprintf("OverridePolicy/%s/%s", p.Namespace, p.Name), p.Spec.Rules)...)
+		out = append(out, rulesFor(cluster, fmt.Sprintf("OverridePolicy/%s/%s", p.Namespace, p.Name), true, p.Spec.Rules)...)
 	}
 	return out
 }
 
-func rulesFor(cluster *v1alpha1.MemberCluster, policy string, rules []v1alpha1.OverrideRule) []override.Source {
+func rulesFor(cluster *v1alpha1.MemberCluster, policy string, namespaced bool, rules []v1alpha1.OverrideRule) []override.Source {
 	var out []override.Source
 	for i, r := range rules {
 		if TargetsCluster(r.TargetClusters, cluster) {
-			out = append(out, override.Source{Policy: policy, Rule: i, Overriders: r.Overriders})
+			out = append(out, override.Source{Policy: policy, Rule: i, Overriders: r.Overriders, Namespaced: namespaced})
 		}
 	}
 	return out

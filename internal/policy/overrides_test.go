@@ -163,6 +163,19 @@ func TestOverridesKeepsOverriders(t *testing.T) {
 	}
 }
 
+// TestOverridesMarkNamespaced: a namespace's OverridePolicy's rules are
+// marked as such (override.Apply then keeps them off what an RBAC object
+// grants), a ClusterOverridePolicy's are not.
+func TestOverridesMarkNamespaced(t *testing.T) {
+	sels := []v1alpha1.ResourceSelector{deployments}
+	got := Overrides(deployment("shop", "web", nil), memberCluster("member-1", nil),
+		[]v1alpha1.ClusterOverridePolicy{cop("admin", sels, rule("c", everywhere))},
+		[]v1alpha1.OverridePolicy{op("shop", "tenant", sels, rule("o", everywhere))})
+	if len(got) != 2 || got[0].Namespaced || !got[1].Namespaced {
+		t.Errorf("Overrides = %+v, want the ClusterOverridePolicy's rule not marked namespaced and the OverridePolicy's marked", got)
+	}
+}
+
 func TestTargetsCluster(t *testing.T) {
 	eu1 := memberCluster("member-1", map[string]string{"region": "eu", "tier": "prod"})
 	tests := []struct {
