@@ -365,13 +365,12 @@ func setTemplateHash(obj *unstructured.Unstructured) (string, error) {
 	return hash, nil
 }
 
-// isManaged reports whether Flotilla manages a member object: it carries
-// the managed label, or the federation's field manager owns fields of it
-// (someone removed the label in the member).
+// isManaged reports whether Flotilla manages a member object: its field
+// manager applied fields of it (Written), whether or not the managed
+// label is still there. The label alone is not enough: a manifest copied
+// from another member, or written by hand, carries it too, and Flotilla
+// would overwrite and delete an object it never agreed to adopt.
 func isManaged(obj *unstructured.Unstructured) bool {
-	if obj.GetLabels()[v1alpha1.LabelManaged] == "true" {
-		return true
-	}
 	return Written(obj)
 }
 

@@ -205,6 +205,24 @@ func TestUnmanagedObjectsConflictUnlessAdopted(t *testing.T) {
 		t.Fatalf("unmanaged object was written (resourceVersion %s -> %s)", existing.GetResourceVersion(), after.GetResourceVersion())
 	}
 
+	// The managed label alone (a manifest copied from another member) does
+	// not make an object Flotilla's: neither overwritten nor deleted.
+	copied := deployment(ns, "copied", "nginx:1.27")
+	copied.SetLabels(map[string]string{v1alpha1.LabelManaged: "true"})
+	copied, err = res.Create(ctx, copied, metav1.CreateOptions{FieldManager: "kubectl"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := a.Apply(ctx, deployment(ns, "copied", "nginx:1.28"), dispatch.Options{}); got != dispatch.Conflict || !errors.Is(err, dispatch.ErrConflict) {
+		t.Fatalf("Apply over an object carrying only the managed label: %q, %v; want Conflict", got, err)
+	}
+	if got, err := a.Delete(ctx, deploymentGVR.GroupVersion().WithKind("Deployment"), ns, "copied"); got != dispatch.Conflict || !errors.Is(err, dispatch.ErrConflict) {
+		t.Fatalf("Delete of an object carrying only the managed label: %q, %v; want Conflict", got, err)
+	}
+	if after, err := res.Get(ctx, "copied", metav1.GetOptions{}); err != nil || after.GetResourceVersion() != copied.GetResourceVersion() {
+		t.Fatalf("the labelled object was written or deleted: %v", err)
+	}
+
 	// Adoption takes it over in place: same UID, same generation when the
 	// template is the same, managed from then on.
 	mustApply(t, a, deployment(ns, "legacy", "nginx:1.27"), dispatch.Options{Adopt: true}, dispatch.Adopted)

@@ -2,6 +2,7 @@ package dispatch_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"sync"
 	"testing"
@@ -211,7 +212,11 @@ func TestVerifiedRemembersAFullComparison(t *testing.T) {
 	}
 }
 
-func TestCopyLabelledManagedButNeverAppliedIsReadOnce(t *testing.T) {
+// TestCopyLabelledManagedButNeverAppliedConflicts: a copy that carries
+// Flotilla's labels but was never applied by it is not Flotilla's: a
+// Conflict (decided from the member cache's projection), never written,
+// until adopted.
+func TestCopyLabelledManagedButNeverAppliedConflicts(t *testing.T) {
 	a, log := loggedApplier(t)
 	ns := env.Namespace(t)
 	ctx := context.Background()
@@ -224,18 +229,23 @@ func TestCopyLabelledManagedButNeverAppliedIsReadOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := res.Create(ctx, in.Object, metav1.CreateOptions{FieldManager: "kubectl"}); err != nil {
+	created, err := res.Create(ctx, in.Object, metav1.CreateOptions{FieldManager: "kubectl"})
+	if err != nil {
 		t.Fatal(err)
 	}
 	p := projection(t, ns, "copied")
 	if dispatch.Written(p) {
 		t.Fatalf("projection of a copy Flotilla never applied says Written: %v", p.Object)
 	}
-	opts := dispatch.Options{Live: p, Verified: verified}
-	if got, reqs := applyWith(t, a, log, deployment(ns, "copied", "nginx:1.27"), opts); got != dispatch.Unchanged || len(reqs) != 1 {
-		t.Fatalf("first pass: outcome %s, requests %v; want Unchanged after one read", got, reqs)
+	log.take()
+	got, err := a.Apply(ctx, deployment(ns, "copied", "nginx:1.28"), dispatch.Options{Live: p, Verified: verified})
+	if reqs := log.take(); got != dispatch.Conflict || !errors.Is(err, dispatch.ErrConflict) || len(reqs) != 0 {
+		t.Fatalf("outcome %s, %v, requests %v; want Conflict decided from the projection, without a request", got, err, reqs)
 	}
-	if got, reqs := applyWith(t, a, log, deployment(ns, "copied", "nginx:1.27"), opts); got != dispatch.Unchanged || len(reqs) != 0 {
-		t.Fatalf("second pass: outcome %s, requests %v; want Unchanged and none", got, reqs)
+	if live, err := res.Get(ctx, "copied", metav1.GetOptions{}); err != nil || live.GetResourceVersion() != created.GetResourceVersion() {
+		t.Fatalf("the copy was written: %v", err)
+	}
+	if got, _ := applyWith(t, a, log, deployment(ns, "copied", "nginx:1.28"), dispatch.Options{Live: p, Verified: verified, Adopt: true}); got != dispatch.Adopted {
+		t.Fatalf("with adoption: %s, want Adopted", got)
 	}
 }
