@@ -43,6 +43,9 @@ func TestAgentIdentityIsConfined(t *testing.T) {
 	if err := agentClient.Get(ctx, types.NamespacedName{Name: pullName}, &v1alpha1.MemberCluster{}); err != nil {
 		t.Errorf("read its own MemberCluster: %v", err)
 	}
+	if err := agentClient.Get(ctx, types.NamespacedName{Name: own}, &corev1.Namespace{}); err != nil {
+		t.Errorf("read its own namespace (is it being deleted?): %v", err)
+	}
 
 	other := &v1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: "pull-other"}}
 	if _, err := join.JoinPull(ctx, join.PullOptions{Name: other.Name, Host: env.Host.Config}); err != nil {
@@ -60,18 +63,20 @@ func TestAgentIdentityIsConfined(t *testing.T) {
 	}
 	intent.Spec.Object.Raw = []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"forged","namespace":"default"}}`)
 	refused := map[string]error{
-		"list another cluster's intents":  agentClient.List(ctx, &v1alpha1.ClusterIntentList{}, client.InNamespace(v1alpha1.ClusterNamespace(other.Name))),
-		"list every cluster's intents":    agentClient.List(ctx, &v1alpha1.ClusterIntentList{}),
-		"list Secrets in flotilla-system": agentClient.List(ctx, &corev1.SecretList{}, client.InNamespace(v1alpha1.SystemNamespace)),
-		"list Secrets in its namespace":   agentClient.List(ctx, &corev1.SecretList{}, client.InNamespace(own)),
-		"list Deployments (templates)":    agentClient.List(ctx, &appsv1.DeploymentList{}),
-		"list MemberClusters":             agentClient.List(ctx, &v1alpha1.MemberClusterList{}),
-		"read another MemberCluster":      agentClient.Get(ctx, types.NamespacedName{Name: other.Name}, &v1alpha1.MemberCluster{}),
-		"report another cluster's status": agentClient.Status().Patch(ctx, otherStatus, client.Apply, client.FieldOwner(v1alpha1.FieldManagerAgent), client.ForceOwnership),
-		"create an intent":                agentClient.Create(ctx, intent),
-		"delete its namespace":            agentClient.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: own}}),
-		"list FederatedObjects":           agentClient.List(ctx, &v1alpha1.FederatedObjectList{}),
-		"list certificate requests":       agentClient.List(ctx, &certificatesv1.CertificateSigningRequestList{}),
+		"list another cluster's intents":   agentClient.List(ctx, &v1alpha1.ClusterIntentList{}, client.InNamespace(v1alpha1.ClusterNamespace(other.Name))),
+		"list every cluster's intents":     agentClient.List(ctx, &v1alpha1.ClusterIntentList{}),
+		"list Secrets in flotilla-system":  agentClient.List(ctx, &corev1.SecretList{}, client.InNamespace(v1alpha1.SystemNamespace)),
+		"list Secrets in its namespace":    agentClient.List(ctx, &corev1.SecretList{}, client.InNamespace(own)),
+		"list Deployments (templates)":     agentClient.List(ctx, &appsv1.DeploymentList{}),
+		"list MemberClusters":              agentClient.List(ctx, &v1alpha1.MemberClusterList{}),
+		"read another MemberCluster":       agentClient.Get(ctx, types.NamespacedName{Name: other.Name}, &v1alpha1.MemberCluster{}),
+		"report another cluster's status":  agentClient.Status().Patch(ctx, otherStatus, client.Apply, client.FieldOwner(v1alpha1.FieldManagerAgent), client.ForceOwnership),
+		"create an intent":                 agentClient.Create(ctx, intent),
+		"delete its namespace":             agentClient.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: own}}),
+		"read another cluster's namespace": agentClient.Get(ctx, types.NamespacedName{Name: v1alpha1.ClusterNamespace(other.Name)}, &corev1.Namespace{}),
+		"list namespaces":                  agentClient.List(ctx, &corev1.NamespaceList{}),
+		"list FederatedObjects":            agentClient.List(ctx, &v1alpha1.FederatedObjectList{}),
+		"list certificate requests":        agentClient.List(ctx, &certificatesv1.CertificateSigningRequestList{}),
 	}
 	for what, err := range refused {
 		if !apierrors.IsForbidden(err) {

@@ -54,6 +54,9 @@ type Reconciler struct {
 	// Hub reads the intents (from a cache of the cluster's namespace) and
 	// writes their status.
 	Hub client.Client
+	// HubReader reads the hub without a cache: the MemberCluster and its
+	// namespace before a copy is deleted (leave.go).
+	HubReader client.Reader
 	// Cluster is the MemberCluster's name.
 	Cluster string
 	// Pool holds the session to the member (one, named Cluster).
@@ -172,19 +175,28 @@ func (r *Reconciler) suspended(ctx context.Context, sess member.Member, ci *v1al
 }
 
 // remove deletes the member's copy of an intent being deleted, then lets
-// the intent go. An object Flotilla does not manage is left alone.
+// the intent go. An object Flotilla does not manage is left alone, and so
+// is every copy while the member is leaving the federation (leaving).
 func (r *Reconciler) remove(ctx context.Context, sess member.Member, ci *v1alpha1.ClusterIntent, obj *unstructured.Unstructured) (reconcile.Result, error) {
 	if !controllerutil.ContainsFinalizer(ci, v1alpha1.FinalizerAgent) {
 		return reconcile.Result{}, nil
 	}
-	dctx, cancel := context.WithTimeout(ctx, applyTimeout)
-	outcome, err := sess.Delete(dctx, obj.GroupVersionKind(), obj.GetNamespace(), obj.GetName())
-	cancel()
-	if err != nil && !errors.Is(err, dispatch.ErrConflict) {
-		return reconcile.Result{}, fmt.Errorf("delete %s: %w", describe(obj), err)
+	why, err := r.leaving(ctx)
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("before deleting %s: %w", describe(obj), err)
 	}
-	if outcome == dispatch.Deleted {
-		ctrl.LoggerFrom(ctx).Info("Deleted copy", "object", describe(obj))
+	if why != "" {
+		ctrl.LoggerFrom(ctx).Info("Keeping copy: the member is leaving the federation", "object", describe(obj), "reason", why)
+	} else {
+		dctx, cancel := context.WithTimeout(ctx, applyTimeout)
+		outcome, err := sess.Delete(dctx, obj.GroupVersionKind(), obj.GetNamespace(), obj.GetName())
+		cancel()
+		if err != nil && !errors.Is(err, dispatch.ErrConflict) {
+			return reconcile.Result{}, fmt.Errorf("delete %s: %w", describe(obj), err)
+		}
+		if outcome == dispatch.Deleted {
+			ctrl.LoggerFrom(ctx).Info("Deleted copy", "object", describe(obj))
+		}
 	}
 	controllerutil.RemoveFinalizer(ci, v1alpha1.FinalizerAgent)
 	if err := r.Hub.Update(ctx, ci); err != nil && !apierrors.IsNotFound(err) {

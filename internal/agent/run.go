@@ -207,7 +207,7 @@ func New(o Options) (ctrl.Manager, *member.Pool, error) {
 			return nil, nil, err
 		}
 	}
-	r := &Reconciler{Hub: mgr.GetClient(), Cluster: o.Cluster, Pool: pool, Workers: o.Workers}
+	r := &Reconciler{Hub: mgr.GetClient(), HubReader: mgr.GetAPIReader(), Cluster: o.Cluster, Pool: pool, Workers: o.Workers}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return nil, nil, fmt.Errorf("set up the intent reconciler: %w", err)
 	}

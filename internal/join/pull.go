@@ -214,6 +214,9 @@ func agentAccess(mc *v1alpha1.MemberCluster) []client.Object {
 			TypeMeta: rbacType("ClusterRole"), ObjectMeta: meta("", AgentRoleName(mc.Name)),
 			Rules: []rbacv1.PolicyRule{
 				{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"memberclusters"}, ResourceNames: one, Verbs: []string{"get"}},
+				// Whether its intents' namespace is being deleted: the
+				// member then keeps its copies (internal/agent, leave.go).
+				{APIGroups: []string{""}, Resources: []string{"namespaces"}, ResourceNames: []string{ns}, Verbs: []string{"get"}},
 				{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"memberclusters/status"}, ResourceNames: one, Verbs: []string{"get", "patch"}},
 				// Open the member's tunnel to the gateway (flotilla agent
 				// --gateway-url).

@@ -1,0 +1,123 @@
+package agent_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/clientcmd"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/agent"
+	"github.com/flotilla-io/flotilla/internal/join"
+	"github.com/flotilla-io/flotilla/internal/pull"
+	"github.com/flotilla-io/flotilla/internal/testenv"
+)
+
+// TestLeavingMemberKeepsCopies: deleting a pull member's hub namespace
+// (by mistake) deletes its intents but not the member's copies, and
+// neither does removing its MemberCluster, which lets the namespace go:
+// the agent deletes a copy only when its own object's intent goes.
+func TestLeavingMemberKeepsCopies(t *testing.T) {
+	startControlPlane(t)
+	ctx := context.Background()
+	const name = "pull-leaving"
+	creds, err := join.JoinPull(ctx, join.PullOptions{Name: name, Host: env.Host.Config, TokenDuration: time.Hour})
+	if err != nil {
+		t.Fatalf("join %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		_ = admin.Delete(context.Background(), &v1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	})
+	hub, err := clientcmd.RESTConfigFromKubeConfig(creds.Agent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A second agent on member-1, beside the package's pull member's.
+	o := agent.DefaultOptions()
+	o.Cluster, o.Hub, o.Member = name, hub, env.Cluster("member-1").Config
+	o.LeaderElect, o.ProbeAddr, o.MetricsAddr = false, "0", "0"
+	o.Identity, o.Session, o.Heartbeat = "leaving-agent", fastSession, 500*time.Millisecond
+	actx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := agent.Run(actx, o); err != nil && actx.Err() == nil {
+			fmt.Fprintf(os.Stderr, "agent %s: %v\n", name, err)
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	waitCondition(t, name, v1alpha1.ConditionReady, metav1.ConditionTrue)
+
+	ns := env.Namespace(t)
+	createClusterPolicy(t, ns, v1alpha1.PropagationSpec{
+		ResourceSelectors: deploymentsIn(ns),
+		Placement:         v1alpha1.Placement{ClusterNames: []string{name}},
+	})
+	if err := admin.Create(ctx, testenv.MakeDeployment("keep", ns).Replicas(1).Obj()); err != nil {
+		t.Fatal(err)
+	}
+	hubNS := v1alpha1.ClusterNamespace(name)
+	key := types.NamespacedName{Namespace: hubNS, Name: pull.IntentName(schema.GroupResource{Group: "apps", Resource: "deployments"}, ns, "keep")}
+	var intentUID types.UID
+	testenv.Eventually(t, waitTimeout, "the copy in the member and its intent", func(ctx context.Context) error {
+		ci := &v1alpha1.ClusterIntent{}
+		if err := admin.Get(ctx, key, ci); err != nil {
+			return err
+		}
+		intentUID = ci.UID
+		_, err := memberDeployment(ctx, ns, "keep")
+		return err
+	})
+	before, err := memberDeployment(ctx, ns, "keep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := func(what string) {
+		t.Helper()
+		copy, err := memberDeployment(ctx, ns, "keep")
+		if err != nil {
+			t.Fatalf("%s: the member's copy: %v, want it kept", what, err)
+		}
+		if copy.UID != before.UID || copy.DeletionTimestamp != nil {
+			t.Fatalf("%s: the member's copy has uid %s (was %s), deleting since %v; want it kept", what, copy.UID, before.UID, copy.DeletionTimestamp)
+		}
+	}
+
+	// The namespace's deletion marks the intent deleted. The agent's own
+	// ServiceAccount goes with the namespace, so the agent may or may not
+	// get to let the intent go; either way the copy stays.
+	if err := admin.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: hubNS}}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, waitTimeout, "the intent deleted with its namespace", func(ctx context.Context) error {
+		ci := &v1alpha1.ClusterIntent{}
+		err := admin.Get(ctx, key, ci)
+		if apierrors.IsNotFound(err) || (err == nil && (ci.UID != intentUID || !ci.DeletionTimestamp.IsZero())) {
+			return nil
+		}
+		return fmt.Errorf("intent %v, deleting since %v", err, ci.DeletionTimestamp)
+	})
+	kept("after the hub namespace's deletion began")
+
+	if err := admin.Delete(ctx, &v1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, waitTimeout, "the MemberCluster and its namespace gone", func(ctx context.Context) error {
+		if err := admin.Get(ctx, types.NamespacedName{Name: name}, &v1alpha1.MemberCluster{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("MemberCluster: %v", err)
+		}
+		if err := admin.Get(ctx, types.NamespacedName{Name: hubNS}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("namespace %s: %v", hubNS, err)
+		}
+		return nil
+	})
+	kept("after the MemberCluster was removed")
+}
