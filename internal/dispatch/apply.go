@@ -400,6 +400,12 @@ func (a *Applier) resource(gvk schema.GroupVersionKind, namespace string) (dynam
 		}
 		return a.Client.Resource(gvr).Namespace(namespace), nil
 	}
+	if namespace != "" {
+		// The member's apiserver would drop the namespace and act on a
+		// cluster-scoped object of that name: a namespace's template must
+		// never reach past its namespace.
+		return nil, fmt.Errorf("%s is cluster-scoped in the member but namespaced on the host (namespace %q): its definition differs between them", gvk.Kind, namespace)
+	}
 	return a.Client.Resource(gvr), nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -279,6 +280,61 @@ func TestKindInstalledLaterIsApplied(t *testing.T) {
 		return nil
 	})
 	mustApply(t, a, widget, dispatch.Options{}, dispatch.Unchanged)
+}
+
+// TestScopeMismatchIsRefused: a kind namespaced on the host but
+// cluster-scoped in the member (a CRD defined differently) is neither
+// written nor deleted there: the member would act on a cluster-scoped
+// object, out of the namespace's reach.
+func TestScopeMismatchIsRefused(t *testing.T) {
+	a, writes := applier(t)
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	crd := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": "gizmos.example.com"},
+		"spec": map[string]any{
+			"group": "example.com", "scope": "Cluster",
+			"names": map[string]any{"plural": "gizmos", "singular": "gizmo", "kind": "Gizmo"},
+			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true,
+				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}},
+		},
+	}}
+	crdRes := env.Members[0].Dynamic.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
+	if _, err := crdRes.Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = crdRes.Delete(context.Background(), "gizmos.example.com", metav1.DeleteOptions{}) })
+	gizmo := func() *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "example.com/v1", "kind": "Gizmo", "metadata": map[string]any{"name": "shared", "namespace": ns}}}
+	}
+	gvr := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "gizmos"}
+	// A cluster-scoped Gizmo of the same name that the member's admin made.
+	testenv.Eventually(t, 30*time.Second, "the member serves Gizmos", func(ctx context.Context) error {
+		_, err := env.Members[0].Dynamic.Resource(gvr).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "example.com/v1", "kind": "Gizmo", "metadata": map[string]any{"name": "shared"}}}, metav1.CreateOptions{})
+		return err
+	})
+	t.Cleanup(func() {
+		_ = env.Members[0].Dynamic.Resource(gvr).Delete(context.Background(), "shared", metav1.DeleteOptions{})
+	})
+	testenv.Eventually(t, 30*time.Second, "the applier knows Gizmos", func(ctx context.Context) error {
+		_, err := a.Apply(ctx, gizmo(), dispatch.Options{Adopt: true})
+		if err == nil || !strings.Contains(err.Error(), "cluster-scoped in the member but namespaced on the host") {
+			return fmt.Errorf("Apply: %v, want the scope refused", err)
+		}
+		return nil
+	})
+	if _, err := a.Delete(ctx, gizmo().GroupVersionKind(), ns, "shared"); err == nil || !strings.Contains(err.Error(), "cluster-scoped in the member") {
+		t.Errorf("Delete: %v, want the scope refused", err)
+	}
+	if w := writes.take(); len(w) != 0 {
+		t.Errorf("writes to the member: %v, want none", w)
+	}
+	if _, err := env.Members[0].Dynamic.Resource(gvr).Get(ctx, "shared", metav1.GetOptions{}); err != nil {
+		t.Errorf("the member's own cluster-scoped Gizmo: %v, want it untouched", err)
+	}
 }
 
 // An object whose namespace the member lacks is written after Apply
