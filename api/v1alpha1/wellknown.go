@@ -272,6 +272,13 @@ const (
 	// ReleaseOrphan on a live one while its host object carries
 	// AnnotationOrphan "true".
 	AnnotationRelease = "flotilla.io/release"
+	// AnnotationKeptForOrphans, on the FederatedObject of a follower (a
+	// ConfigMap, Secret, ServiceAccount or PersistentVolumeClaim that
+	// workloads reference), lists comma-separated the clusters where a
+	// workload referencing it was left running when it stopped being
+	// propagated (ReleaseOrphan). The follower keeps its copies there,
+	// since those pods may still mount or read them. Flotilla sets it.
+	AnnotationKeptForOrphans = "flotilla.io/kept-for-orphans"
 	// ReleaseDelete deletes the member copies (the host object is deleted).
 	ReleaseDelete = "delete"
 	// ReleaseOrphan keeps them (the object is no longer propagated, or the

@@ -387,14 +387,20 @@ func (r *Reconciler) release(ctx context.Context, key templates.Key, tmpl *unstr
 	return r.dropLegacyFinalizer(ctx, key, tmpl)
 }
 
-// deleteFederatedObject records mode in fo, then deletes it. A
-// FederatedObject already being deleted (by the garbage collector once its
-// template is gone, or by anyone else) may have begun its cleanup: only a
-// choice to keep the copies is still recorded on it, never one to delete
-// them.
+// deleteFederatedObject records mode in fo, then deletes it; with
+// ReleaseOrphan, fo's followers first keep their copies where fo's stay
+// (keepFollowers). A FederatedObject already being deleted (by the
+// garbage collector once its template is gone, or by anyone else) may have
+// begun its cleanup: only a choice to keep the copies is still recorded on
+// it, never one to delete them.
 func (r *Reconciler) deleteFederatedObject(ctx context.Context, fo *v1alpha1.FederatedObject, mode string) error {
 	if fo == nil {
 		return nil
+	}
+	if mode == v1alpha1.ReleaseOrphan {
+		if err := r.keepFollowers(ctx, fo); err != nil {
+			return err
+		}
 	}
 	if !fo.DeletionTimestamp.IsZero() {
 		if mode != v1alpha1.ReleaseOrphan {

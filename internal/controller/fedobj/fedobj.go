@@ -6,6 +6,7 @@ package fedobj
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -200,4 +201,21 @@ var PlacementChanged = predicate.Funcs{
 	CreateFunc:  func(event.CreateEvent) bool { return false },
 	DeleteFunc:  func(event.DeleteEvent) bool { return false },
 	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+// KeptForOrphans returns the clusters a follower keeps its copies in for
+// workloads that were released with theirs (sorted, without duplicates).
+func KeptForOrphans(fo *v1alpha1.FederatedObject) []string {
+	v := fo.Annotations[v1alpha1.AnnotationKeptForOrphans]
+	if v == "" {
+		return nil
+	}
+	var out []string
+	for _, c := range strings.Split(v, ",") {
+		if c = strings.TrimSpace(c); c != "" {
+			out = append(out, c)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }

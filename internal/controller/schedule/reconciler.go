@@ -341,7 +341,9 @@ const unknownKindRetry = 30 * time.Second
 const unschedulableRetry = time.Minute
 
 // followerPlacement is the union of the clusters of the workloads that
-// reference a follower, and of the clusters still holding their copies.
+// reference a follower, of the clusters still holding their copies, and
+// of the clusters where workloads released with their copies kept run
+// (fedobj.KeptForOrphans) while they are members.
 func (r *Reconciler) followerPlacement(ctx context.Context, fo *v1alpha1.FederatedObject) ([]v1alpha1.ClusterPlacement, error) {
 	leaders := &v1alpha1.FederatedObjectList{}
 	key := fedobj.FollowerKey(fo.Spec.Template.Kind, fo.Spec.Template.Name)
@@ -366,6 +368,15 @@ func (r *Reconciler) followerPlacement(ctx context.Context, fo *v1alpha1.Federat
 		// No workload references it any more: the federate controller
 		// releases it and its copies stay where they are.
 		return fo.Placement(), nil
+	}
+	for _, c := range fedobj.KeptForOrphans(fo) {
+		err := r.Client.Get(ctx, client.ObjectKey{Name: c}, &v1alpha1.MemberCluster{})
+		switch {
+		case err == nil:
+			names = append(names, c)
+		case !apierrors.IsNotFound(err):
+			return nil, err
+		}
 	}
 	slices.Sort(names)
 	names = slices.Compact(names)

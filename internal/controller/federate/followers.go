@@ -1,0 +1,61 @@
+package federate
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/controller/fedobj"
+	"github.com/flotilla-io/flotilla/internal/templates"
+)
+
+// keepFollowers records, on the FederatedObject of each follower of fo (a
+// workload released with its copies kept), the clusters where those
+// copies stay (v1alpha1.AnnotationKeptForOrphans): the follower keeps its
+// copies there, as the orphaned pods may still mount or read them. It runs
+// before fo is deleted, so that the follower's placement never misses
+// them.
+func (r *Reconciler) keepFollowers(ctx context.Context, fo *v1alpha1.FederatedObject) error {
+	var clusters []string
+	for _, p := range fo.Placement() {
+		clusters = append(clusters, p.Cluster)
+	}
+	for _, c := range fo.Status.Clusters {
+		clusters = append(clusters, c.Cluster)
+	}
+	if len(clusters) == 0 {
+		return nil
+	}
+	for _, ref := range fo.Spec.Followers {
+		name := templates.Key{Kind: ref.Kind, Namespace: fo.Namespace, Name: ref.Name}.FederatedName()
+		follower := &v1alpha1.FederatedObject{}
+		if err := r.Client.Get(ctx, name, follower); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue // not propagated (yet): nothing of it to keep
+			}
+			return fmt.Errorf("read follower %s: %w", name, err)
+		}
+		if !follower.DeletionTimestamp.IsZero() || follower.Spec.Policy != nil {
+			continue // going, or placed by a policy of its own
+		}
+		kept := fedobj.KeptForOrphans(follower)
+		merged := slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(kept), clusters...))))
+		if slices.Equal(kept, merged) {
+			continue
+		}
+		patch := client.MergeFrom(follower.DeepCopy())
+		if follower.Annotations == nil {
+			follower.Annotations = map[string]string{}
+		}
+		follower.Annotations[v1alpha1.AnnotationKeptForOrphans] = strings.Join(merged, ",")
+		if err := r.Client.Patch(ctx, follower, patch); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("keep follower %s in %v: %w", name, merged, err)
+		}
+	}
+	return nil
+}
