@@ -36,10 +36,18 @@ import (
 // with the package's pull member; nothing is placed on it.
 func runCertAgent(t *testing.T, cluster string, bootstrap *rest.Config, dir string) {
 	t.Helper()
+	runAgent(t, cluster, "cert-agent", func(o *agent.Options) { o.Bootstrap, o.CertDir = bootstrap, dir })
+}
+
+// runAgent runs an agent for cluster on member-1, with the package's
+// timing, until the test ends; hub sets its credentials on the hub.
+func runAgent(t *testing.T, cluster, identity string, hub func(*agent.Options)) {
+	t.Helper()
 	o := agent.DefaultOptions()
-	o.Cluster, o.Bootstrap, o.CertDir, o.Member = cluster, bootstrap, dir, env.Cluster("member-1").Config
+	o.Cluster, o.Member = cluster, env.Cluster("member-1").Config
 	o.LeaderElect, o.ProbeAddr, o.MetricsAddr = false, "0", "0"
-	o.Identity, o.Session, o.Heartbeat = "cert-agent", fastSession, 500*time.Millisecond
+	o.Identity, o.Session, o.Heartbeat = identity, fastSession, 500*time.Millisecond
+	hub(&o)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

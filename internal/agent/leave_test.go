@@ -3,7 +3,6 @@ package agent_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -41,19 +40,7 @@ func TestLeavingMemberKeepsCopies(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A second agent on member-1, beside the package's pull member's.
-	o := agent.DefaultOptions()
-	o.Cluster, o.Hub, o.Member = name, hub, env.Cluster("member-1").Config
-	o.LeaderElect, o.ProbeAddr, o.MetricsAddr = false, "0", "0"
-	o.Identity, o.Session, o.Heartbeat = "leaving-agent", fastSession, 500*time.Millisecond
-	actx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := agent.Run(actx, o); err != nil && actx.Err() == nil {
-			fmt.Fprintf(os.Stderr, "agent %s: %v\n", name, err)
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	runAgent(t, name, "leaving-agent", func(o *agent.Options) { o.Hub = hub })
 	waitCondition(t, name, v1alpha1.ConditionReady, metav1.ConditionTrue)
 
 	ns := env.Namespace(t)

@@ -241,6 +241,28 @@ func TestUnmanagedObjectsConflictUnlessAdopted(t *testing.T) {
 	}
 }
 
+// installCRD installs a CRD of kind (plural) in group example.com, version
+// v1, with scope Namespaced or Cluster, in the first member until the test
+// ends.
+func installCRD(t *testing.T, kind, plural, scope string) {
+	t.Helper()
+	crd := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": plural + ".example.com"},
+		"spec": map[string]any{
+			"group": "example.com", "scope": scope,
+			"names": map[string]any{"plural": plural, "singular": strings.ToLower(kind), "kind": kind},
+			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true,
+				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}},
+		},
+	}}
+	crdRes := env.Members[0].Dynamic.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
+	if _, err := crdRes.Create(context.Background(), crd, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = crdRes.Delete(context.Background(), plural+".example.com", metav1.DeleteOptions{}) })
+}
+
 func TestKindInstalledLaterIsApplied(t *testing.T) {
 	a, _ := applier(t)
 	ns := env.Namespace(t)
@@ -254,21 +276,7 @@ func TestKindInstalledLaterIsApplied(t *testing.T) {
 	if _, err := a.Apply(ctx, widget, dispatch.Options{}); err == nil {
 		t.Fatal("Apply of an unknown kind succeeded")
 	}
-	crd := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-		"metadata": map[string]any{"name": "gadgets.example.com"},
-		"spec": map[string]any{
-			"group": "example.com", "scope": "Namespaced",
-			"names": map[string]any{"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
-			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true,
-				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}},
-		},
-	}}
-	crdRes := env.Members[0].Dynamic.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
-	if _, err := crdRes.Create(ctx, crd, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = crdRes.Delete(context.Background(), "gadgets.example.com", metav1.DeleteOptions{}) })
+	installCRD(t, "Gadget", "gadgets", "Namespaced")
 	testenv.Eventually(t, 30*time.Second, "Gadget applied once the CRD is served", func(ctx context.Context) error {
 		got, err := a.Apply(ctx, widget, dispatch.Options{})
 		if err != nil {
@@ -290,21 +298,7 @@ func TestScopeMismatchIsRefused(t *testing.T) {
 	a, writes := applier(t)
 	ns := env.Namespace(t)
 	ctx := context.Background()
-	crd := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-		"metadata": map[string]any{"name": "gizmos.example.com"},
-		"spec": map[string]any{
-			"group": "example.com", "scope": "Cluster",
-			"names": map[string]any{"plural": "gizmos", "singular": "gizmo", "kind": "Gizmo"},
-			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true,
-				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}},
-		},
-	}}
-	crdRes := env.Members[0].Dynamic.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
-	if _, err := crdRes.Create(ctx, crd, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = crdRes.Delete(context.Background(), "gizmos.example.com", metav1.DeleteOptions{}) })
+	installCRD(t, "Gizmo", "gizmos", "Cluster")
 	gizmo := func() *unstructured.Unstructured {
 		return &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "example.com/v1", "kind": "Gizmo", "metadata": map[string]any{"name": "shared", "namespace": ns}}}

@@ -16,3 +16,21 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx 
 		t.Fatalf("%s: not true after %s: last seen: %v", what, timeout, err)
 	}
 }
+
+// Consistently checks a state that must not change: it calls check once a
+// second for window and fails the test at the first error.
+func Consistently(t testing.TB, window time.Duration, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(window)
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		if err := check(); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			return
+		}
+		<-tick.C
+	}
+}

@@ -206,7 +206,7 @@ func allMembersStopped(t *testing.T, f *fed) {
 		f.waitReady(t, m, metav1.ConditionUnknown, v1alpha1.TaintUnreachable, 90*time.Second)
 	}
 	// Well past the 30 s grace period: no NoExecute taint, no move.
-	consistently(t, 45*time.Second, func() error {
+	testenv.Consistently(t, 45*time.Second, func() error {
 		for _, m := range members {
 			mc, err := f.mc(context.Background(), m)
 			if err != nil {
@@ -281,7 +281,7 @@ func applicationFailover(t *testing.T, f *fed) {
 		t.Errorf("capacity limits %+v, want member-1 limited to 2", fo.Status.CapacityLimits)
 	}
 	placed := f.placement(t, ns, "batch.deployment.apps")
-	consistently(t, 5*time.Minute, func() error {
+	testenv.Consistently(t, 5*time.Minute, func() error {
 		if got := f.placement(t, ns, "batch.deployment.apps"); got != placed {
 			return fmt.Errorf("placement moved from %s to %s: oscillation", placed, got)
 		}

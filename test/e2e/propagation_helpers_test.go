@@ -199,23 +199,6 @@ func controllerReconciles(metrics, controller string) int {
 	return n
 }
 
-// consistently fails the test if check fails at any poll within window.
-func consistently(t *testing.T, window time.Duration, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(window)
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for {
-		if err := check(); err != nil {
-			t.Fatal(err)
-		}
-		if time.Now().After(deadline) {
-			return
-		}
-		<-tick.C
-	}
-}
-
 func widgetCRD() *apiextensionsv1.CustomResourceDefinition {
 	return &apiextensionsv1.CustomResourceDefinition{
 		ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com"},

@@ -248,7 +248,7 @@ func TestPropagation(t *testing.T) {
 		n0 := controllerReconciles(httpGet(t, metricsURL), "propagate")
 		window := 20 * time.Second
 		n := 0
-		consistently(t, window, func() error {
+		testenv.Consistently(t, window, func() error {
 			if n = controllerReconciles(httpGet(t, metricsURL), "propagate") - n0; n > 6 {
 				return fmt.Errorf("%d propagate reconciles while only a broken override was pending: a hot loop", n)
 			}

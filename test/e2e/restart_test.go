@@ -111,7 +111,7 @@ func restartWritesNothing(t *testing.T, f *fed, n int) {
 		return nil
 	})
 	t.Logf("restarted controller-manager re-examined %d workloads in %s", n, time.Since(restart).Round(100*time.Millisecond))
-	consistently(t, 10*time.Second, func() error {
+	testenv.Consistently(t, 10*time.Second, func() error {
 		if after := f.memberWrites(t); fmt.Sprint(after) != fmt.Sprint(before) {
 			return fmt.Errorf("member writes after the restart: before %v, after %v", before, after)
 		}

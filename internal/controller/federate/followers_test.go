@@ -91,7 +91,7 @@ func TestFollowerStaysWithAnOrphanedWorkload(t *testing.T) {
 	})
 	// Nothing to wait for if all is well: the ConfigMap must stay, so it
 	// is watched for a while (its placement is decided again meanwhile).
-	stays(t, 10*time.Second, func() error {
+	testenv.Consistently(t, 10*time.Second, func() error {
 		got, err := env.Cluster(memberName).Client.CoreV1().ConfigMaps(ns).Get(ctx, "cfg", metav1.GetOptions{})
 		if err != nil || got.UID != cfgInMember1.UID || got.DeletionTimestamp != nil {
 			return fmt.Errorf("the ConfigMap in %s beside the orphaned workload: %v, want it kept", memberName, err)
@@ -108,24 +108,6 @@ func TestFollowerStaysWithAnOrphanedWorkload(t *testing.T) {
 		}
 		return nil
 	})
-}
-
-// stays fails the test if check fails at any poll, once a second, within
-// window: for a state that must not change.
-func stays(t *testing.T, window time.Duration, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(window)
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for {
-		if err := check(); err != nil {
-			t.Fatal(err)
-		}
-		if time.Now().After(deadline) {
-			return
-		}
-		<-tick.C
-	}
 }
 
 func clusterNames(p []v1alpha1.ClusterPlacement) []string {
