@@ -184,10 +184,9 @@ func (m *members) sync(ctx context.Context) {
 func (m *members) syncOne(ctx context.Context, mc *v1alpha1.MemberCluster) {
 	st := memberStatus{pull: mc.Spec.SyncMode == v1alpha1.SyncModePull}
 	if c := meta.FindStatusCondition(mc.Status.Conditions, v1alpha1.ConditionReady); c != nil {
+		// The reason only: the message may name the member's endpoint,
+		// and the warnings go to any reader of member kinds.
 		st.ready, st.readyReason = c.Status == "True", c.Reason
-		if c.Status != "True" && c.Message != "" {
-			st.readyReason = c.Reason + ": " + c.Message
-		}
 	} else {
 		st.ready, st.readyReason = false, "not probed yet"
 	}
@@ -202,6 +201,9 @@ func (m *members) syncOne(ctx context.Context, mc *v1alpha1.MemberCluster) {
 		m.status[mc.Name] = st
 		return
 	case w.problem != "":
+		if prev := m.status[mc.Name]; prev.problem != w.problem {
+			klog.FromContext(ctx).Info("Member left out", "cluster", mc.Name, "reason", w.problem, "detail", w.detail)
+		}
 		if old != nil {
 			old.cancel()
 			delete(m.feeds, mc.Name)
@@ -240,7 +242,8 @@ func (m *members) syncOne(ctx context.Context, mc *v1alpha1.MemberCluster) {
 		// Whatever an earlier feed cached is not kept up to date now:
 		// leave it out, as the warning says.
 		m.cache.RemoveCluster(mc.Name)
-		st.problem = fmt.Sprintf("its client: %v", err)
+		klog.FromContext(ctx).Error(err, "Member left out: building its client", "cluster", mc.Name)
+		st.problem = "the gateway cannot build a client for it"
 	}
 	m.status[mc.Name] = st
 }
@@ -248,8 +251,9 @@ func (m *members) syncOne(ctx context.Context, mc *v1alpha1.MemberCluster) {
 // way is how the gateway reaches a member: a push member's endpoint with
 // its credentials Secret, or a pull member's agent tunnel.
 type way struct {
-	// problem says why there is none.
-	problem string
+	// problem says why there is none, in words for any reader of the
+	// gateway's warnings; detail adds what only the log may say.
+	problem, detail string
 	// hash changes when the way does (the feed then restarts).
 	hash string
 	// through names it in logs.
@@ -272,7 +276,8 @@ func (m *members) way(mc *v1alpha1.MemberCluster) way {
 	}
 	o, err := m.secrets.ByNamespace(v1alpha1.SystemNamespace).Get(mc.Spec.SecretRef.Name)
 	if err != nil {
-		return way{problem: fmt.Sprintf("its credentials Secret %s/%s: %v", v1alpha1.SystemNamespace, mc.Spec.SecretRef.Name, err)}
+		return way{problem: "its credentials cannot be read",
+			detail: fmt.Sprintf("credentials Secret %s/%s: %v", v1alpha1.SystemNamespace, mc.Spec.SecretRef.Name, err)}
 	}
 	secret := o.(*corev1.Secret)
 	return way{hash: member.ConfigHash(mc, secret), through: mc.Spec.APIEndpoint, secret: secret,

@@ -500,7 +500,8 @@ func TestMemberKindScope(t *testing.T) {
 
 // TestMissingMemberIsNamed: a member the gateway cannot list is left out
 // with a warning, one that is not ready is served as last seen with a
-// warning, and neither stalls the list.
+// warning, and neither stalls the list. The warnings say what kind of
+// failure it is, never the member's endpoint or the error's text.
 func TestMissingMemberIsNamed(t *testing.T) {
 	joinMembers(t)
 	gw := startGateway(t)
@@ -533,8 +534,11 @@ func TestMissingMemberIsNamed(t *testing.T) {
 		if got := podNames(l.Items); !slices.Equal(got, []string{"alpha/here"}) {
 			return fmt.Errorf("pods %v", got)
 		}
-		if !strings.Contains(w, "member ghost is left out") {
+		if !strings.Contains(w, "member ghost is left out: its pods are not listed: the member's apiserver cannot be reached") {
 			return fmt.Errorf("warnings %q", w)
+		}
+		if strings.Contains(w, "127.0.0.1:1") {
+			t.Errorf("a warning names the member's endpoint: %q", w)
 		}
 		return nil
 	})
@@ -546,8 +550,12 @@ func TestMissingMemberIsNamed(t *testing.T) {
 		if _, err := admin.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}); err != nil {
 			return err
 		}
-		if w := strings.Join(warned.take(), "\n"); !strings.Contains(w, "member beta is not ready (Unreachable: the apiserver does not answer): its pods are as last seen") {
+		w := strings.Join(warned.take(), "\n")
+		if !strings.Contains(w, "member beta is not ready (Unreachable): its pods are as last seen") {
 			return fmt.Errorf("warnings %q", w)
+		}
+		if strings.Contains(w, "does not answer") {
+			t.Errorf("a warning carries the Ready condition's message: %q", w)
 		}
 		return nil
 	})

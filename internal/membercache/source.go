@@ -19,8 +19,9 @@ import (
 type SourceState struct {
 	// Synced is true once the member's objects were listed.
 	Synced bool
-	// Err is the latest list or watch failure ("" once a list or a watch
-	// succeeds again).
+	// Err is the class of the latest list or watch failure ("" once a
+	// list or a watch succeeds again), in words safe to show any reader:
+	// the error itself is in the gateway's log.
 	Err string
 	// Since is when Synced or Err last changed.
 	Since time.Time
@@ -41,17 +42,19 @@ func (c *Cache) Sources(gr schema.GroupResource) map[string]SourceState {
 	return out
 }
 
-func (s *store) setSource(cluster string, synced bool, errMsg string, alive live) {
+// setSource records a cluster's state; it reports whether it changed.
+func (s *store) setSource(cluster string, synced bool, errMsg string, alive live) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !alive.ok() {
-		return
+		return false
 	}
 	old, ok := s.sources[cluster]
 	if ok && old.Synced == (synced || old.Synced) && old.Err == errMsg {
-		return
+		return false
 	}
 	s.sources[cluster] = SourceState{Synced: synced || old.Synced, Err: errMsg, Since: time.Now()}
+	return true
 }
 
 func (s *store) forgetSource(cluster string) {
@@ -91,8 +94,12 @@ func (s *store) run(ctx context.Context, cluster string, client kubernetes.Inter
 	lw := cache.NewListWatchFromClient(s.kind.client(client), s.kind.Resource.Resource, "", fields.Everything())
 	failed := func(err error) {
 		if err != nil && ctx.Err() == nil {
-			logger.V(2).Info("Member list or watch failed", "err", err)
-			s.setSource(cluster, false, err.Error(), alive)
+			class := failureClass(err)
+			if s.setSource(cluster, false, class, alive) {
+				logger.Info("Member list or watch failed", "reason", class, "err", err)
+			} else {
+				logger.V(2).Info("Member list or watch failed", "err", err)
+			}
 		}
 	}
 	list, watchFn := lw.ListWithContextFunc, lw.WatchFuncWithContext
