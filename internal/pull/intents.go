@@ -48,6 +48,13 @@ func (i intent) object() (namespace, name string) {
 	return i.str("spec", "object", "metadata", "namespace"), i.str("spec", "object", "metadata", "name")
 }
 
+// isFor reports whether the intent is the one of the object of resource
+// gr (any version) named namespace/name.
+func (i intent) isFor(gr schema.GroupResource, namespace, name string) bool {
+	ns, n := i.object()
+	return i.resource().GroupResource() == gr && ns == namespace && n == name
+}
+
 // hash is spec.hash.
 func (i intent) hash() string { return i.str("spec", "hash") }
 

@@ -3,8 +3,11 @@ package pull
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -54,3 +57,34 @@ func sanitize(s string) string {
 	}
 	return strings.Trim(out, ".-")
 }
+
+// named returns the cached intent named as the object's would be, whoever
+// holds it.
+func (s *Session) named(gr schema.GroupResource, namespace, name string) *intent {
+	obj, ok, _ := s.intents.GetStore().GetByKey(s.namespace + "/" + IntentName(gr, namespace, name))
+	if !ok {
+		return nil
+	}
+	return &intent{obj.(*unstructured.Unstructured)}
+}
+
+// taken says which object holds the intent name of another: the names
+// end in 40 bits of a hash, and a name is cut to its first 200 characters,
+// so two objects can meet on one only by a collision, by chance or made on
+// purpose. The object that holds the name keeps it; the other is refused
+// rather than overwrite its intent (and its copy in the member).
+func (s *Session) taken(gr schema.GroupResource, namespace, name string) error {
+	in := s.named(gr, namespace, name)
+	if in == nil || in.isFor(gr, namespace, name) {
+		return nil
+	}
+	other, oname := in.object()
+	if other != "" {
+		oname = other + "/" + oname
+	}
+	return fmt.Errorf("%w: the intent name %s/%s is held by the intent of %s %s (the names' hashes collide): rename the object",
+		errIntentNameTaken, s.namespace, in.u.GetName(), in.resource().GroupResource(), oname)
+}
+
+// errIntentNameTaken: an object's intent name is another object's.
+var errIntentNameTaken = errors.New("intent name taken")

@@ -312,16 +312,17 @@ func (s *Session) WaitManaged(ctx context.Context, _ schema.GroupVersionResource
 }
 
 // lookup returns the cached intent of an object, and whether the cache
-// has synced.
+// has synced. An intent of the object's intent name that another object
+// holds (see taken) is not the object's.
 func (s *Session) lookup(gr schema.GroupResource, namespace, name string) (*intent, bool) {
 	if !s.intents.HasSynced() {
 		return nil, false
 	}
-	obj, ok, _ := s.intents.GetStore().GetByKey(s.namespace + "/" + IntentName(gr, namespace, name))
-	if !ok {
+	in := s.named(gr, namespace, name)
+	if in == nil || !in.isFor(gr, namespace, name) {
 		return nil, true
 	}
-	return &intent{obj.(*unstructured.Unstructured)}, true
+	return in, true
 }
 
 // ManagedObject returns the projection of the member's copy that the
@@ -376,6 +377,9 @@ func (s *Session) Apply(ctx context.Context, gvr schema.GroupVersionResource, in
 	case cur != nil && cur.deleting():
 		return "", fmt.Errorf("%w: its previous copy is being deleted", member.ErrAwaitingAgent)
 	case cur == nil || cur.hash() != in.Hash || cur.adopt() != opts.Adopt || !slices.Equal(cur.keepLive(), keep) || cur.resource() != gvr || cur.suspended():
+		if err := s.taken(gvr.GroupResource(), obj.GetNamespace(), obj.GetName()); err != nil {
+			return "", err
+		}
 		if err := s.write(ctx, cur, gvr, in, opts.Adopt, keep); err != nil {
 			return "", err
 		}
