@@ -180,3 +180,55 @@ func TestHPAOfAnUnfederatedTarget(t *testing.T) {
 		t.Errorf("the unfederated target was scaled: %v, %v", d.Spec.Replicas, err)
 	}
 }
+
+// TestTwoHPAsOnOneTarget: two federated HPAs that scale one Deployment
+// both say so (ScalingActive=False, AmbiguousSelector) and neither
+// scales it, as Kubernetes does for HPAs that select the same pods; once
+// one is deleted the other scales it.
+func TestTwoHPAsOnOneTarget(t *testing.T) {
+	startControlPlane(t)
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	dividePolicy(t, ns)
+	if err := admin.Create(ctx, testenv.MakeDeployment("twin", ns).Replicas(2).CPU("100m").Obj()); err != nil {
+		t.Fatal(err)
+	}
+	low, high := hpa(ns, "twin", 1, 2), hpa(ns, "twin", 6, 8)
+	low.Name, high.Name = "twin-low", "twin-high"
+	for _, h := range []*autoscalingv2.HorizontalPodAutoscaler{low, high} {
+		if err := admin.Create(ctx, h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, other := range map[string]string{"twin-low": "twin-high", "twin-high": "twin-low"} {
+		testenv.Eventually(t, waitTimeout, "HPA "+name+" ScalingActive=False AmbiguousSelector", func(ctx context.Context) error {
+			h := &autoscalingv2.HorizontalPodAutoscaler{}
+			if err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, h); err != nil {
+				return err
+			}
+			for _, c := range h.Status.Conditions {
+				if c.Type == autoscalingv2.ScalingActive && c.Status == corev1.ConditionFalse && c.Reason == "AmbiguousSelector" && strings.Contains(c.Message, other) {
+					return nil
+				}
+			}
+			return fmt.Errorf("conditions %+v", h.Status.Conditions)
+		})
+	}
+	d := &appsv1.Deployment{}
+	if err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: "twin"}, d); err != nil || *d.Spec.Replicas != 2 {
+		t.Fatalf("the target was scaled while two HPAs claim it: %v, %v", d.Spec.Replicas, err)
+	}
+
+	if err := admin.Delete(ctx, low); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, waitTimeout, "the remaining HPA scales the target to its minReplicas", func(ctx context.Context) error {
+		if err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: "twin"}, d); err != nil {
+			return err
+		}
+		if *d.Spec.Replicas != 6 {
+			return fmt.Errorf("host replicas %d", *d.Spec.Replicas)
+		}
+		return nil
+	})
+}

@@ -48,7 +48,7 @@ func (r *Reconciler) usage(ctx context.Context, hpa *autoscalingv2.HorizontalPod
 			unreported += ptr.Deref(p.Replicas, 0)
 			continue
 		}
-		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		ctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
 		u, err := sess.PodUsage(ctx, w)
 		cancel()
 		if err != nil {

@@ -13,6 +13,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -56,6 +58,11 @@ const DefaultInterval = 15 * time.Second
 
 // defaultDownWindow is the default scale-down stabilization window.
 const defaultDownWindow = 300 * time.Second
+
+// memberCallTimeout bounds each call to a member (its pods' usage, its
+// HPAs): a member that stops answering holds a worker, which the other
+// HPAs of every tenant share, no longer than this.
+const memberCallTimeout = 10 * time.Second
 
 // creationGrace is how long a new HPA is left alone, so that a policy
 // that propagates it is found first.
@@ -177,6 +184,18 @@ func (r *Reconciler) evaluate(ctx context.Context, hpa *autoscalingv2.Horizontal
 	if !ok {
 		return fail(autoscalingv2.AbleToScale, "FailedGetScale", fmt.Sprintf("the target %s %s has no replicas to scale", ref.Kind, ref.Name))
 	}
+	if others, err := r.alsoScaling(ctx, hpa, gv.Group); err != nil {
+		return fail(autoscalingv2.AbleToScale, "FailedGetScale", fmt.Sprintf("listing the HPAs of namespace %s: %v", hpa.Namespace, err))
+	} else if len(others) > 0 {
+		// As Kubernetes does when two HPAs select the same pods: neither
+		// scales, or each would undo the other's changes in every member.
+		if c := findCondition(hpa.Status, autoscalingv2.ScalingActive); c == nil || c.Reason != ReasonAmbiguousSelector {
+			r.event(hpa, corev1.EventTypeWarning, ReasonAmbiguousSelector, fmt.Sprintf("HPA %s also scales %s %s", strings.Join(others, ", "), ref.Kind, ref.Name))
+		}
+		setCondition(&st, autoscalingv2.ScalingActive, corev1.ConditionFalse, ReasonAmbiguousSelector,
+			fmt.Sprintf("%s %s is also scaled by HPA %s: each would undo the other's changes in every member; delete all but one", ref.Kind, ref.Name, strings.Join(others, ", ")), now)
+		return st, 0
+	}
 	fo := &v1alpha1.FederatedObject{}
 	if err := r.Client.Get(ctx, templates.KeyOf(tmpl).FederatedName(), fo); err != nil || !fedobj.Divided(fo) {
 		return fail(autoscalingv2.AbleToScale, "NotFederated", fmt.Sprintf("the target %s %s is not divided over clusters by a propagation policy (no FederatedObject with a Divide placement): a federated HPA scales only such workloads; propagate the HPA itself to run one in each member", ref.Kind, ref.Name))
@@ -238,13 +257,47 @@ func (r *Reconciler) evaluate(ctx context.Context, hpa *autoscalingv2.Horizontal
 	return st, 0
 }
 
-// decide runs autoscale.Decide with the HPA's bounds, windows and
-// scaling policies, keeping the history of recommendations and changes;
-// the func returned forgets the change if it could not be made.
-func (r *Reconciler) decide(hpa *autoscalingv2.HorizontalPodAutoscaler, metrics []autoscale.Metric, current int32, now time.Time) (autoscale.Decision, func()) {
+// ReasonAmbiguousSelector: another federated HPA scales the same target
+// (Kubernetes' reason for HPAs that select the same pods).
+const ReasonAmbiguousSelector = "AmbiguousSelector"
+
+// alsoScaling names the other HPAs of hpa's namespace that scale the same
+// target on the host (those a policy propagates to run in the members are
+// the take-over's business).
+func (r *Reconciler) alsoScaling(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler, group string) ([]string, error) {
+	list := &autoscalingv2.HorizontalPodAutoscalerList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(hpa.Namespace)); err != nil {
+		return nil, err
+	}
+	var out []string
+	for i := range list.Items {
+		o := &list.Items[i]
+		ref := o.Spec.ScaleTargetRef
+		gv, err := schema.ParseGroupVersion(ref.APIVersion)
+		if o.Name == hpa.Name || err != nil || gv.Group != group || ref.Kind != hpa.Spec.ScaleTargetRef.Kind ||
+			ref.Name != hpa.Spec.ScaleTargetRef.Name || !o.DeletionTimestamp.IsZero() {
+			continue
+		}
+		propagated, err := r.federated(ctx, o.Namespace, o.Name, "HorizontalPodAutoscaler", "autoscaling")
+		if err != nil {
+			return nil, err
+		}
+		if !propagated {
+			out = append(out, o.Name)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// policyOf returns the scaling policy an HPA's spec asks for.
+func policyOf(hpa *autoscalingv2.HorizontalPodAutoscaler) autoscale.Policy {
 	p := autoscale.Policy{Min: 1, Max: hpa.Spec.MaxReplicas, DownWindow: defaultDownWindow, Legacy: hpa.Spec.Behavior == nil}
-	if hpa.Spec.MinReplicas != nil {
-		p.Min = *hpa.Spec.MinReplicas
+	if m := hpa.Spec.MinReplicas; m != nil && *m > 0 {
+		// minReplicas 0 (HPAScaleToZero) counts as 1: scaling up from zero
+		// needs an Object or External metric, which a federated HPA does
+		// not read, so a workload scaled to zero would stay there.
+		p.Min = *m
 	}
 	if b := hpa.Spec.Behavior; b != nil {
 		if b.ScaleDown != nil {
@@ -260,6 +313,14 @@ func (r *Reconciler) decide(hpa *autoscalingv2.HorizontalPodAutoscaler, metrics 
 			p.Up = rules(b.ScaleUp, autoscale.DefaultUp)
 		}
 	}
+	return p
+}
+
+// decide runs autoscale.Decide with the HPA's bounds, windows and
+// scaling policies, keeping the history of recommendations and changes;
+// the func returned forgets the change if it could not be made.
+func (r *Reconciler) decide(hpa *autoscalingv2.HorizontalPodAutoscaler, metrics []autoscale.Metric, current int32, now time.Time) (autoscale.Decision, func()) {
+	p := policyOf(hpa)
 	key := types.NamespacedName{Namespace: hpa.Namespace, Name: hpa.Name}
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -95,7 +95,10 @@ func (r *Reconciler) takeOver(ctx context.Context, hpa *autoscalingv2.Horizontal
 				continue
 			}
 			var hpas []v1alpha1.MemberAutoscaler
-			if hpas, err = sess.Autoscalers(ctx, w); errors.Is(err, member.ErrNoMetrics) {
+			mctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
+			hpas, err = sess.Autoscalers(mctx, w)
+			cancel()
+			if errors.Is(err, member.ErrNoMetrics) {
 				awaiting = append(awaiting, p.Cluster)
 				continue
 			} else if err == nil {
@@ -141,7 +144,10 @@ func (r *Reconciler) takeOver(ctx context.Context, hpa *autoscalingv2.Horizontal
 				errs = append(errs, fmt.Errorf("%s: not connected", cluster))
 				continue
 			}
-			if err := sess.RemoveAutoscalers(ctx, works[cluster], names); err != nil {
+			mctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
+			err := sess.RemoveAutoscalers(mctx, works[cluster], names)
+			cancel()
+			if err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", cluster, err))
 			}
 		}
