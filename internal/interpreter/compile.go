@@ -158,10 +158,12 @@ func Compile(spec *v1alpha1.WorkloadInterpreterSpec, opts Options) (*Interpreter
 			}
 		}
 		names := []string{"paused", "maxSurge", "maxUnavailable", "partition"}
-		for i, path := range [][]string{in.rollout.paused, in.rollout.maxSurge, in.rollout.maxUnavailable, in.rollout.partition} {
+		paths := [][]string{in.rollout.paused, in.rollout.maxSurge, in.rollout.maxUnavailable, in.rollout.partition}
+		for i, path := range paths {
 			if len(path) > 0 && path[0] != "spec" {
 				errs = append(errs, field.Invalid(rf.Child(names[i]), strings.Join(path, "."), "must be a field under spec"))
 			}
+			errs = append(errs, rolloutOverlaps(rf.Child(names[i]), path, in, names[:i], paths[:i])...)
 			// A retained field keeps the member's value: a copy held once
 			// would stay paused, and no share would reach it.
 			for j, kept := range in.retain {
@@ -310,6 +312,33 @@ func overlaps(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// rolloutOverlaps refuses a rollout rule's field (at fld, path) that
+// overlaps the replicas, the pod template, the selector or one of the
+// rule's fields before it: Flotilla writes the rule's fields during a
+// rollout, so a maxUnavailable that names spec.replicas would set every
+// copy's replicas to its share of the budget, and one under the pod
+// template would change the pods.
+func rolloutOverlaps(fld *field.Path, path []string, in *Interpreter, earlier []string, earlierPaths [][]string) field.ErrorList {
+	if len(path) == 0 {
+		return nil
+	}
+	var errs field.ErrorList
+	for _, o := range []struct {
+		name string
+		path []string
+	}{{"replicas", in.replicas}, {"podTemplate", in.podTemplate}, {"selector", in.selector}} {
+		if len(o.path) > 0 && overlaps(path, o.path) {
+			errs = append(errs, field.Invalid(fld, strings.Join(path, "."), "overlaps the "+o.name+" field "+strings.Join(o.path, ".")))
+		}
+	}
+	for i, p := range earlierPaths {
+		if len(p) > 0 && overlaps(path, p) {
+			errs = append(errs, field.Invalid(fld, strings.Join(path, "."), "overlaps the rollout rule's "+earlier[i]+" field"))
+		}
+	}
+	return errs
 }
 
 // splitPath splits a dotted field path.

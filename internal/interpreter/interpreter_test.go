@@ -146,6 +146,14 @@ func TestCompileRefusesBadSpecs(t *testing.T) {
 			"spec.rollout.maxUnavailable"},
 		{"rollout field retained", func(s *v1alpha1.WorkloadInterpreterSpec) { s.Retain = []v1alpha1.FieldPath{"spec.updateStrategy"} }, false,
 			"overlaps the rollout rule's paused field"},
+		// Flotilla writes the rule's fields: one that names the replicas
+		// would set every copy's replicas to its share of the budget.
+		{"rollout budget on the replicas", func(s *v1alpha1.WorkloadInterpreterSpec) { s.Rollout.MaxUnavailable = "spec.replicas" }, true,
+			`spec.rollout.maxUnavailable: Invalid value: "spec.replicas": overlaps the replicas field spec.replicas`},
+		{"rollout field in the pod template", func(s *v1alpha1.WorkloadInterpreterSpec) { s.Rollout.Paused = "spec.template.spec.hostNetwork" }, false,
+			"overlaps the podTemplate field spec.template"},
+		{"rollout fields on one another", func(s *v1alpha1.WorkloadInterpreterSpec) { s.Rollout.Partition = s.Rollout.MaxSurge }, false,
+			"spec.rollout.partition: Invalid value: \"spec.updateStrategy.maxSurge\": overlaps the rollout rule's maxSurge field"},
 		{"rollout default not a percentage", func(s *v1alpha1.WorkloadInterpreterSpec) {
 			v := intstr.FromString("lots")
 			s.Rollout.DefaultMaxUnavailable = &v
