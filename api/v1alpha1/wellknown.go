@@ -1,5 +1,7 @@
 package v1alpha1
 
+import "strings"
+
 // Condition types of a MemberCluster.
 const (
 	// ConditionReady is True when the member answers, reports itself ready
@@ -346,4 +348,11 @@ func Suspended(annotations map[string]string) bool {
 // which no deletion overrides.
 func KeepsCopies(annotations map[string]string) bool {
 	return annotations[AnnotationOrphan] == "true" || Suspended(annotations)
+}
+
+// DeletionProtected reports whether a host object with these annotations
+// is protected from deletion (AnnotationDeletionProtection "true", in any
+// case, as the admission policy reads it).
+func DeletionProtected(annotations map[string]string) bool {
+	return strings.EqualFold(annotations[AnnotationDeletionProtection], "true")
 }

@@ -95,7 +95,8 @@ the objects that have nowhere to go once only those are left.
 
 --force drains anyway: it lists the objects that run only on CLUSTER, which
 will be deleted from it even if no other cluster takes them, and marks the
-taint flotilla.io/draining=force so that their copies go.
+taint flotilla.io/draining=force so that their copies go. Objects that
+other clusters take still move gracefully.
 
 Drain then waits, up to --timeout, until no FederatedObject is placed on
 CLUSTER or still has a copy there, printing the count as it changes.

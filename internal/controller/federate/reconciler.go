@@ -98,7 +98,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key templates.Key) (reconcil
 	tmpl, err := r.Templates.GetSynced(ctx, key)
 	switch {
 	case errors.Is(err, templates.ErrNotSynced):
-		return reconcile.Result{RequeueAfter: time.Second}, nil
+		return reconcile.Result{RequeueAfter: r.Templates.SyncRetry(key)}, nil
 	case errors.Is(err, templates.ErrUnknownKind):
 		// A kind removed from the host, or not yet discovered.
 		return reconcile.Result{RequeueAfter: 30 * time.Second}, nil
@@ -128,6 +128,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, key templates.Key) (reconcil
 		return r.result(r.deleteFederatedObject(ctx, fo, mode))
 	}
 	if !tmpl.GetDeletionTimestamp().IsZero() {
+		if isNamespace(key) && fo != nil && !keepsCopies(tmpl) {
+			// A namespace being deleted: its member namespaces, whose
+			// deletion deletes everything in them, stay until it is gone,
+			// when each object in it has decided about its own copies (a
+			// protected one keeps it terminating, and its copies running).
+			return r.result(r.removeFinalizer(ctx, tmpl))
+		}
 		// Still there: it has finalizers (the legacy one of an earlier
 		// version, or others). Released as soon as its deletion starts.
 		mode := v1alpha1.ReleaseDelete
@@ -160,6 +167,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, key templates.Key) (reconcil
 		// namespace.)
 		mode := v1alpha1.ReleaseOrphan
 		if fo != nil && !keepsCopies(tmpl) && r.namespaceTerminating(ctx, tmpl) {
+			if v1alpha1.DeletionProtected(tmpl.GetAnnotations()) {
+				// Protected, it outlives its namespace's deletion: its
+				// FederatedObject stays, and when the namespace controller
+				// deletes it, its cleanup waits for the object to go.
+				return reconcile.Result{}, nil
+			}
 			mode = v1alpha1.ReleaseDelete
 		}
 		return r.result(r.release(ctx, key, tmpl, fo, mode))
@@ -265,6 +278,11 @@ func (r *Reconciler) isFollower(ctx context.Context, tmpl *unstructured.Unstruct
 // keepsCopies reports whether tmpl's member copies stay when it is
 // deleted (v1alpha1.KeepsCopies: AnnotationOrphan, or a suspended
 // federation).
+// isNamespace reports whether key names a core Namespace.
+func isNamespace(key templates.Key) bool {
+	return key.Group == "" && key.Kind == "Namespace"
+}
+
 func keepsCopies(tmpl *unstructured.Unstructured) bool {
 	return v1alpha1.KeepsCopies(tmpl.GetAnnotations())
 }

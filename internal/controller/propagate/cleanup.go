@@ -36,6 +36,10 @@ func (r *Reconciler) cleanup(ctx context.Context, fo *v1alpha1.FederatedObject, 
 	if !controllerutil.ContainsFinalizer(fo, v1alpha1.FinalizerCleanup) {
 		return reconcile.Result{}, nil
 	}
+	if r.outlivedByProtected(fo, tmpl) {
+		// The template's events bring it back; the period is a backstop.
+		return reconcile.Result{RequeueAfter: time.Minute}, nil
+	}
 	if !r.orphans(fo, tmpl) {
 		if res, done := r.deleteCopies(ctx, fo, tmpl); !done {
 			return res, nil
@@ -72,12 +76,34 @@ func (r *Reconciler) orphans(fo *v1alpha1.FederatedObject, tmpl *unstructured.Un
 	if !tmpl.GetDeletionTimestamp().IsZero() {
 		return v1alpha1.KeepsCopies(tmpl.GetAnnotations())
 	}
-	if ns := tmpl.GetNamespace(); ns != "" {
-		if n, err := r.Templates.Get(templates.Key{Kind: "Namespace", Name: ns}); err == nil && n != nil && !n.GetDeletionTimestamp().IsZero() {
-			return v1alpha1.KeepsCopies(tmpl.GetAnnotations())
-		}
+	if r.namespaceDeleting(tmpl) {
+		return v1alpha1.KeepsCopies(tmpl.GetAnnotations())
 	}
 	return true
+}
+
+// outlivedByProtected reports whether fo was deleted with its namespace
+// while its host object, protected from deletion, lives on: the namespace
+// controller deletes both, and the protection refuses only the host
+// object's deletion. Its copies keep running and fo keeps its finalizer
+// until the host object goes (its deletion decides about the copies
+// then), so that deleting a namespace never takes a protected workload
+// out of the members. A release recorded as ReleaseOrphan keeps the
+// copies anyway.
+func (r *Reconciler) outlivedByProtected(fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured) bool {
+	return tmpl != nil && tmpl.GetDeletionTimestamp().IsZero() && v1alpha1.DeletionProtected(tmpl.GetAnnotations()) &&
+		fo.Annotations[v1alpha1.AnnotationRelease] != v1alpha1.ReleaseOrphan && r.namespaceDeleting(tmpl)
+}
+
+// namespaceDeleting reports whether the namespace of a namespaced
+// template is being deleted.
+func (r *Reconciler) namespaceDeleting(tmpl *unstructured.Unstructured) bool {
+	ns := tmpl.GetNamespace()
+	if ns == "" {
+		return false
+	}
+	n, err := r.Templates.Get(templates.Key{Kind: "Namespace", Name: ns})
+	return err == nil && n != nil && !n.GetDeletionTimestamp().IsZero()
 }
 
 // deleteCopies deletes the copies in every cluster, all clusters at once,

@@ -130,13 +130,20 @@ func decideEviction(in evictionInput) eviction {
 		return eviction{keep: true, blocked: true, deadline: in.now.Add(evictionRecheck), message: why}
 	}
 	deadline := in.leftAt.Add(in.period)
+	// A drain with --force lets go what would otherwise stay for good (no
+	// other cluster takes the object, or none runs it by the end of the
+	// period); a copy that has somewhere to go still moves gracefully.
 	switch {
-	case in.forced:
-		return eviction{message: "the cluster was drained with --force"}
 	case rep.placed == 0 && in.allowEmpty:
 		return eviction{message: "the object is placed on no cluster"}
+	case rep.placed == 0 && in.forced:
+		return eviction{message: "the cluster was drained with --force and no other cluster takes the object"}
 	case rep.placed == 0:
 		return blocked(fmt.Sprintf("no cluster is placed: the copy keeps running, since Flotilla never deletes the last copy of an object (set placement.emptyPlacement: Allow or the annotation %s: allow to let it go)", v1alpha1.AnnotationEmptyPlacement))
+	case rep.applied == 0 && in.forced && !in.now.Before(deadline):
+		return eviction{message: fmt.Sprintf("the cluster was drained with --force and the graceful eviction period (%s) passed with none of the %d placed clusters holding a copy", in.period, rep.placed)}
+	case rep.applied == 0 && in.forced:
+		return eviction{keep: true, deadline: deadline, message: fmt.Sprintf("the cluster was drained with --force; its copy keeps running, not counted, until one of the %d placed clusters holds a copy, at most until %s", rep.placed, deadline.UTC().Format(time.RFC3339))}
 	case rep.applied == 0:
 		return blocked(fmt.Sprintf("none of the %d placed clusters holds a copy yet: the copy keeps running, not counted, until one does", rep.placed))
 	case !rep.measurable || in.period <= 0:
@@ -145,6 +152,8 @@ func decideEviction(in evictionInput) eviction {
 		return eviction{replaced: true, message: fmt.Sprintf("the %d replacement %s are Ready", rep.want, rep.unit())}
 	case !in.now.Before(deadline) && rep.ready > 0:
 		return eviction{message: fmt.Sprintf("the graceful eviction period (%s) passed with %d/%d replacement %s Ready", in.period, rep.ready, rep.want, rep.unit())}
+	case !in.now.Before(deadline) && in.forced:
+		return eviction{message: fmt.Sprintf("the cluster was drained with --force and the graceful eviction period (%s) passed with none of the %d replacement %s Ready", in.period, rep.want, rep.unit())}
 	case !in.now.Before(deadline):
 		return blocked(fmt.Sprintf("the graceful eviction period (%s) passed but none of the %d replacement %s is Ready: the copy keeps running, not counted, until one is", in.period, rep.want, rep.unit()))
 	}
@@ -171,9 +180,12 @@ func (r *Reconciler) waitingForReplacements(fo types.NamespacedName, waiting boo
 }
 
 // keepsOnMove reports whether a copy stays in a cluster that leaves the
-// placement: a PersistentVolumeClaim unless its annotation
-// flotilla.io/keep-on-move says "false" (a move never deletes data), any
-// object whose annotation says "true".
+// placement: a PersistentVolumeClaim (a move never deletes data) and a
+// Namespace (deleting one deletes everything in it, in that cluster: the
+// copies of other objects still waiting for their replacements, those
+// placed there by other policies, data, and what Flotilla never wrote)
+// unless the annotation flotilla.io/keep-on-move says "false"; any object
+// whose annotation says "true".
 func keepsOnMove(tmpl *unstructured.Unstructured) bool {
 	if tmpl == nil {
 		return false
@@ -185,7 +197,7 @@ func keepsOnMove(tmpl *unstructured.Unstructured) bool {
 		return false
 	}
 	gvk := tmpl.GroupVersionKind()
-	return gvk.Group == "" && gvk.Kind == "PersistentVolumeClaim"
+	return gvk.Group == "" && (gvk.Kind == "PersistentVolumeClaim" || gvk.Kind == "Namespace")
 }
 
 // retain keeps the copy in a cluster that left the placement, no longer

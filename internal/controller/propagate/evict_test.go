@@ -25,7 +25,13 @@ func TestDecideEviction(t *testing.T) {
 		// The bug: "0 of 0 replacements ready" counted as done.
 		{name: "empty placement keeps the last copy", in: evictionInput{leftAt: old, period: period, rep: replacements{measurable: true}}, keep: true, blockedState: true},
 		{name: "empty placement allowed", in: evictionInput{leftAt: old, period: period, allowEmpty: true, rep: replacements{measurable: true}}, gone: true},
-		{name: "forced drain deletes without replacement", in: evictionInput{leftAt: recent, period: period, forced: true}, gone: true},
+		{name: "forced drain deletes without replacement", in: evictionInput{leftAt: recent, period: period, forced: true}, gone: true, message: "no other cluster takes the object"},
+		// --force lets go only what would stay for good: a copy with
+		// replacements still waits for them.
+		{name: "forced drain still waits for replacements", in: evictionInput{leftAt: recent, period: period, forced: true, rep: replacements{placed: 1, applied: 1, measurable: true, ready: 1, want: 3}}, keep: true},
+		{name: "forced drain waits for a placed copy", in: evictionInput{leftAt: recent, period: period, forced: true, rep: replacements{placed: 1, measurable: true, want: 3}}, keep: true, message: "drained with --force"},
+		{name: "forced drain, no placed copy by the deadline", in: evictionInput{leftAt: old, period: period, forced: true, rep: replacements{placed: 1, measurable: true, want: 3}}, gone: true},
+		{name: "forced drain, none ready by the deadline", in: evictionInput{leftAt: old, period: period, forced: true, rep: replacements{placed: 1, applied: 1, measurable: true, want: 3}}, gone: true, message: "drained with --force"},
 		{name: "no placed copy yet (unmeasurable kind)", in: evictionInput{leftAt: old, period: period, rep: replacements{placed: 2}}, keep: true, blockedState: true},
 		{name: "unmeasurable kind with a placed copy", in: evictionInput{leftAt: recent, period: period, rep: replacements{placed: 2, applied: 1}}, gone: true},
 		{name: "replacements ready", in: evictionInput{leftAt: recent, period: period, rep: replacements{placed: 1, applied: 1, measurable: true, ready: 3, want: 3}}, gone: true, replaced: true},
@@ -74,6 +80,8 @@ func TestKeepsOnMove(t *testing.T) {
 	}{
 		{"a claim is kept", obj("v1", "PersistentVolumeClaim", ""), true},
 		{"unless it says false", obj("v1", "PersistentVolumeClaim", "false"), false},
+		{"a namespace is kept", obj("v1", "Namespace", ""), true},
+		{"unless it says false", obj("v1", "Namespace", "false"), false},
 		{"a ConfigMap goes", obj("v1", "ConfigMap", ""), false},
 		{"unless it says true", obj("v1", "ConfigMap", "true"), true},
 		{"another group's kind named PersistentVolumeClaim goes", obj("example.com/v1", "PersistentVolumeClaim", ""), false},

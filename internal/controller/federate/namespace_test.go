@@ -1,0 +1,110 @@
+package federate_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/testenv"
+)
+
+// TestNamespaceDeletionSparesAProtectedWorkload: deleting a propagated
+// namespace that holds a Deployment protected from deletion leaves the
+// Deployment's copy and the member namespace running: the namespace
+// controller deletes the Deployment's FederatedObject and policy (done by
+// hand here: the test host runs no namespace controller), whose cleanup
+// then waits for the Deployment. Once the protection is lifted and the
+// Deployment deleted, its copy goes; the member namespace goes only when
+// the host's is gone.
+func TestNamespaceDeletionSparesAProtectedWorkload(t *testing.T) {
+	startControlPlane(t)
+	ctx := context.Background()
+	host := env.Host.Client.CoreV1().Namespaces()
+	ns := fmt.Sprintf("protected-%d", time.Now().UnixNano()%1e6)
+	if _, err := host.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = host.Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	cpp := &v1alpha1.ClusterPropagationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: ns},
+		Spec: v1alpha1.PropagationSpec{ResourceSelectors: []v1alpha1.ResourceSelector{{APIVersion: "v1", Kind: "Namespace", Name: ns}},
+			Placement: v1alpha1.Placement{ClusterNames: []string{memberName}}},
+	}
+	if err := admin.Create(ctx, cpp); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = admin.Delete(context.Background(), cpp) })
+	nsFO := types.NamespacedName{Namespace: v1alpha1.SystemNamespace, Name: ns + ".namespace"}
+	waitForCluster(t, nsFO, v1alpha1.PropagationOK)
+	dep, foKey := propagatedDeployment(t, ns)
+	annotate(t, *dep, v1alpha1.AnnotationDeletionProtection, "true")
+
+	// kubectl delete namespace: the namespace controller would delete the
+	// policy and the FederatedObject (its deletion of the Deployment is
+	// refused).
+	if err := host.Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Delete(ctx, &v1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Delete(ctx, &v1alpha1.FederatedObject{ObjectMeta: metav1.ObjectMeta{Namespace: foKey.Namespace, Name: foKey.Name}}); err != nil {
+		t.Fatal(err)
+	}
+	member := env.Cluster(memberName).Client.CoreV1().Namespaces()
+	testenv.Consistently(t, 5*time.Second, func() error {
+		if ok, err := memberCopy(ctx, *dep); !ok || err != nil {
+			return fmt.Errorf("the protected Deployment's copy: present %v, %v", ok, err)
+		}
+		if n, err := member.Get(ctx, ns, metav1.GetOptions{}); err != nil || n.DeletionTimestamp != nil {
+			return fmt.Errorf("the member namespace is being deleted: %v", err)
+		}
+		fo := &v1alpha1.FederatedObject{}
+		if err := admin.Get(ctx, foKey, fo); err != nil {
+			return fmt.Errorf("the FederatedObject, held until the Deployment goes: %w", err)
+		}
+		return nil
+	})
+
+	// The protection lifted, the namespace controller deletes the
+	// Deployment; its copy goes with it.
+	annotate(t, *dep, v1alpha1.AnnotationDeletionProtection, "false")
+	deleteTemplate(t, *dep)
+	waitGone(t, foKey)
+	if ok, err := memberCopy(ctx, *dep); ok || err != nil {
+		t.Errorf("the Deployment's copy after its deletion: present %v, %v", ok, err)
+	}
+	if n, err := member.Get(ctx, ns, metav1.GetOptions{}); err != nil || n.DeletionTimestamp != nil {
+		t.Errorf("the member namespace is deleted while the host's is terminating: %v", err)
+	}
+
+	// The host namespace is gone (finalized by hand): the member's goes.
+	n, err := host.Get(ctx, ns, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Spec.Finalizers = nil
+	if _, err := host.Finalize(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, waitTimeout, "the member namespace deleted once the host's is gone", func(ctx context.Context) error {
+		n, err := member.Get(ctx, ns, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil
+		case err != nil:
+			return err
+		case n.DeletionTimestamp == nil:
+			return errors.New("not being deleted")
+		}
+		return nil
+	})
+}
