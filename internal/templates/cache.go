@@ -70,6 +70,8 @@ type watched struct {
 	Kind
 	informer cache.SharedIndexInformer
 	cancel   context.CancelFunc
+	// started is when the informer started (see stalled).
+	started time.Time
 }
 
 // Indexes of each informer.
@@ -254,7 +256,8 @@ const SyncWait = 5 * time.Second
 
 // GetSynced is Get for reconcilers: while the kind's informer is still
 // listing (after a start, or for a kind just discovered) it waits for it,
-// up to SyncWait or ctx's end, instead of returning ErrNotSynced at once.
+// up to SyncWait or ctx's end, instead of returning ErrNotSynced at once;
+// a stalled kind (see StallAfter) is not waited for.
 // Workers then wait for the cache together rather than requeue every
 // object each second while it lists (at 20,000 templates that was over
 // 100,000 reconciles of nothing after a restart). Never call it from an
@@ -277,7 +280,7 @@ func (c *Cache) GetSynced(ctx context.Context, k Key) (*unstructured.Unstructure
 	c.mu.RLock()
 	w, ok := c.kinds[k.GroupKind()]
 	c.mu.RUnlock()
-	if ok && !cache.WaitForCacheSync(ctx.Done(), w.informer.HasSynced) {
+	if ok && (w.stalled(time.Now()) || !cache.WaitForCacheSync(ctx.Done(), w.informer.HasSynced)) {
 		return nil, err
 	}
 	return c.Get(k)
@@ -465,7 +468,7 @@ func (c *Cache) watch(ctx context.Context, k Kind) *watched {
 		}
 	}
 	go inf.RunWithContext(ctx)
-	return &watched{Kind: k, informer: inf, cancel: cancel}
+	return &watched{Kind: k, informer: inf, cancel: cancel, started: time.Now()}
 }
 
 // Relevant reports whether an update of a template matters to propagation:

@@ -99,7 +99,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	tmpl, err := r.Templates.GetSynced(ctx, fedobj.Template(fo))
 	if errors.Is(err, templates.ErrNotSynced) {
-		return reconcile.Result{RequeueAfter: time.Second}, nil
+		return reconcile.Result{RequeueAfter: r.Templates.SyncRetry(fedobj.Template(fo))}, nil
 	}
 	if errors.Is(err, templates.ErrUnknownKind) {
 		return reconcile.Result{RequeueAfter: 30 * time.Second}, nil // a kind removed, or not discovered yet

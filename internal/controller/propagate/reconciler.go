@@ -91,7 +91,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	tmpl, err := r.Templates.GetSynced(ctx, fedobj.Template(fo))
 	switch {
 	case errors.Is(err, templates.ErrNotSynced):
-		return reconcile.Result{RequeueAfter: time.Second}, nil
+		return reconcile.Result{RequeueAfter: r.Templates.SyncRetry(fedobj.Template(fo))}, nil
 	case errors.Is(err, templates.ErrUnknownKind) && !fo.DeletionTimestamp.IsZero() && fo.Annotations[v1alpha1.AnnotationRelease] != "":
 		tmpl = nil // the release mode decides; the template is not needed
 	case err != nil:

@@ -143,7 +143,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	tmpl, err := r.Templates.GetSynced(ctx, fedobj.Template(fo))
 	switch {
 	case errors.Is(err, templates.ErrNotSynced):
-		return reconcile.Result{RequeueAfter: time.Second}, nil
+		return reconcile.Result{RequeueAfter: r.Templates.SyncRetry(fedobj.Template(fo))}, nil
 	case errors.Is(err, templates.ErrUnknownKind):
 		return reconcile.Result{}, nil
 	case err != nil:

@@ -132,7 +132,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	tmpl, err := r.Templates.GetSynced(ctx, fedobj.Template(fo))
 	if errors.Is(err, templates.ErrNotSynced) {
-		return reconcile.Result{RequeueAfter: time.Second}, nil
+		return reconcile.Result{RequeueAfter: r.Templates.SyncRetry(fedobj.Template(fo))}, nil
 	}
 	if errors.Is(err, templates.ErrUnknownKind) {
 		// A kind removed from the host, or not discovered yet: its
