@@ -27,6 +27,9 @@ const DefaultTokenRenewal = 0.8
 // renewRetry is how soon a failed renewal is tried again.
 const renewRetry = time.Minute
 
+// renewTimeout bounds one token renewal's call to the member.
+const renewTimeout = 30 * time.Second
+
 // Reasons of the credential renewal events.
 const (
 	reasonCredentialsRenewed    = "CredentialsRenewed"
@@ -83,7 +86,11 @@ func (r *Reconciler) renewToken(ctx context.Context, mc *v1alpha1.MemberCluster,
 	}
 	logger := ctrl.LoggerFrom(ctx)
 	r.renewed.Store(mc.Name, now)
-	token, err := r.requestToken(ctx, mc, secret, ns, sa, claims.Lifetime())
+	// Bounded: a member that takes the connection and never answers would
+	// otherwise hold a worker that every member's health shares.
+	rctx, cancel := context.WithTimeout(ctx, renewTimeout)
+	token, err := r.requestToken(rctx, mc, secret, ns, sa, claims.Lifetime())
+	cancel()
 	if err == nil {
 		err = r.storeToken(ctx, secret, token)
 	}
@@ -98,11 +105,14 @@ func (r *Reconciler) renewToken(ctx context.Context, mc *v1alpha1.MemberCluster,
 		msg := fmt.Sprintf("renew the control plane's token for the member (ServiceAccount %s/%s, expires %s): %v; retrying in %s, or re-run `flotilla join %s`",
 			ns, sa, claims.Expiry.UTC().Format(time.RFC3339), err, renewRetry, mc.Name)
 		logger.Error(err, "Renewing the member's token failed", "serviceAccount", ns+"/"+sa, "expires", claims.Expiry.UTC())
-		if r.Recorder != nil {
+		if prev, _ := r.renewFailure.Swap(mc.Name, err.Error()); prev != err.Error() && r.Recorder != nil {
+			// One event per new error, not one per attempt while the
+			// member stays down.
 			r.Recorder.Eventf(mc, nil, corev1.EventTypeWarning, reasonCredentialsNotRenewed, "RenewToken", "%s", msg)
 		}
 		return renewRetry
 	}
+	r.renewFailure.Delete(mc.Name)
 	if live := r.tokenOf(mc.Name); live != nil {
 		live.Set(token)
 	}

@@ -84,6 +84,7 @@ type Reconciler struct {
 	events        chan event.GenericEvent
 	tokens        sync.Map // cluster name → *member.Token of its session
 	renewed       sync.Map // cluster name → when its token renewal was last tried
+	renewFailure  sync.Map // cluster name → the error of its last failed renewal (one event per change)
 	held          sync.Map // cluster name → the reason its eviction is held back
 	brakeMu       sync.Mutex
 	clusterBucket *ratelimit.Bucket // NoExecute taints per minute

@@ -46,6 +46,12 @@ func (r *Reconciler) releaseIntents(ctx context.Context, name string) (reconcile
 			return reconcile.Result{}, fmt.Errorf("release intent %s/%s: %w", ns, ci.Name, err)
 		}
 	}
+	if nsObj.DeletionTimestamp.IsZero() && len(nsObj.OwnerReferences) == 0 {
+		// Kept (the MemberCluster was deleted orphaning it, which drops
+		// the owner reference the garbage collector would follow):
+		// nothing will delete it, so there is nothing to watch for.
+		return reconcile.Result{}, nil
+	}
 	return reconcile.Result{RequeueAfter: releaseRecheck}, nil
 }
 
