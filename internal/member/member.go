@@ -69,8 +69,9 @@ type Member interface {
 	// member's agent deletes them.
 	RemoveAutoscalers(ctx context.Context, w Workload, names []string) error
 	// UnschedulablePods returns the member's unschedulable pods in
-	// namespace that match selector (see Session.UnschedulablePods).
-	UnschedulablePods(namespace string, selector labels.Selector) ([]UnschedulablePod, bool)
+	// namespace that match selector, and the state of the cache they come
+	// from (see Session.UnschedulablePods).
+	UnschedulablePods(namespace string, selector labels.Selector) ([]UnschedulablePod, CacheState)
 }
 
 // ErrCacheSyncing says that the member's cache of a kind is still

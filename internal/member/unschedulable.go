@@ -53,6 +53,8 @@ type UnschedulableHandler func(UnschedulableEvent)
 // failover needs to tell whether a workload's replicas are unschedulable.
 type pendingPods struct {
 	informer cache.SharedIndexInformer
+	// started is when the cache was made (see StallAfter).
+	started time.Time
 }
 
 // newPendingPods returns the cache of a member's unbound pods; became is
@@ -84,7 +86,7 @@ func newPendingPods(client kubernetes.Interface, became func(*pendingPod)) *pend
 			}
 		},
 	})
-	return &pendingPods{informer: inf}
+	return &pendingPods{informer: inf, started: time.Now()}
 }
 
 // becameUnschedulable returns the pod obj when it is unschedulable and old
@@ -104,12 +106,15 @@ func becameUnschedulable(old, obj any) *pendingPod {
 func (p *pendingPods) run(ctx context.Context) { p.informer.RunWithContext(ctx) }
 
 // unschedulable returns the cached pods in namespace that match selector
-// and are unschedulable, and whether the cache has synced.
-func (p *pendingPods) unschedulable(namespace string, selector labels.Selector) ([]UnschedulablePod, bool) {
+// and are unschedulable, and the cache's state.
+func (p *pendingPods) unschedulable(namespace string, selector labels.Selector) ([]UnschedulablePod, CacheState) {
 	if !p.informer.HasSynced() {
-		return nil, false
+		if time.Since(p.started) > StallAfter {
+			return nil, CacheStalled
+		}
+		return nil, CacheSyncing
 	}
-	return unschedulableIn(p.informer.GetIndexer(), namespace, selector), true
+	return unschedulableIn(p.informer.GetIndexer(), namespace, selector), CacheSynced
 }
 
 // unschedulableIn returns the unschedulable pods in namespace that match
@@ -123,17 +128,18 @@ func unschedulableIn(indexer cache.Indexer, namespace string, selector labels.Se
 // UnschedulablePods returns the member's pods in namespace that match
 // selector, whose PodScheduled condition is False with reason
 // Unschedulable and that are not being deleted, sorted by Since and then
-// name. A nil selector matches no pod. synced is false until the session's
-// cache of unbound pods has listed the member (it starts once the member
-// is first healthy); until then pods is nil and means nothing. Pods that
-// turn unschedulable are announced to the Pool's SubscribeUnschedulable
-// handlers.
-func (s *Session) UnschedulablePods(namespace string, selector labels.Selector) (pods []UnschedulablePod, synced bool) {
+// name. A nil selector matches no pod. Until the session's cache of
+// unbound pods has listed the member (it starts once the member is first
+// healthy) the state is CacheSyncing, or CacheStalled once it has listed
+// for StallAfter (the member forbids or fails the list), and pods is nil
+// and means nothing. Pods that turn unschedulable are announced to the
+// Pool's SubscribeUnschedulable handlers.
+func (s *Session) UnschedulablePods(namespace string, selector labels.Selector) ([]UnschedulablePod, CacheState) {
 	s.mu.Lock()
 	pending := s.pending
 	s.mu.Unlock()
 	if pending == nil {
-		return nil, false
+		return nil, CacheSyncing
 	}
 	return pending.unschedulable(namespace, selector)
 }

@@ -258,12 +258,18 @@ func mustSelector(t *testing.T, s string) labels.Selector {
 
 func TestUnschedulablePodsBeforeStart(t *testing.T) {
 	s := &Session{}
-	if pods, synced := s.UnschedulablePods("shop", labels.Everything()); synced || pods != nil {
-		t.Errorf("UnschedulablePods before the caches started = %v, %v; want nil, false", pods, synced)
+	if pods, state := s.UnschedulablePods("shop", labels.Everything()); state != CacheSyncing || pods != nil {
+		t.Errorf("UnschedulablePods before the caches started = %v, %v; want nil, CacheSyncing", pods, state)
 	}
 	p := newPendingPods(fake.NewClientset(), func(*pendingPod) {})
-	if pods, synced := p.unschedulable("shop", labels.Everything()); synced || pods != nil {
-		t.Errorf("unschedulable before the informer ran = %v, %v; want nil, false", pods, synced)
+	if pods, state := p.unschedulable("shop", labels.Everything()); state != CacheSyncing || pods != nil {
+		t.Errorf("unschedulable before the informer ran = %v, %v; want nil, CacheSyncing", pods, state)
+	}
+	// A cache that has not listed for StallAfter (the member forbids the
+	// list) is stalled: callers stop waiting for it.
+	p.started = time.Now().Add(-2 * StallAfter)
+	if pods, state := p.unschedulable("shop", labels.Everything()); state != CacheStalled || pods != nil {
+		t.Errorf("unschedulable of a stalled cache = %v, %v; want nil, CacheStalled", pods, state)
 	}
 }
 

@@ -480,6 +480,6 @@ func (s *Session) Delete(ctx context.Context, gvk schema.GroupVersionKind, names
 
 // UnschedulablePods reports none: agents do not report unschedulable pods
 // yet, so replicas a pull member cannot schedule are not migrated.
-func (s *Session) UnschedulablePods(string, labels.Selector) ([]member.UnschedulablePod, bool) {
-	return nil, true
+func (s *Session) UnschedulablePods(string, labels.Selector) ([]member.UnschedulablePod, member.CacheState) {
+	return nil, member.CacheSynced
 }

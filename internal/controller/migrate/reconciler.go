@@ -206,9 +206,15 @@ func (r *Reconciler) observe(ctx context.Context, fo *v1alpha1.FederatedObject, 
 		if !ok {
 			continue // the member's controller has not caught up with the spec
 		}
-		unschedulable, synced := sess.UnschedulablePods(tmpl.GetNamespace(), selector)
-		if !synced {
+		unschedulable, state := sess.UnschedulablePods(tmpl.GetNamespace(), selector)
+		switch state {
+		case member.CacheSyncing:
 			waiting = true
+			continue
+		case member.CacheStalled:
+			// The member forbids or fails the list of its pending pods:
+			// the cluster is left out, looked at again at the usual
+			// recheck, not every second.
 			continue
 		}
 		o := observation{cluster: p.Cluster, placed: *p.Replicas, pods: pods}
