@@ -59,10 +59,14 @@ type Reconciler struct {
 	MaxConcurrentReconciles int
 
 	queue trigger.Queue[reconcile.Request]
+	// setUp is when SetupWithManager ran: a session that has not started
+	// member.StallAfter later is not waited for each second.
+	setUp time.Time
 }
 
 // SetupWithManager registers the controller with mgr.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.setUp = time.Now()
 	r.Templates.Subscribe(func(k templates.Key) { r.queue.Add(fedobj.Request(k)) })
 	r.Pool.Subscribe(func(e member.ObjectEvent) {
 		if req, ok := fedobj.MemberEventRequest(r.Templates, e); ok {
@@ -132,7 +136,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	switch unknown {
 	case copyStarting:
 		// A Ready member's copy is not known yet (a restart): writing now
-		// would report it missing and flip conditions for a second.
+		// would report it missing and flip conditions for a second. A
+		// session that never starts (no cluster controller runs) is
+		// looked for less often.
+		if time.Since(r.setUp) > member.StallAfter {
+			return reconcile.Result{RequeueAfter: stalledRetry}, nil
+		}
 		return reconcile.Result{RequeueAfter: time.Second}, nil
 	case copyStalled:
 		// A Ready member's cache has listed for longer than
