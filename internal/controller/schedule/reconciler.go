@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -326,11 +327,23 @@ func (r *Reconciler) record(ctx context.Context, fo *v1alpha1.FederatedObject, p
 			r.Recorder.Eventf(fo, nil, corev1.EventTypeNormal, "Scheduled", "Schedule", "%s", msg)
 		}
 	}
-	if cond.Status == metav1.ConditionFalse && (old == nil || old.Reason != cond.Reason || old.Message != cond.Message) {
+	if cond.Status == metav1.ConditionFalse && (old == nil || old.Reason != cond.Reason || !sameWords(old.Message, cond.Message)) {
 		r.Recorder.Eventf(fo, nil, corev1.EventTypeWarning, cond.Reason, "Schedule", "%s", cond.Message)
 	}
 	return nil
 }
+
+// sameWords reports whether two messages differ in their numbers at most:
+// an Unschedulable message counts each cluster's free room, which moves
+// with every pod in the member, and the decision is taken again each
+// minute; the condition says the latest, an event only a new cause.
+func sameWords(a, b string) bool {
+	return quantity.ReplaceAllString(a, "${1}#") == quantity.ReplaceAllString(b, "${1}#")
+}
+
+// quantity matches a number that starts a word, with its unit ("2",
+// "3Gi", "0.5", "2/3"), and not the digits inside a name ("member-1").
+var quantity = regexp.MustCompile(`(^|[\s:,;(=/])[0-9]+(\.[0-9]+)?[A-Za-z]*`)
 
 // unknownKindRetry is how often an object whose template kind the host
 // does not serve is looked at again.
