@@ -1,7 +1,9 @@
 package workload
 
 import (
+	"bytes"
 	"cmp"
+	"encoding/json"
 	"fmt"
 	stdmaps "maps"
 	"slices"
@@ -205,11 +207,20 @@ func interpreted(template *unstructured.Unstructured, members []Member, now meta
 	}
 	status, _ := in.AggregateStatus(template, members, now.Rfc3339Copy())
 	current, _, _ := unstructured.NestedFieldNoCopy(template.Object, "status")
-	if m, ok := current.(map[string]any); ok && equality.Semantic.DeepEqual(status, m) {
+	if m, ok := current.(map[string]any); ok && (equality.Semantic.DeepEqual(status, m) || sameJSON(status, m)) {
 		return status, false
 	}
 	if current == nil && len(status) == 0 {
 		return status, false
 	}
 	return status, true
+}
+
+// sameJSON reports whether a and b encode to the same JSON: a rule's sum
+// of numbers with fractions is a float64 (1.0), which the apiserver hands
+// back as the int64 1; they are the same status.
+func sameJSON(a, b map[string]any) bool {
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && bytes.Equal(ja, jb)
 }

@@ -361,3 +361,25 @@ func TestAggregateStatusKindsWithoutMeaning(t *testing.T) {
 		t.Errorf("nil template: AggregateStatus = (%v, %v), want (nil, false)", status, changed)
 	}
 }
+
+// TestSameJSON: a status a rule sums as float64 (1.0) is the one the
+// apiserver hands back as int64 1: no write.
+func TestSameJSON(t *testing.T) {
+	tests := []struct {
+		name string
+		a, b map[string]any
+		want bool
+	}{
+		{"float and int", map[string]any{"weight": float64(1)}, map[string]any{"weight": int64(1)}, true},
+		{"fraction", map[string]any{"weight": 1.5}, map[string]any{"weight": int64(1)}, false},
+		{"nested", map[string]any{"s": map[string]any{"n": float64(2)}}, map[string]any{"s": map[string]any{"n": int64(2)}}, true},
+		{"missing field", map[string]any{"n": int64(2)}, map[string]any{}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := sameJSON(tc.a, tc.b); got != tc.want {
+				t.Errorf("sameJSON(%v, %v) = %v, want %v", tc.a, tc.b, got, tc.want)
+			}
+		})
+	}
+}
