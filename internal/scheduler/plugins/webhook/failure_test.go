@@ -47,6 +47,54 @@ func TestTimeout(t *testing.T) {
 	}
 }
 
+// TestCoolDownAfterATimeout: after a call timed out, the webhook is not
+// called again for coolDown: calls fail at once (so a hung webhook does
+// not hold a worker for its timeout at each point of each decision), and
+// an answer with an error does not start one.
+func TestCoolDownAfterATimeout(t *testing.T) {
+	release := make(chan struct{})
+	calls := make(chan struct{}, 10)
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		calls <- struct{}{}
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	p := newPlugin(t, srv, nil)
+	p.timeout = 200 * time.Millisecond
+
+	if _, err := p.FilterAll(context.Background(), unit(1), members(2)); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("first call: %v, want a timeout", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := p.ScoreAll(ctx, unit(1), members(2))
+	if !errors.Is(err, errCoolingDown) {
+		t.Errorf("a call within the cool-down: %v, want errCoolingDown", err)
+	}
+	if n := len(calls); n != 1 {
+		t.Errorf("the webhook was called %d times, want 1", n)
+	}
+	// Once the cool-down is over it is called again.
+	p.down.Store(time.Now().Add(-time.Second).UnixNano())
+	if _, err := p.FilterAll(context.Background(), unit(1), members(2)); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a call after the cool-down: %v, want a timeout", err)
+	}
+
+	// A webhook that answers, even with an error, is not cooled down.
+	bad := httptest.NewServer(fixed(http.StatusInternalServerError, "boom"))
+	defer bad.Close()
+	q := newPlugin(t, bad, nil)
+	for range 2 {
+		if _, err := q.FilterAll(context.Background(), unit(1), members(2)); err == nil || errors.Is(err, errCoolingDown) {
+			t.Errorf("a webhook answering 500: %v, want its HTTP error", err)
+		}
+	}
+}
+
 func TestHTTPError(t *testing.T) {
 	body := "boom\n" + strings.Repeat("x", 300)
 	srv := httptest.NewServer(fixed(http.StatusInternalServerError, body))

@@ -9,9 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -57,7 +59,21 @@ type Plugin struct {
 	urls    [numPoints]string // per point; "" when the webhook does not serve it
 	timeout time.Duration     // per call; tests set it below a second
 	ignore  bool              // failurePolicy Ignore
+	// down is when (Unix nanoseconds) the webhook may be called again
+	// after it timed out (see coolDown).
+	down atomic.Int64
 }
+
+// coolDown is how long a webhook that timed out is not called: each
+// decision would otherwise wait its timeout at every extension point,
+// holding a scheduler worker that every object shares. Calls meanwhile
+// fail at once with errCoolingDown (ignored under failurePolicy Ignore, as
+// the timeout itself would be). A failure that comes at once (a refused
+// connection, an error status) costs nothing and starts no cool-down.
+const coolDown = 30 * time.Second
+
+// errCoolingDown: the webhook is not called for now (see coolDown).
+var errCoolingDown = errors.New("not called: it timed out less than 30s ago")
 
 // New builds the plugin for the SchedulerPluginWebhook called name.
 // clientCert is the certificate loaded from spec.tls.clientCertSecretRef
@@ -174,10 +190,14 @@ func (p *Plugin) call(ctx context.Context, pt point, req *Request, out any, vali
 	target := p.urls[pt]
 	wrap := func(err error) error { return fmt.Errorf("%s: POST %s: %w", pt, target, err) }
 	req.APIVersion, req.Kind = APIVersion, requestKinds[pt]
+	if time.Now().UnixNano() < p.down.Load() {
+		return wrap(errCoolingDown)
+	}
 	body, err := json.Marshal(req)
 	if err != nil {
 		return wrap(fmt.Errorf("encoding request: %w", err))
 	}
+	caller := ctx
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
@@ -189,6 +209,11 @@ func (p *Plugin) call(ctx context.Context, pt point, req *Request, out any, vali
 	hreq.Header.Set("User-Agent", "flotilla-scheduler")
 	resp, err := p.client.Do(hreq)
 	if err != nil {
+		var netErr net.Error
+		if caller.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr) && netErr.Timeout()) {
+			// No answer in time, and not because the caller gave up.
+			p.down.Store(time.Now().Add(coolDown).UnixNano())
+		}
 		var uerr *url.Error
 		if errors.As(err, &uerr) {
 			err = uerr.Err // the URL is in our prefix already
@@ -223,6 +248,10 @@ func (p *Plugin) call(ctx context.Context, pt point, req *Request, out any, vali
 func (p *Plugin) ignored(ctx context.Context, pt point, err error) bool {
 	if !p.ignore || ctx.Err() != nil {
 		return false
+	}
+	if errors.Is(err, errCoolingDown) {
+		klog.FromContext(ctx).V(2).Info("Scheduler webhook not called; ignoring it (failurePolicy Ignore)", "plugin", p.Name(), "point", pt.String(), "err", err)
+		return true
 	}
 	klog.FromContext(ctx).Error(err, "Scheduler webhook failed; ignoring it (failurePolicy Ignore)", "plugin", p.Name(), "point", pt.String())
 	return true
