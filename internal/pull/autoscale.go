@@ -152,7 +152,7 @@ func listed(hpas []v1alpha1.MemberAutoscaler, name string) bool {
 
 // patchAutoscale sets (or, with nil, clears) the intent's spec.autoscale.
 func (s *Session) patchAutoscale(ctx context.Context, cur *intent, want *v1alpha1.IntentAutoscale) error {
-	body, err := json.Marshal(map[string]any{"spec": map[string]any{"autoscale": want}})
+	body, err := autoscalePatch(want)
 	if err != nil {
 		return err
 	}
@@ -162,6 +162,19 @@ func (s *Session) patchAutoscale(ctx context.Context, cur *intent, want *v1alpha
 		return fmt.Errorf("ask the agent of %s for usage (intent %s): %w", s.cfg.Cluster, ci.Name, err)
 	}
 	return nil
+}
+
+// autoscalePatch is the merge patch that sets spec.autoscale to want (nil
+// clears it). An empty list of HPAs to remove is said outright: the
+// encoding omits it, and a merge patch without it would leave the names
+// the agent already deleted, so that a later member HPA of one of those
+// names would be deleted too, and every report would patch again.
+func autoscalePatch(want *v1alpha1.IntentAutoscale) ([]byte, error) {
+	var autoscale any = want
+	if want != nil && len(want.Remove) == 0 {
+		autoscale = map[string]any{"remove": nil}
+	}
+	return json.Marshal(map[string]any{"spec": map[string]any{"autoscale": autoscale}})
 }
 
 // idleAutoscale stops the reports nobody asked for in autoscaleIdle (the

@@ -3,6 +3,8 @@ package pull
 import (
 	"testing"
 
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 )
 
@@ -51,5 +53,37 @@ func TestIntentAutoscaleRoundTrip(t *testing.T) {
 	}
 	if st := i.autoscaleStatus(); st == nil || len(st.Autoscalers) != 1 || st.Autoscalers[0].MaxReplicas != 4 {
 		t.Errorf("status.autoscale = %+v", st)
+	}
+}
+
+// TestAutoscalePatchClearsRemove: once the agent deleted the last HPA the
+// hub asked it to, the patch empties spec.autoscale.remove (a merge patch
+// of {} would keep the names, and a later member HPA of the same name
+// would be deleted); nil clears spec.autoscale.
+func TestAutoscalePatchClearsRemove(t *testing.T) {
+	intent := []byte(`{"spec":{"hash":"h","autoscale":{"remove":["a","b"]}}}`)
+	tests := []struct {
+		name string
+		want *v1alpha1.IntentAutoscale
+		out  string
+	}{
+		{"one left", &v1alpha1.IntentAutoscale{Remove: []string{"b"}}, `{"spec":{"autoscale":{"remove":["b"]},"hash":"h"}}`},
+		{"none left", &v1alpha1.IntentAutoscale{}, `{"spec":{"autoscale":{},"hash":"h"}}`},
+		{"cleared", nil, `{"spec":{"hash":"h"}}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			patch, err := autoscalePatch(tc.want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := jsonpatch.MergePatch(intent, patch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tc.out {
+				t.Errorf("intent after the patch %s = %s, want %s", patch, got, tc.out)
+			}
+		})
 	}
 }
