@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8stypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -339,4 +340,44 @@ func hostClient(t *testing.T, host *testenv.Cluster) client.Client {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// TestUnjoinStoppedAfterTheClaimIsResumed: an unjoin killed after it took
+// the claim off a namespace that existed before join (and before it
+// deleted the ClusterRole) is finished by running unjoin again, instead of
+// refusing a member "owned by another control plane".
+func TestUnjoinStoppedAfterTheClaimIsResumed(t *testing.T) {
+	host, _ := hosts(t)
+	ctx := context.Background()
+	m := env.Members[0]
+	waitNamespaceGone(t, m)
+	if _, err := m.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.SystemNamespace}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = m.Client.CoreV1().Namespaces().Delete(ctx, v1alpha1.SystemNamespace, metav1.DeleteOptions{})
+	})
+	if err := join.Join(ctx, join.Options{Name: "interrupted", Host: host.Config, Member: m.Config}); err != nil {
+		t.Fatalf("join: %v", err)
+	}
+	// What the stopped unjoin did: the claim is gone, the ClusterRole not.
+	patch := []byte(`{"metadata":{"annotations":{"` + v1alpha1.AnnotationControlPlaneID + `":null,"` + v1alpha1.AnnotationClusterName + `":null},"labels":{"` + v1alpha1.LabelManaged + `":null}}}`)
+	if _, err := m.Client.CoreV1().Namespaces().Patch(ctx, v1alpha1.SystemNamespace, k8stypes.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := join.Unjoin(ctx, join.UnjoinOptions{Name: "interrupted", Host: host.Config}); err != nil {
+		t.Fatalf("unjoin run again: %v", err)
+	}
+	testenv.Eventually(t, 60*time.Second, "the ClusterRole and its binding gone", func(ctx context.Context) error {
+		if _, err := m.Client.RbacV1().ClusterRoles().Get(ctx, join.ClusterRoleName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("ClusterRole: %v", err)
+		}
+		if _, err := m.Client.RbacV1().ClusterRoleBindings().Get(ctx, join.ClusterRoleName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("ClusterRoleBinding: %v", err)
+		}
+		return nil
+	})
+	if err := hostClient(t, host).Get(ctx, client.ObjectKey{Name: "interrupted"}, &v1alpha1.MemberCluster{}); !apierrors.IsNotFound(err) {
+		t.Errorf("MemberCluster after unjoin: %v, want it gone", err)
+	}
 }

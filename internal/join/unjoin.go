@@ -174,6 +174,12 @@ func releaseMember(ctx context.Context, hostCS kubernetes.Interface, mc *v1alpha
 		return nil
 	case err != nil:
 		return fmt.Errorf("reach member %s: %w", o.Name, err)
+	case unclaimed(ns):
+		// An unjoin that stopped after it removed the claim from a
+		// namespace that was there before join (the ClusterRole, whose
+		// deletion ends the stored credentials' access, goes last): no
+		// control plane holds the member, so this one finishes it.
+		return releaseKeepingNamespace(ctx, cs, ns, o)
 	case ns.Annotations[v1alpha1.AnnotationControlPlaneID] != id:
 		return fmt.Errorf("member %s is owned by another control plane (%s=%s); leaving it untouched", o.Name, v1alpha1.AnnotationControlPlaneID, ns.Annotations[v1alpha1.AnnotationControlPlaneID])
 	case ns.Annotations[v1alpha1.AnnotationClusterName] != o.Name:
@@ -214,28 +220,30 @@ func storedConfig(ctx context.Context, hostCS kubernetes.Interface, mc *v1alpha1
 }
 
 // releaseKeepingNamespace undoes join in a namespace that was there before
-// it: removes the claim (annotations and label) from the namespace, makes
-// the ClusterRole the only owner of the ServiceAccount, its token and the
-// binding (members joined by earlier versions had them owned by the
-// namespace), then deletes the ClusterRole, so that the member's garbage
+// it: makes the ClusterRole the only owner of the ServiceAccount, its
+// token and the binding (members joined by earlier versions had them owned
+// by the namespace), removes the claim (annotations and label) from the
+// namespace, then deletes the ClusterRole, so that the member's garbage
 // collector removes the rest. The ClusterRole goes last because its
-// deletion ends the access of the stored credentials.
+// deletion ends the access of the stored credentials; each step may be
+// run again, so an unjoin stopped anywhere can be finished by running it
+// again.
 func releaseKeepingNamespace(ctx context.Context, cs kubernetes.Interface, ns *corev1.Namespace, o UnjoinOptions) error {
-	ns = ns.DeepCopy()
-	for _, k := range []string{v1alpha1.AnnotationControlPlaneID, v1alpha1.AnnotationClusterName} {
-		delete(ns.Annotations, k)
-	}
-	delete(ns.Labels, v1alpha1.LabelManaged)
-	if _, err := cs.CoreV1().Namespaces().Update(ctx, ns, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
-		return fmt.Errorf("remove the claim from namespace %s in member %s: %w", v1alpha1.SystemNamespace, o.Name, err)
-	}
 	role, err := cs.RbacV1().ClusterRoles().Get(ctx, ClusterRoleName, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
+	switch {
+	case apierrors.IsNotFound(err):
+		role = nil
+	case err != nil:
+		return fmt.Errorf("read ClusterRole %s in member %s: %w", ClusterRoleName, o.Name, err)
+	case role.Labels[v1alpha1.LabelManaged] != "true":
+		return fmt.Errorf("ClusterRole %s in member %s is not Flotilla's (no %s=true label); leaving the member untouched", ClusterRoleName, o.Name, v1alpha1.LabelManaged)
+	}
+	if role == nil {
+		if err := removeClaim(ctx, cs, ns); err != nil {
+			return fmt.Errorf("remove the claim from namespace %s in member %s: %w", v1alpha1.SystemNamespace, o.Name, err)
+		}
 		fmt.Fprintf(o.Out, "Removed the claim from namespace %s in member %s (which existed before join and stays); no ClusterRole %s to remove\n", v1alpha1.SystemNamespace, o.Name, ClusterRoleName)
 		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("read ClusterRole %s in member %s: %w", ClusterRoleName, o.Name, err)
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"ownerReferences": []metav1.OwnerReference{{
 		APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: role.Name, UID: role.UID,
@@ -264,11 +272,41 @@ func releaseKeepingNamespace(ctx context.Context, cs kubernetes.Interface, ns *c
 			return fmt.Errorf("hand %s in member %s to ClusterRole %s for deletion: %w", p.what, o.Name, ClusterRoleName, err)
 		}
 	}
+	// The claim goes after the hand-over and before the ClusterRole: an
+	// unjoin stopped in between is resumed (unclaimed).
+	if err := removeClaim(ctx, cs, ns); err != nil {
+		return fmt.Errorf("remove the claim from namespace %s in member %s: %w", v1alpha1.SystemNamespace, o.Name, err)
+	}
 	if err := cs.RbacV1().ClusterRoles().Delete(ctx, ClusterRoleName, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &role.UID}, PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete ClusterRole %s in member %s: %w", ClusterRoleName, o.Name, err)
 	}
 	fmt.Fprintf(o.Out, "Removed the claim, ServiceAccount, token and RBAC from member %s (the member's garbage collector deletes what the ClusterRole owned); namespace %s existed before join and stays\n", o.Name, v1alpha1.SystemNamespace)
 	return nil
+}
+
+// unclaimed reports whether the member's namespace carries no claim of
+// any control plane and was not made by join.
+func unclaimed(ns *corev1.Namespace) bool {
+	a := ns.Annotations
+	return a[v1alpha1.AnnotationControlPlaneID] == "" && a[v1alpha1.AnnotationClusterName] == "" && a[v1alpha1.AnnotationCreated] != "true"
+}
+
+// removeClaim takes the claim (annotations and label) off the member's
+// namespace; nothing is written when it has none.
+func removeClaim(ctx context.Context, cs kubernetes.Interface, ns *corev1.Namespace) error {
+	_, id := ns.Annotations[v1alpha1.AnnotationControlPlaneID]
+	_, name := ns.Annotations[v1alpha1.AnnotationClusterName]
+	_, label := ns.Labels[v1alpha1.LabelManaged]
+	if !id && !name && !label {
+		return nil
+	}
+	ns = ns.DeepCopy()
+	for _, k := range []string{v1alpha1.AnnotationControlPlaneID, v1alpha1.AnnotationClusterName} {
+		delete(ns.Annotations, k)
+	}
+	delete(ns.Labels, v1alpha1.LabelManaged)
+	_, err := cs.CoreV1().Namespaces().Update(ctx, ns, metav1.UpdateOptions{FieldManager: FieldManager})
+	return err
 }
 
 // WaitReady waits until the MemberCluster's Ready condition is True and
