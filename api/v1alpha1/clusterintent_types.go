@@ -119,7 +119,7 @@ type IntentAutoscaleStatus struct {
 }
 
 // IntentOutcome is what the agent made of an intent.
-// +kubebuilder:validation:Enum=Applied;Conflict;Failed;Suspended
+// +kubebuilder:validation:Enum=Applied;Conflict;Failed;Suspended;DeleteFailed
 type IntentOutcome string
 
 // Intent outcomes.
@@ -134,6 +134,10 @@ const (
 	// IntentSuspended: the intent is suspended; the copy was left as the
 	// member holds it.
 	IntentSuspended IntentOutcome = "Suspended"
+	// IntentDeleteFailed: the intent is being deleted and the member
+	// refused to delete the copy (the message says why); the agent tries
+	// again.
+	IntentDeleteFailed IntentOutcome = "DeleteFailed"
 )
 
 // ClusterIntentStatus is what the agent reports of the member's copy.

@@ -165,8 +165,18 @@ func (r *Reconciler) suspended(ctx context.Context, sess member.Member, ci *v1al
 	st := v1alpha1.ClusterIntentStatus{ObservedGeneration: ci.Generation, Outcome: v1alpha1.IntentSuspended,
 		Message: "federation suspended: the copy is left as the member holds it"}
 	live, state := sess.ManagedObject(gvr, obj.GetNamespace(), obj.GetName())
-	if state != member.CacheSynced {
+	switch state {
+	case member.CacheSyncing:
 		return reconcile.Result{RequeueAfter: time.Second}, nil
+	case member.CacheStalled:
+		// The member does not serve the kind, or forbids the list: the
+		// copy is not known, and waiting a second at a time would not
+		// change that. Reported without it, looked at again later.
+		res, err := r.report(ctx, ci, st)
+		if err == nil && res.RequeueAfter == 0 {
+			res.RequeueAfter = retryAfter
+		}
+		return res, err
 	}
 	if live != nil {
 		st.Copy = reported(live)
@@ -192,7 +202,15 @@ func (r *Reconciler) remove(ctx context.Context, sess member.Member, ci *v1alpha
 		outcome, err := sess.Delete(dctx, obj.GroupVersionKind(), obj.GetNamespace(), obj.GetName())
 		cancel()
 		if err != nil && !errors.Is(err, dispatch.ErrConflict) {
-			return reconcile.Result{}, fmt.Errorf("delete %s: %w", describe(obj), err)
+			// Said on the intent (the hub shows it on the cluster's
+			// Deleting status), and tried again.
+			ctrl.LoggerFrom(ctx).Error(err, "Deleting copy failed; retrying", "object", describe(obj))
+			st := v1alpha1.ClusterIntentStatus{ObservedGeneration: ci.Generation, Outcome: v1alpha1.IntentDeleteFailed,
+				Message: fmt.Sprintf("delete %s: %v", describe(obj), err), Copy: ci.Status.Copy}
+			if _, rerr := r.report(ctx, ci, st); rerr != nil {
+				return reconcile.Result{}, rerr
+			}
+			return reconcile.Result{RequeueAfter: retryAfter}, nil
 		}
 		if outcome == dispatch.Deleted {
 			ctrl.LoggerFrom(ctx).Info("Deleted copy", "object", describe(obj))
@@ -289,7 +307,33 @@ func reported(live *unstructured.Unstructured) *runtime.RawExtension {
 		}
 		out["metadata"] = m
 	}
+	if spec, ok := out["spec"].(map[string]any); ok && encodedSize(out) > maxReportedCopy {
+		// A custom kind's projection keeps its whole spec, which the
+		// intent already holds once: a large one reported again would
+		// make the intent too large to store, and nothing would ever be
+		// reported. Only what the hub's controllers need of it stays.
+		kept := map[string]any{}
+		for _, k := range []string{"replicas", "selector"} {
+			if v, found := spec[k]; found {
+				kept[k] = v
+			}
+		}
+		out["spec"] = kept
+	}
 	return &runtime.RawExtension{Object: &unstructured.Unstructured{Object: out}}
+}
+
+// maxReportedCopy bounds a reported copy's encoding before its spec is
+// cut down to replicas and selector.
+const maxReportedCopy = 256 << 10
+
+// encodedSize is the length of obj's JSON encoding (0 if it has none).
+func encodedSize(obj map[string]any) int {
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return 0
+	}
+	return len(b)
 }
 
 // decode returns an intent's object and resource.

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -58,5 +59,33 @@ func TestReportedLeavesTheCacheAlone(t *testing.T) {
 	}
 	if p.GetResourceVersion() != "10" {
 		t.Error("reported changed the cached projection")
+	}
+}
+
+// TestReportedCutsALargeSpec: a copy whose projection keeps a large spec
+// (a custom kind) is reported with only its replicas and selector, so
+// that the intent, which holds the spec already, stays small enough to
+// store; a small one is reported whole.
+func TestReportedCutsALargeSpec(t *testing.T) {
+	obj := func(blob int) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "example.com/v1", "kind": "Widget",
+			"metadata": map[string]any{"name": "w", "resourceVersion": "7"},
+			"spec": map[string]any{"replicas": int64(3), "selector": map[string]any{"matchLabels": map[string]any{"app": "w"}},
+				"blob": strings.Repeat("x", blob)},
+			"status": map[string]any{"readyReplicas": int64(3)},
+		}}
+	}
+	small := reported(obj(1024)).Object.(*unstructured.Unstructured)
+	if blob, _, _ := unstructured.NestedString(small.Object, "spec", "blob"); len(blob) != 1024 {
+		t.Errorf("a small copy's spec was cut: %d bytes of blob", len(blob))
+	}
+	large := reported(obj(maxReportedCopy)).Object.(*unstructured.Unstructured)
+	spec, _, _ := unstructured.NestedMap(large.Object, "spec")
+	if _, found := spec["blob"]; found || spec["replicas"] != int64(3) || spec["selector"] == nil {
+		t.Errorf("a large copy's spec = %v, want only replicas and selector", spec)
+	}
+	if ready, _, _ := unstructured.NestedInt64(large.Object, "status", "readyReplicas"); ready != 3 || large.GetResourceVersion() != "" {
+		t.Errorf("a large copy's status and metadata: ready %d, resourceVersion %q", ready, large.GetResourceVersion())
 	}
 }

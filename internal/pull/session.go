@@ -468,6 +468,9 @@ func (s *Session) Delete(ctx context.Context, gvk schema.GroupVersionKind, names
 	}
 	cur := &intent{objs[0].(*unstructured.Unstructured)}
 	if cur.deleting() {
+		if v1alpha1.IntentOutcome(cur.outcome()) == v1alpha1.IntentDeleteFailed {
+			return "", fmt.Errorf("%w: it could not delete the copy: %s", member.ErrAwaitingAgent, cur.message())
+		}
 		return "", member.ErrAwaitingAgent
 	}
 	uid := cur.u.GetUID()
