@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -171,7 +173,9 @@ func (r *Reconciler) suspended(ctx context.Context, sess member.Member, ci *v1al
 	case member.CacheStalled:
 		// The member does not serve the kind, or forbids the list: the
 		// copy is not known, and waiting a second at a time would not
-		// change that. Reported without it, looked at again later.
+		// change that. Reported with the copy last seen, looked at again
+		// later.
+		st.Copy = ci.Status.Copy // unknown now, not absent: the last report stands
 		res, err := r.report(ctx, ci, st)
 		if err == nil && res.RequeueAfter == 0 {
 			res.RequeueAfter = retryAfter
@@ -308,24 +312,46 @@ func reported(live *unstructured.Unstructured) *runtime.RawExtension {
 		out["metadata"] = m
 	}
 	if spec, ok := out["spec"].(map[string]any); ok && encodedSize(out) > maxReportedCopy {
-		// A custom kind's projection keeps its whole spec, which the
-		// intent already holds once: a large one reported again would
-		// make the intent too large to store, and nothing would ever be
-		// reported. Only what the hub's controllers need of it stays.
-		kept := map[string]any{}
-		for _, k := range []string{"replicas", "selector"} {
-			if v, found := spec[k]; found {
-				kept[k] = v
-			}
-		}
-		out["spec"] = kept
+		out["spec"] = cutSpec(out, spec)
 	}
 	return &runtime.RawExtension{Object: &unstructured.Unstructured{Object: out}}
 }
 
-// maxReportedCopy bounds a reported copy's encoding before its spec is
-// cut down to replicas and selector.
+// maxReportedCopy bounds a reported copy's encoding: beyond it, its
+// spec's largest fields are left out (cutSpec).
 const maxReportedCopy = 256 << 10
+
+// cutSpec returns spec without its largest top-level fields, largest
+// first, until the copy obj (whose spec it is) encodes within
+// maxReportedCopy. A custom kind's projection keeps its whole spec, which
+// the intent already holds once: a large one reported again would make
+// the intent too large to store, and nothing would ever be reported. What
+// the hub reads of a copy's spec (replicas, selector, a rollout's pause
+// and budget fields: small values) stays; what is large (a pod template,
+// embedded data) goes.
+func cutSpec(obj, spec map[string]any) map[string]any {
+	sizes := make(map[string]int, len(spec))
+	keys := make([]string, 0, len(spec))
+	for k, v := range spec {
+		b, _ := json.Marshal(v)
+		sizes[k] = len(b)
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int { return cmp.Or(cmp.Compare(sizes[b], sizes[a]), cmp.Compare(a, b)) })
+	kept := maps.Clone(spec)
+	over := encodedSize(obj) - maxReportedCopy
+	for _, k := range keys {
+		if over <= 0 {
+			break
+		}
+		if k == "replicas" || k == "selector" {
+			continue
+		}
+		delete(kept, k)
+		over -= sizes[k]
+	}
+	return kept
+}
 
 // encodedSize is the length of obj's JSON encoding (0 if it has none).
 func encodedSize(obj map[string]any) int {

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -63,27 +64,39 @@ func TestReportedLeavesTheCacheAlone(t *testing.T) {
 }
 
 // TestReportedCutsALargeSpec: a copy whose projection keeps a large spec
-// (a custom kind) is reported with only its replicas and selector, so
-// that the intent, which holds the spec already, stays small enough to
-// store; a small one is reported whole.
+// (a custom kind) is reported without its largest spec fields, so that
+// the intent, which holds the spec already, stays small enough to store;
+// the small fields the hub reads (replicas wherever the kind keeps them,
+// the selector, a pause flag) stay, and a small copy is reported whole.
 func TestReportedCutsALargeSpec(t *testing.T) {
 	obj := func(blob int) *unstructured.Unstructured {
 		return &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "example.com/v1", "kind": "Widget",
 			"metadata": map[string]any{"name": "w", "resourceVersion": "7"},
-			"spec": map[string]any{"replicas": int64(3), "selector": map[string]any{"matchLabels": map[string]any{"app": "w"}},
-				"blob": strings.Repeat("x", blob)},
+			"spec": map[string]any{"size": int64(3), "selector": map[string]any{"matchLabels": map[string]any{"app": "w"}},
+				"updateStrategy": map[string]any{"paused": true},
+				"template":       map[string]any{"data": strings.Repeat("x", blob)},
+				"blob":           strings.Repeat("y", blob/2)},
 			"status": map[string]any{"readyReplicas": int64(3)},
 		}}
 	}
 	small := reported(obj(1024)).Object.(*unstructured.Unstructured)
-	if blob, _, _ := unstructured.NestedString(small.Object, "spec", "blob"); len(blob) != 1024 {
-		t.Errorf("a small copy's spec was cut: %d bytes of blob", len(blob))
+	if data, _, _ := unstructured.NestedString(small.Object, "spec", "template", "data"); len(data) != 1024 {
+		t.Errorf("a small copy's spec was cut: %d bytes of template", len(data))
 	}
+	// The template alone brings it within the bound: it goes, the rest stays.
 	large := reported(obj(maxReportedCopy)).Object.(*unstructured.Unstructured)
 	spec, _, _ := unstructured.NestedMap(large.Object, "spec")
-	if _, found := spec["blob"]; found || spec["replicas"] != int64(3) || spec["selector"] == nil {
-		t.Errorf("a large copy's spec = %v, want only replicas and selector", spec)
+	if _, found := spec["template"]; found {
+		t.Error("a large copy's largest field was kept")
+	}
+	for _, k := range []string{"size", "selector", "updateStrategy", "blob"} {
+		if _, found := spec[k]; !found {
+			t.Errorf("a large copy lost spec.%s, which fits", k)
+		}
+	}
+	if b, _ := json.Marshal(large.Object); len(b) > maxReportedCopy {
+		t.Errorf("the reported copy encodes to %d bytes, over %d", len(b), maxReportedCopy)
 	}
 	if ready, _, _ := unstructured.NestedInt64(large.Object, "status", "readyReplicas"); ready != 3 || large.GetResourceVersion() != "" {
 		t.Errorf("a large copy's status and metadata: ready %d, resourceVersion %q", ready, large.GetResourceVersion())

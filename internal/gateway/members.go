@@ -242,8 +242,10 @@ func (m *members) syncOne(ctx context.Context, mc *v1alpha1.MemberCluster) {
 		// Whatever an earlier feed cached is not kept up to date now:
 		// leave it out, as the warning says.
 		m.cache.RemoveCluster(mc.Name)
-		klog.FromContext(ctx).Error(err, "Member left out: building its client", "cluster", mc.Name)
 		st.problem = "the gateway cannot build a client for it"
+		if prev := m.status[mc.Name]; prev.problem != st.problem {
+			klog.FromContext(ctx).Error(err, "Member left out: building its client", "cluster", mc.Name)
+		}
 	}
 	m.status[mc.Name] = st
 }

@@ -42,7 +42,9 @@ func (r Object) String() string {
 }
 
 // Remaining returns the objects that have cluster in their spec.placement
-// or status.clusters, sorted by namespace and name.
+// or status.clusters, sorted by namespace and name. A copy kept on purpose
+// in a cluster that left the placement (Retained: a claim's, a
+// namespace's) does not count: it stays, whatever the drain waits for.
 func Remaining(objs []v1alpha1.FederatedObject, cluster string) []Object {
 	var out []Object
 	for i := range objs {
@@ -51,7 +53,7 @@ func Remaining(objs []v1alpha1.FederatedObject, cluster string) []Object {
 		copied := false
 		for _, s := range fo.Status.Clusters {
 			if s.Cluster == cluster {
-				r.Reason, copied = s.Reason, true
+				r.Reason, copied = s.Reason, s.Reason != v1alpha1.PropagationRetained
 				break
 			}
 		}

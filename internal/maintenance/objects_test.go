@@ -112,6 +112,9 @@ func TestRemainingObjects(t *testing.T) {
 		fo("a", "evicting", []string{"m2"}, map[string]v1alpha1.PropagationReason{"m1": v1alpha1.PropagationEvicting, "m2": v1alpha1.PropagationOK}),
 		fo("a", "elsewhere", []string{"m2"}, map[string]v1alpha1.PropagationReason{"m2": v1alpha1.PropagationOK}),
 		fo("a", "nowhere", nil, nil),
+		// A claim's or a namespace's copy kept on purpose does not hold
+		// the drain.
+		fo("c", "kept", []string{"m2"}, map[string]v1alpha1.PropagationReason{"m1": v1alpha1.PropagationRetained, "m2": v1alpha1.PropagationOK}),
 	}
 	tests := []struct {
 		name    string
@@ -121,7 +124,7 @@ func TestRemainingObjects(t *testing.T) {
 	}{
 		{name: "no objects", objs: nil, cluster: "m1", want: nil},
 		{name: "m1", objs: objs, cluster: "m1", want: []string{"a/evicting (Evicting)", "a/ok (OK)", "b/placed-only (placed, no status yet)"}},
-		{name: "m2", objs: objs, cluster: "m2", want: []string{"a/elsewhere (OK)", "a/evicting (OK)", "a/ok (placed, no status yet)"}},
+		{name: "m2", objs: objs, cluster: "m2", want: []string{"a/elsewhere (OK)", "a/evicting (OK)", "a/ok (placed, no status yet)", "c/kept (OK)"}},
 		{name: "unknown cluster", objs: objs, cluster: "m3", want: nil},
 	}
 	for _, tc := range tests {

@@ -99,7 +99,8 @@ taint flotilla.io/draining=force so that their copies go. Objects that
 other clusters take still move gracefully.
 
 Drain then waits, up to --timeout, until no FederatedObject is placed on
-CLUSTER or still has a copy there, printing the count as it changes.
+CLUSTER or still has a copy there, printing the count as it changes. Copies
+kept on purpose (Retained: claims' and namespaces') stay and do not count.
 Objects whose policy tolerates flotilla.io/draining (placement.tolerations)
 stay, so the wait can time out; the taints stay either way. With
 --wait=false drain returns once the taints are set. Uncordon removes both

@@ -185,7 +185,7 @@ func (r *Reconciler) evaluate(ctx context.Context, hpa *autoscalingv2.Horizontal
 		return fail(autoscalingv2.AbleToScale, "FailedGetScale", fmt.Sprintf("the target %s %s has no replicas to scale", ref.Kind, ref.Name))
 	}
 	if others, err := r.alsoScaling(ctx, hpa, gv.Group); err != nil {
-		return fail(autoscalingv2.AbleToScale, "FailedGetScale", fmt.Sprintf("listing the HPAs of namespace %s: %v", hpa.Namespace, err))
+		return fail(autoscalingv2.AbleToScale, "FailedGetScale", fmt.Sprintf("the other HPAs of namespace %s: %v", hpa.Namespace, err))
 	} else if len(others) > 0 {
 		// As Kubernetes does when two HPAs select the same pods: neither
 		// scales, or each would undo the other's changes in every member.
@@ -280,7 +280,7 @@ func (r *Reconciler) alsoScaling(ctx context.Context, hpa *autoscalingv2.Horizon
 		}
 		propagated, err := r.federated(ctx, o.Namespace, o.Name, "HorizontalPodAutoscaler", "autoscaling")
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("is HPA %s propagated: %w", o.Name, err)
 		}
 		if !propagated {
 			out = append(out, o.Name)

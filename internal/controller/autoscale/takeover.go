@@ -156,7 +156,7 @@ func (r *Reconciler) takeOver(ctx context.Context, hpa *autoscalingv2.Horizontal
 		}
 		if recorded {
 			r.event(hpa, corev1.EventTypeNormal, "TakenOver", fmt.Sprintf("taking over the member HPAs %s (deleted; a pull member's by its agent); bounds together: min %d, max %d; this HPA: min %d, max %d",
-				describe(record), sumBounds(record, true), sumBounds(record, false), ptr.Deref(hpa.Spec.MinReplicas, 1), hpa.Spec.MaxReplicas))
+				describe(record), sumBounds(record, true), sumBounds(record, false), policyOf(hpa).Min, hpa.Spec.MaxReplicas))
 		}
 		return &blocker{reason: ReasonTakingOver, message: "deleting the member HPAs " + describe(record)}, nil
 	}

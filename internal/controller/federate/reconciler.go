@@ -275,14 +275,14 @@ func (r *Reconciler) isFollower(ctx context.Context, tmpl *unstructured.Unstruct
 	return false, nil
 }
 
-// keepsCopies reports whether tmpl's member copies stay when it is
-// deleted (v1alpha1.KeepsCopies: AnnotationOrphan, or a suspended
-// federation).
 // isNamespace reports whether key names a core Namespace.
 func isNamespace(key templates.Key) bool {
 	return key.Group == "" && key.Kind == "Namespace"
 }
 
+// keepsCopies reports whether tmpl's member copies stay when it is
+// deleted (v1alpha1.KeepsCopies: AnnotationOrphan, or a suspended
+// federation).
 func keepsCopies(tmpl *unstructured.Unstructured) bool {
 	return v1alpha1.KeepsCopies(tmpl.GetAnnotations())
 }

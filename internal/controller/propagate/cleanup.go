@@ -36,7 +36,7 @@ func (r *Reconciler) cleanup(ctx context.Context, fo *v1alpha1.FederatedObject, 
 	if !controllerutil.ContainsFinalizer(fo, v1alpha1.FinalizerCleanup) {
 		return reconcile.Result{}, nil
 	}
-	if r.outlivedByProtected(fo, tmpl) {
+	if r.outlivedByProtected(ctx, fo, tmpl) {
 		// The template's events bring it back; the period is a backstop.
 		return reconcile.Result{RequeueAfter: time.Minute}, nil
 	}
@@ -90,9 +90,21 @@ func (r *Reconciler) orphans(fo *v1alpha1.FederatedObject, tmpl *unstructured.Un
 // then), so that deleting a namespace never takes a protected workload
 // out of the members. A release recorded as ReleaseOrphan keeps the
 // copies anyway.
-func (r *Reconciler) outlivedByProtected(fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured) bool {
-	return tmpl != nil && tmpl.GetDeletionTimestamp().IsZero() && v1alpha1.DeletionProtected(tmpl.GetAnnotations()) &&
-		fo.Annotations[v1alpha1.AnnotationRelease] != v1alpha1.ReleaseOrphan && r.namespaceDeleting(tmpl)
+func (r *Reconciler) outlivedByProtected(ctx context.Context, fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured) bool {
+	if tmpl == nil || !tmpl.GetDeletionTimestamp().IsZero() || !v1alpha1.DeletionProtected(tmpl.GetAnnotations()) ||
+		fo.Annotations[v1alpha1.AnnotationRelease] == v1alpha1.ReleaseOrphan || tmpl.GetNamespace() == "" {
+		return false
+	}
+	if r.namespaceDeleting(tmpl) {
+		return true
+	}
+	// The namespace controller may delete fo before the template cache
+	// has seen its namespace's deletion: ask the host.
+	ns := &corev1.Namespace{}
+	if r.APIReader == nil || r.APIReader.Get(ctx, client.ObjectKey{Name: tmpl.GetNamespace()}, ns) != nil {
+		return false
+	}
+	return !ns.DeletionTimestamp.IsZero()
 }
 
 // namespaceDeleting reports whether the namespace of a namespaced

@@ -44,6 +44,10 @@ const Name = "propagate"
 type Reconciler struct {
 	// Client reads (cached) and writes the host.
 	Client client.Client
+	// APIReader reads the host without a cache (is a namespace being
+	// deleted, when the template cache does not say so yet); default the
+	// manager's.
+	APIReader client.Reader
 	// Templates is the host template cache.
 	Templates *templates.Cache
 	// Pool holds the member sessions.

@@ -25,6 +25,9 @@ import (
 // clusters' readiness and labels, and the managed objects in members (so
 // that drift is reverted within seconds).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
 	r.Templates.Subscribe(func(k templates.Key) { r.queue.Add(fedobj.Request(k)) })
 	r.Pool.Subscribe(func(e member.ObjectEvent) {
 		req, ok := fedobj.MemberEventRequest(r.Templates, e)

@@ -327,10 +327,20 @@ func (r *Reconciler) record(ctx context.Context, fo *v1alpha1.FederatedObject, p
 			r.Recorder.Eventf(fo, nil, corev1.EventTypeNormal, "Scheduled", "Schedule", "%s", msg)
 		}
 	}
-	if cond.Status == metav1.ConditionFalse && (old == nil || old.Reason != cond.Reason || !sameWords(old.Message, cond.Message)) {
+	if cond.Status == metav1.ConditionFalse && (old == nil || old.Reason != cond.Reason || !sameCause(cond.Reason, old.Message, cond.Message)) {
 		r.Recorder.Eventf(fo, nil, corev1.EventTypeWarning, cond.Reason, "Schedule", "%s", cond.Message)
 	}
 	return nil
+}
+
+// sameCause reports whether two messages of a condition of reason say the
+// same: for Unschedulable, whose message counts free room, they may differ
+// in their numbers (sameWords); others must be equal.
+func sameCause(reason, a, b string) bool {
+	if reason == v1alpha1.ReasonUnschedulable {
+		return sameWords(a, b)
+	}
+	return a == b
 }
 
 // sameWords reports whether two messages differ in their numbers at most:

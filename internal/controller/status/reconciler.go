@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
@@ -59,14 +60,14 @@ type Reconciler struct {
 	MaxConcurrentReconciles int
 
 	queue trigger.Queue[reconcile.Request]
-	// setUp is when SetupWithManager ran: a session that has not started
-	// member.StallAfter later is not waited for each second.
-	setUp time.Time
+	// noSession: cluster name → when a usable cluster was first seen
+	// without a session (one that never starts is not waited for each
+	// second).
+	noSession sync.Map
 }
 
 // SetupWithManager registers the controller with mgr.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	r.setUp = time.Now()
 	r.Templates.Subscribe(func(k templates.Key) { r.queue.Add(fedobj.Request(k)) })
 	r.Pool.Subscribe(func(e member.ObjectEvent) {
 		if req, ok := fedobj.MemberEventRequest(r.Templates, e); ok {
@@ -136,13 +137,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	switch unknown {
 	case copyStarting:
 		// A Ready member's copy is not known yet (a restart): writing now
-		// would report it missing and flip conditions for a second. A
-		// session that never starts (no cluster controller runs) is
-		// looked for less often.
-		if time.Since(r.setUp) > member.StallAfter {
-			return reconcile.Result{RequeueAfter: stalledRetry}, nil
-		}
+		// would report it missing and flip conditions for a second.
 		return reconcile.Result{RequeueAfter: time.Second}, nil
+	case copyNoSession:
+		// A Ready member whose session has not started for
+		// member.StallAfter (no cluster controller runs): looked for less
+		// often.
+		return reconcile.Result{RequeueAfter: stalledRetry}, nil
 	case copyStalled:
 		// A Ready member's cache has listed for longer than
 		// member.StallAfter (a slow member, or a large one after a
@@ -186,6 +187,9 @@ const (
 	// copyStalled: a cache has been listing for longer than
 	// member.StallAfter.
 	copyStalled
+	// copyNoSession: a usable cluster has had no session for longer than
+	// member.StallAfter.
+	copyNoSession
 )
 
 // stalledRetry is how often an object is looked at again while a member
@@ -223,7 +227,16 @@ func (r *Reconciler) members(ctx context.Context, fo *v1alpha1.FederatedObject, 
 			mc = nil // not found
 		}
 		c := copies.Of(ctx, r.Pool, mc, p.Cluster, kind.GVR, tmpl.GetNamespace(), tmpl.GetName())
+		if c.Session != nil {
+			r.noSession.Delete(p.Cluster)
+		}
 		switch {
+		case c.Starting():
+			first, _ := r.noSession.LoadOrStore(p.Cluster, time.Now())
+			if time.Since(first.(time.Time)) > member.StallAfter {
+				return nil, copyNoSession, nil
+			}
+			return nil, copyStarting, nil
 		case c.Waiting():
 			return nil, copyStarting, nil
 		case c.Session != nil && !c.Known():

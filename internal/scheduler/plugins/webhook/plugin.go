@@ -209,11 +209,7 @@ func (p *Plugin) call(ctx context.Context, pt point, req *Request, out any, vali
 	hreq.Header.Set("User-Agent", "flotilla-scheduler")
 	resp, err := p.client.Do(hreq)
 	if err != nil {
-		var netErr net.Error
-		if caller.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr) && netErr.Timeout()) {
-			// No answer in time, and not because the caller gave up.
-			p.down.Store(time.Now().Add(coolDown).UnixNano())
-		}
+		p.coolDownAfter(caller, err)
 		var uerr *url.Error
 		if errors.As(err, &uerr) {
 			err = uerr.Err // the URL is in our prefix already
@@ -223,6 +219,7 @@ func (p *Plugin) call(ctx context.Context, pt point, req *Request, out any, vali
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
 	if err != nil {
+		p.coolDownAfter(caller, err) // headers, then a body that never ends
 		return wrap(fmt.Errorf("reading response: %w", err))
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
@@ -241,6 +238,15 @@ func (p *Plugin) call(ctx context.Context, pt point, req *Request, out any, vali
 		return wrap(err)
 	}
 	return nil
+}
+
+// coolDownAfter starts a cool-down when err is a timeout of the call and
+// not the caller giving up (caller is the caller's context).
+func (p *Plugin) coolDownAfter(caller context.Context, err error) {
+	var netErr net.Error
+	if caller.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr) && netErr.Timeout()) {
+		p.down.Store(time.Now().Add(coolDown).UnixNano())
+	}
 }
 
 // ignored reports whether the failure err of pt is to be ignored (and logs
