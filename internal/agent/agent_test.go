@@ -164,11 +164,18 @@ func TestPullPropagation(t *testing.T) {
 	if err := admin.Delete(ctx, dep); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, waitTimeout, "the member copy and the intent are deleted", func(ctx context.Context) error {
-		if _, err := memberDeployment(ctx, ns, "web"); !apierrors.IsNotFound(err) {
+	waitCopyAndIntentGone(t, ns, "web")
+}
+
+// waitCopyAndIntentGone waits until the member's copy of Deployment
+// ns/name and its intent are deleted.
+func waitCopyAndIntentGone(t *testing.T, ns, name string) {
+	t.Helper()
+	testenv.Eventually(t, waitTimeout, "the member copy and the intent of "+ns+"/"+name+" deleted", func(ctx context.Context) error {
+		if _, err := memberDeployment(ctx, ns, name); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("member copy: %v", err)
 		}
-		if _, err := intentOf(ctx, ns, "web"); !apierrors.IsNotFound(err) {
+		if _, err := intentOf(ctx, ns, name); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("intent: %v", err)
 		}
 		return nil

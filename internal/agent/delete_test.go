@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -93,13 +92,5 @@ func TestPullDeleteRefusedIsReported(t *testing.T) {
 	if err := policies.ValidatingAdmissionPolicyBindings().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, waitTimeout, "the copy and the intent deleted once the member allows it", func(ctx context.Context) error {
-		if _, err := memberDeployment(ctx, ns, "stuck"); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("member copy: %v", err)
-		}
-		if _, err := intentOf(ctx, ns, "stuck"); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("intent: %v", err)
-		}
-		return nil
-	})
+	waitCopyAndIntentGone(t, ns, "stuck") // the member allows it now
 }

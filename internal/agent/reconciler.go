@@ -311,7 +311,7 @@ func reported(live *unstructured.Unstructured) *runtime.RawExtension {
 		}
 		out["metadata"] = m
 	}
-	if spec, ok := out["spec"].(map[string]any); ok && encodedSize(out) > maxReportedCopy {
+	if spec, ok := out["spec"].(map[string]any); ok && !onlyCounted(spec) && encodedSize(out) > maxReportedCopy {
 		out["spec"] = cutSpec(out, spec)
 	}
 	return &runtime.RawExtension{Object: &unstructured.Unstructured{Object: out}}
@@ -351,6 +351,18 @@ func cutSpec(obj, spec map[string]any) map[string]any {
 		over -= sizes[k]
 	}
 	return kept
+}
+
+// onlyCounted reports whether spec holds no more than replicas and
+// selector (a built-in kind's projection): nothing to cut, and no need to
+// encode the copy to find out.
+func onlyCounted(spec map[string]any) bool {
+	for k := range spec {
+		if k != "replicas" && k != "selector" {
+			return false
+		}
+	}
+	return true
 }
 
 // encodedSize is the length of obj's JSON encoding (0 if it has none).

@@ -24,16 +24,29 @@ func fixed(status int, body string) http.HandlerFunc {
 	}
 }
 
-func TestTimeout(t *testing.T) {
+// hanging starts a webhook that holds every request until the caller
+// gives up (or the test ends), counting them in calls.
+func hanging(t *testing.T) (srv *httptest.Server, calls chan struct{}) {
+	t.Helper()
 	release := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+	calls = make(chan struct{}, 10)
+	srv = httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		select {
+		case calls <- struct{}{}:
+		default:
+		}
 		select { // hold the request until the plugin gives up
 		case <-r.Context().Done():
 		case <-release:
 		}
 	}))
-	defer srv.Close()
-	defer close(release)
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) })
+	return srv, calls
+}
+
+func TestTimeout(t *testing.T) {
+	srv, _ := hanging(t)
 	p := newPlugin(t, srv, nil)
 	p.timeout = 200 * time.Millisecond
 
@@ -52,17 +65,7 @@ func TestTimeout(t *testing.T) {
 // not hold a worker for its timeout at each point of each decision), and
 // an answer with an error does not start one.
 func TestCoolDownAfterATimeout(t *testing.T) {
-	release := make(chan struct{})
-	calls := make(chan struct{}, 10)
-	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
-		calls <- struct{}{}
-		select {
-		case <-r.Context().Done():
-		case <-release:
-		}
-	}))
-	defer srv.Close()
-	defer close(release)
+	srv, calls := hanging(t)
 	p := newPlugin(t, srv, nil)
 	p.timeout = 200 * time.Millisecond
 
