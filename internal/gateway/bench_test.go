@@ -27,9 +27,10 @@ import (
 // its own process serving HTTP/1.1 (its default, http1) or offering HTTP/2
 // (http2), in the benchmark's process (http1-in-process), as its own
 // process with flotilla up's audit log (http1-audit), and a bare reverse
-// proxy for the floor (bare-proxy). It reports p50 and p99 of both and
-// their ratios per operation; the target is a gateway/direct ratio of at
-// most 1.2 (docs/benchmarks.md). `make bench` runs it with -benchtime
+// proxy for the floor, with net/http's transport to the host (bare-proxy)
+// and with the gateway's for gets and lists (bare-proxy-inline). It
+// reports p50 and p99 of both and their ratios per operation; the target
+// is a gateway/direct ratio of at most 1.2 (docs/benchmarks.md). `make bench` runs it with -benchtime
 // 10000x: with the default second, a p99 is the 4th-slowest of ~400
 // requests and swings with any one slow moment of the host.
 func BenchmarkPassThrough(b *testing.B) {
@@ -80,7 +81,8 @@ func BenchmarkPassThrough(b *testing.B) {
 	// wakes no other process: it flatters the gateway, but compares with
 	// the earlier figures in docs/benchmarks.md); as its own process with
 	// the Metadata audit log `flotilla up` gives it; and the floor of any
-	// gateway: a bare reverse proxy in its own process (floor_test.go).
+	// gateway: a bare reverse proxy in its own process (floor_test.go),
+	// with either transport to the host.
 	bin := buildFlotilla(b, b.TempDir())
 	for _, mode := range []struct {
 		name  string
@@ -98,7 +100,8 @@ func BenchmarkPassThrough(b *testing.B) {
 			}
 			return startGatewayProcess(b, env, bin, "--audit-policy-file="+policy, "--audit-log-path="+filepath.Join(filepath.Dir(policy), "audit.log"))
 		}},
-		{"bare-proxy", func(b *testing.B) *rest.Config { return startBareProxy(b, env) }},
+		{"bare-proxy", func(b *testing.B) *rest.Config { return startBareProxy(b, env, "std") }},
+		{"bare-proxy-inline", func(b *testing.B) *rest.Config { return startBareProxy(b, env, "inline") }},
 	} {
 		b.Run(mode.name, func(b *testing.B) {
 			gwCfg := mode.start(b)

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/cert"
 
+	"github.com/flotilla-io/flotilla/internal/inlinehttp"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
 
@@ -30,10 +31,12 @@ const bareProxyEnv = "FLOTILLA_BENCH_BARE_PROXY"
 // with: TLS and HTTP/1.1 in front of the host, every request forwarded as
 // it came (the client's own token), no authentication, authorization,
 // audit or limits. Its arguments come in the environment as "host URL,
-// host CA file, listen address, file to write its certificate to".
+// host CA file, listen address, file to write its certificate to,
+// transport to the host": net/http's ("std") or the one the gateway uses
+// for gets and lists ("inline", internal/inlinehttp).
 func serveBareProxy() error {
-	var hostURL, caFile, addr, certFile string
-	if _, err := fmt.Sscan(os.Getenv(bareProxyEnv), &hostURL, &caFile, &addr, &certFile); err != nil {
+	var hostURL, caFile, addr, certFile, transport string
+	if _, err := fmt.Sscan(os.Getenv(bareProxyEnv), &hostURL, &caFile, &addr, &certFile, &transport); err != nil {
 		return fmt.Errorf("%s: %w", bareProxyEnv, err)
 	}
 	host, err := url.Parse(hostURL)
@@ -63,12 +66,20 @@ func serveBareProxy() error {
 	}
 	p := httputil.NewSingleHostReverseProxy(host)
 	p.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}, MaxIdleConnsPerHost: 100}
+	if transport == "inline" {
+		it, err := inlinehttp.New(inlinehttp.Options{Addr: host.Host, TLS: &tls.Config{RootCAs: roots}, Fallback: p.Transport})
+		if err != nil {
+			return err
+		}
+		p.Transport = it
+	}
 	return (&http.Server{Handler: p, ReadHeaderTimeout: time.Minute}).Serve(ln)
 }
 
-// startBareProxy runs this test binary as serveBareProxy in front of env's
-// host and returns a client configuration for it without credentials.
-func startBareProxy(b *testing.B, env *testenv.Environment) *rest.Config {
+// startBareProxy runs this test binary as serveBareProxy with transport
+// in front of env's host and returns a client configuration for it without
+// credentials.
+func startBareProxy(b *testing.B, env *testenv.Environment, transport string) *rest.Config {
 	b.Helper()
 	dir := b.TempDir()
 	caFile, certFile := filepath.Join(dir, "host-ca.crt"), filepath.Join(dir, "proxy.crt")
@@ -82,7 +93,7 @@ func startBareProxy(b *testing.B, env *testenv.Environment) *rest.Config {
 	addr := ln.Addr().String()
 	_ = ln.Close()
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %s %s %s", bareProxyEnv, env.Host.Config.Host, caFile, addr, certFile))
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %s %s %s %s", bareProxyEnv, env.Host.Config.Host, caFile, addr, certFile, transport))
 	out, err := os.Create(filepath.Join(dir, "proxy.log"))
 	if err != nil {
 		b.Fatal(err)

@@ -24,6 +24,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/flotilla-io/flotilla/internal/apiproxy"
+	"github.com/flotilla-io/flotilla/internal/inlinehttp"
 )
 
 // hostProxy forwards a request to the host apiserver as the user the
@@ -58,11 +59,11 @@ func newHostProxy(cfg *rest.Config, forwardTokens bool) (*hostProxy, error) {
 	}
 	http1 := rest.CopyConfig(cfg)
 	http1.NextProtos = []string{"http/1.1"}
-	whole, err := asUser(http1, forwardTokens)
+	whole, err := asUser(http1, forwardTokens, inlinehttp.Wrapper(host.Host))
 	if err != nil {
 		return nil, fmt.Errorf("HTTP/1.1 transport: %w", err)
 	}
-	stream, err := asUser(cfg, forwardTokens)
+	stream, err := asUser(cfg, forwardTokens, nil)
 	if err != nil {
 		return nil, fmt.Errorf("HTTP/2 transport: %w", err)
 	}
@@ -78,7 +79,11 @@ func newHostProxy(cfg *rest.Config, forwardTokens bool) (*hostProxy, error) {
 // user: with the user's own bearer token if withUserToken kept one (and
 // forwardTokens), on a transport without the gateway's credentials;
 // otherwise with the gateway's credentials and impersonation headers.
-func asUser(cfg *rest.Config, forwardTokens bool) (http.RoundTripper, error) {
+// wrap, if not nil, wraps the base transport of both (rest.Config's
+// WrapTransport).
+func asUser(cfg *rest.Config, forwardTokens bool, wrap transport.WrapperFunc) (http.RoundTripper, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(wrap)
 	gw, err := rest.TransportFor(cfg)
 	if err != nil {
 		return nil, err
@@ -87,7 +92,9 @@ func asUser(cfg *rest.Config, forwardTokens bool) (http.RoundTripper, error) {
 	if !forwardTokens {
 		return impersonated, nil
 	}
-	bare, err := rest.TransportFor(rest.AnonymousClientConfig(cfg))
+	anonymous := rest.AnonymousClientConfig(cfg)
+	anonymous.Wrap(wrap)
+	bare, err := rest.TransportFor(anonymous)
 	if err != nil {
 		return nil, err
 	}

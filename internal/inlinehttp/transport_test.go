@@ -1,0 +1,315 @@
+package inlinehttp
+
+import (
+	"context"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+)
+
+// server is a TLS test server that counts the connections it accepted.
+type server struct {
+	*httptest.Server
+	conns atomic.Int32
+}
+
+func newServer(t *testing.T, h http.HandlerFunc) *server {
+	t.Helper()
+	s := &server{}
+	s.Server = httptest.NewUnstartedServer(h)
+	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			s.conns.Add(1)
+		}
+	}
+	s.StartTLS()
+	t.Cleanup(s.Close)
+	return s
+}
+
+// countingFallback counts the requests it carries.
+type countingFallback struct {
+	rt http.RoundTripper
+	n  atomic.Int32
+}
+
+func (c *countingFallback) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.rt.RoundTrip(r)
+}
+
+func testTransport(t *testing.T, s *server) (*Transport, *countingFallback) {
+	t.Helper()
+	base := s.Client().Transport.(*http.Transport)
+	fb := &countingFallback{rt: base}
+	tr, err := New(Options{Addr: strings.TrimPrefix(s.URL, "https://"), TLS: base.TLSClientConfig, Fallback: fb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tr.CloseIdleConnections)
+	return tr, fb
+}
+
+func do(t *testing.T, rt http.RoundTripper, ctx context.Context, method, url string, body io.Reader) (int, string, error) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, method, url, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
+}
+
+func TestGetsShareOneConnection(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/chunked":
+			for i := range 3 {
+				_, _ = fmt.Fprintf(w, "part%d;", i)
+				w.(http.Flusher).Flush()
+			}
+		case "/hints":
+			w.Header().Set("Link", "</style.css>; rel=preload")
+			w.WriteHeader(http.StatusEarlyHints)
+			_, _ = io.WriteString(w, "final")
+		case "/missing":
+			http.NotFound(w, r)
+		default:
+			_, _ = fmt.Fprintf(w, "%s %s?%s", r.Method, r.URL.Path, r.URL.RawQuery)
+		}
+	})
+	tr, fb := testTransport(t, s)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		method, path string
+		code         int
+		body         string
+	}{
+		{"GET", "/api/v1/namespaces?limit=5", 200, "GET /api/v1/namespaces?limit=5"},
+		{"GET", "/chunked", 200, "part0;part1;part2;"},
+		{"HEAD", "/x", 200, ""},
+		{"GET", "/hints", 200, "final"},
+		{"GET", "/missing", 404, "404 page not found\n"},
+		{"GET", "/again", 200, "GET /again?"},
+	} {
+		code, body, err := do(t, tr, ctx, tc.method, s.URL+tc.path, nil)
+		if err != nil || code != tc.code || body != tc.body {
+			t.Errorf("%s %s = %d %q, %v; want %d %q", tc.method, tc.path, code, body, err, tc.code, tc.body)
+		}
+	}
+	if n := s.conns.Load(); n != 1 {
+		t.Errorf("server saw %d connections, want 1", n)
+	}
+	if n := fb.n.Load(); n != 0 {
+		t.Errorf("fallback carried %d requests, want 0", n)
+	}
+}
+
+func TestOtherRequestsGoToTheFallback(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		_, _ = fmt.Fprintf(w, "%s %s", r.Method, b)
+	})
+	tr, fb := testTransport(t, s)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		method, url, body, want string
+	}{
+		{"PATCH", s.URL + "/x", "{}", "PATCH {}"},
+		{"POST", s.URL + "/x", "data", "POST data"},
+		{"DELETE", s.URL + "/x", "", "DELETE "},
+		{"GET", s.URL + "/x", "a body", "GET a body"},
+	} {
+		var body io.Reader
+		if tc.body != "" {
+			body = strings.NewReader(tc.body)
+		}
+		if _, got, err := do(t, tr, ctx, tc.method, tc.url, body); err != nil || got != tc.want {
+			t.Errorf("%s = %q, %v; want %q", tc.method, got, err, tc.want)
+		}
+	}
+	if n := fb.n.Load(); n != 4 {
+		t.Errorf("fallback carried %d requests, want 4", n)
+	}
+	// Another server's request is not this transport's either.
+	other := newServer(t, func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "other") })
+	tr2, err := New(Options{Addr: "127.0.0.1:1", Fallback: other.Client().Transport})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, got, err := do(t, tr2, ctx, "GET", other.URL, nil); err != nil || got != "other" {
+		t.Errorf("GET another server = %q, %v; want it through the fallback", got, err)
+	}
+}
+
+func TestAConnectionTheServerClosedIsReplaced(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
+	tr, _ := testTransport(t, s)
+	ctx := context.Background()
+	if _, got, err := do(t, tr, ctx, "GET", s.URL, nil); err != nil || got != "ok" {
+		t.Fatalf("first GET = %q, %v", got, err)
+	}
+	s.CloseClientConnections()
+	if _, got, err := do(t, tr, ctx, "GET", s.URL, nil); err != nil || got != "ok" {
+		t.Fatalf("GET after the server closed the kept connection = %q, %v; want it sent again on a new one", got, err)
+	}
+	if n := s.conns.Load(); n != 2 {
+		t.Errorf("server saw %d connections, want 2", n)
+	}
+}
+
+func TestAFreshConnectionsFailureIsReturned(t *testing.T) {
+	var calls atomic.Int32
+	s := newServer(t, func(w http.ResponseWriter, _ *http.Request) {
+		calls.Add(1)
+		c, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			_ = c.Close()
+		}
+	})
+	tr, _ := testTransport(t, s)
+	if _, _, err := do(t, tr, context.Background(), "GET", s.URL, nil); err == nil {
+		t.Fatal("GET to a server that hangs up succeeded")
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("server saw the request %d times, want 1 (a fresh connection is not retried)", n)
+	}
+}
+
+func TestACancelledRequestReturnsAndItsConnectionIsDropped(t *testing.T) {
+	release := make(chan struct{})
+	var once sync.Once
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		_, _ = io.WriteString(w, "ok")
+	})
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	tr, _ := testTransport(t, s)
+	if _, _, err := do(t, tr, context.Background(), "GET", s.URL+"/fast", nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := do(t, tr, ctx, "GET", s.URL+"/slow", nil)
+		done <- err
+	}()
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("cancelled GET returned %v, want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("cancelled GET did not return within 10 s")
+	}
+	once.Do(func() { close(release) })
+	before := s.conns.Load()
+	if _, got, err := do(t, tr, context.Background(), "GET", s.URL+"/fast", nil); err != nil || got != "ok" {
+		t.Fatalf("GET after a cancelled one = %q, %v", got, err)
+	}
+	if n := s.conns.Load(); n != before+1 {
+		t.Errorf("server saw %d new connections after the cancelled GET, want 1 (its connection is not kept)", n-before)
+	}
+}
+
+func TestABodyClosedEarlyDropsItsConnection(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, strings.Repeat("x", 64<<10))
+	})
+	tr, _ := testTransport(t, s)
+	req, _ := http.NewRequest("GET", s.URL, nil)
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := resp.Body.Read(make([]byte, 10)); err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if _, got, err := do(t, tr, context.Background(), "GET", s.URL, nil); err != nil || len(got) != 64<<10 {
+		t.Fatalf("next GET = %d bytes, %v", len(got), err)
+	}
+	if n := s.conns.Load(); n != 2 {
+		t.Errorf("server saw %d connections, want 2 (a body closed before its end drops its connection)", n)
+	}
+}
+
+func TestNewNeedsAnAddressAndAFallback(t *testing.T) {
+	for _, o := range []Options{{}, {Addr: "a:1"}, {Fallback: http.DefaultTransport}} {
+		if _, err := New(o); err == nil {
+			t.Errorf("New(%+v) succeeded", o)
+		}
+	}
+	tr, err := New(Options{Addr: "example.com", Fallback: http.DefaultTransport})
+	if err != nil || tr.dialAddr != "example.com:80" {
+		t.Errorf("New without a port: dial address %q, %v; want example.com:80", tr.dialAddr, err)
+	}
+}
+
+func TestWrapperUnderClientGo(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = fmt.Fprintf(w, "%s %s", r.Header.Get("Authorization"), r.URL.Path)
+	})
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw})
+	addr := strings.TrimPrefix(s.URL, "https://")
+	for _, tc := range []struct {
+		name   string
+		proxy  func(*http.Request) (*url.URL, error)
+		inline bool
+	}{
+		{"direct", nil, true},
+		{"through a proxy", func(*http.Request) (*url.URL, error) { return url.Parse("http://127.0.0.1:1") }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var wrapped http.RoundTripper
+			cfg := &rest.Config{Host: s.URL, BearerToken: "secret", Proxy: tc.proxy, TLSClientConfig: rest.TLSClientConfig{CAData: caPEM}}
+			cfg.Wrap(func(base http.RoundTripper) http.RoundTripper {
+				wrapped = Wrapper(addr)(base)
+				return wrapped
+			})
+			rt, err := rest.TransportFor(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := wrapped.(*Transport); ok != tc.inline {
+				t.Fatalf("Wrapper gave %T, inline %v; want inline %v", wrapped, ok, tc.inline)
+			}
+			if !tc.inline {
+				return
+			}
+			before := s.conns.Load()
+			for range 3 {
+				if _, got, err := do(t, rt, context.Background(), "GET", s.URL+"/api", nil); err != nil || got != "Bearer secret /api" {
+					t.Fatalf("GET = %q, %v; want the token and the path", got, err)
+				}
+			}
+			if n := s.conns.Load() - before; n != 1 {
+				t.Errorf("server saw %d new connections, want 1", n)
+			}
+		})
+	}
+}
