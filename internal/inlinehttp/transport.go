@@ -26,10 +26,13 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 )
 
@@ -67,9 +70,10 @@ type Options struct {
 // Limits on kept connections: how many idle connections stay open, and
 // for how long an idle one is trusted before it is closed instead.
 const (
-	maxIdle     = 64
-	idleTimeout = 60 * time.Second
-	dialTimeout = 30 * time.Second
+	maxIdle          = 64
+	idleTimeout      = 60 * time.Second
+	dialTimeout      = 30 * time.Second
+	handshakeTimeout = 10 * time.Second
 )
 
 // New returns a Transport for o.
@@ -164,12 +168,22 @@ func (t *Transport) handles(r *http.Request) bool {
 // RoundTrip sends r and returns the server's response, whose body the
 // caller must read and close as with any transport.
 func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if !t.handles(r) {
+	if !t.handles(r) || !validHeaders(r.Header) {
+		// Invalid headers go to the fallback, which refuses them as
+		// net/http does (Request.Write would drop or mend them).
 		return t.fallback.RoundTrip(r)
 	}
 	ctx := r.Context()
-	for {
-		c, err := t.get(ctx)
+	for attempt := 0; ; attempt++ {
+		c, err := t.get(ctx, attempt > 0)
+		var unverified *tls.CertificateVerificationError
+		if errors.As(err, &unverified) {
+			// The server's certificate does not verify with the TLS
+			// configuration this transport took from the fallback: the
+			// fallback may hold a newer one (client-go reloads a rotated
+			// CA file when a request goes through it).
+			return t.fallback.RoundTrip(r)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -182,12 +196,36 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 			return nil, ctx.Err()
 		}
 		// A kept connection may have been closed by the server while it
-		// was idle: send the request again on a fresh one. A fresh
-		// connection's failure is the answer.
-		if !c.reused {
+		// was idle: the request goes again, once, on a fresh connection,
+		// if nothing of a response arrived. Any other failure is the
+		// answer.
+		var unanswered errUnanswered
+		if !c.reused || attempt > 0 || !errors.As(err, &unanswered) || errors.Is(err, os.ErrDeadlineExceeded) {
 			return nil, err
 		}
 	}
+}
+
+// errUnanswered is a failure of a request on a connection before any
+// byte of a response arrived.
+type errUnanswered struct{ error }
+
+func (e errUnanswered) Unwrap() error { return e.error }
+
+// validHeaders says whether every header name and value of h may be sent
+// as it is.
+func validHeaders(h http.Header) bool {
+	for k, vs := range h {
+		if !httpguts.ValidHeaderFieldName(k) {
+			return false
+		}
+		for _, v := range vs {
+			if !httpguts.ValidHeaderFieldValue(v) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // exchange writes r on c and reads the response's head. The response's
@@ -201,34 +239,48 @@ func (t *Transport) exchange(ctx context.Context, c *conn, r *http.Request) (*ht
 	stop := context.AfterFunc(ctx, func() { _ = c.nc.SetDeadline(time.Unix(1, 0)) })
 	if err := r.Write(c.bw); err != nil {
 		stop()
-		return nil, err
+		return nil, errUnanswered{err}
 	}
 	if err := c.bw.Flush(); err != nil {
 		stop()
-		return nil, err
+		return nil, errUnanswered{err}
+	}
+	if _, err := c.br.Peek(1); err != nil {
+		stop()
+		return nil, errUnanswered{err}
 	}
 	resp, err := readFinalResponse(c.br, r)
 	if err != nil {
 		stop()
 		return nil, err
 	}
-	resp.Body = &body{ReadCloser: resp.Body, t: t, c: c, stop: stop, keep: !resp.Close && !r.Close && resp.StatusCode >= 200}
+	// A response without a body (HEAD, 204, 304) is at its end already.
+	resp.Body = &body{ReadCloser: resp.Body, t: t, c: c, stop: stop, keep: !resp.Close && !r.Close, eof: resp.Body == http.NoBody}
 	return resp, nil
 }
 
-// readFinalResponse reads the response to r from br, past any
-// informational (1xx) responses before it other than 101 Switching
-// Protocols, as net/http's Transport does.
+// maxInformational bounds the informational (1xx) responses read before
+// the final one.
+const maxInformational = 8
+
+// readFinalResponse reads the response to r from br, past the
+// informational (1xx) responses before it, as net/http's Transport does.
+// A 101 Switching Protocols is an error: r asked for no upgrade.
 func readFinalResponse(br *bufio.Reader, r *http.Request) (*http.Response, error) {
-	for {
+	for range maxInformational {
 		resp, err := http.ReadResponse(br, r)
 		if err != nil {
 			return nil, err
 		}
-		if resp.StatusCode < 100 || resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
-			return resp, nil
+		switch {
+		case resp.StatusCode == http.StatusSwitchingProtocols:
+			return nil, errors.New("inlinehttp: the server switched protocols on a request without an upgrade")
+		case resp.StatusCode >= 100 && resp.StatusCode < 200:
+			continue
 		}
+		return resp, nil
 	}
+	return nil, fmt.Errorf("inlinehttp: more than %d informational responses", maxInformational)
 }
 
 // body is a response body that gives its connection back to the
@@ -259,10 +311,19 @@ func (b *body) Close() error {
 		return nil
 	}
 	b.done = true
+	if !b.eof || !b.keep {
+		// Closed before its end (the caller gave up on it), or the
+		// server closes the connection: the connection goes first, so
+		// that closing the body does not read the rest of it.
+		_ = b.c.nc.Close()
+		b.stop()
+		_ = b.ReadCloser.Close()
+		return nil
+	}
 	err := b.ReadCloser.Close()
 	// stop reports false when the request was cancelled: c's deadline
 	// was then moved to the past.
-	if b.stop() && b.eof && b.keep && err == nil && b.c.br.Buffered() == 0 {
+	if b.stop() && err == nil && b.c.br.Buffered() == 0 {
 		b.t.put(b.c)
 		return nil
 	}
@@ -270,11 +331,12 @@ func (b *body) Close() error {
 	return err
 }
 
-// get returns an idle connection to the server or dials a new one.
-func (t *Transport) get(ctx context.Context) (*conn, error) {
+// get returns an idle connection to the server, unless fresh, or dials a
+// new one.
+func (t *Transport) get(ctx context.Context, fresh bool) (*conn, error) {
 	now := time.Now()
 	t.mu.Lock()
-	for len(t.idle) > 0 {
+	for !fresh && len(t.idle) > 0 {
 		c := t.idle[len(t.idle)-1]
 		t.idle = t.idle[:len(t.idle)-1]
 		if now.Sub(c.idleFrom) < idleTimeout {
@@ -303,7 +365,10 @@ func (t *Transport) get(ctx context.Context) (*conn, error) {
 			cfg.ServerName = t.host
 		}
 		tc := tls.Client(nc, cfg)
-		if err := tc.HandshakeContext(ctx); err != nil {
+		hctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+		err := tc.HandshakeContext(hctx)
+		cancel()
+		if err != nil {
 			_ = nc.Close()
 			return nil, err
 		}
@@ -324,11 +389,22 @@ func (t *Transport) put(c *conn) {
 	}
 	c.idleFrom = time.Now()
 	t.mu.Lock()
+	// The oldest come first: those idle for too long are closed here
+	// rather than left until a burst reaches them.
+	n := 0
+	for n < len(t.idle) && c.idleFrom.Sub(t.idle[n].idleFrom) >= idleTimeout {
+		n++
+	}
+	expired := slices.Clone(t.idle[:n])
+	t.idle = slices.Delete(t.idle, 0, n)
 	if len(t.idle) < maxIdle {
 		t.idle = append(t.idle, c)
 		c = nil
 	}
 	t.mu.Unlock()
+	for _, e := range expired {
+		_ = e.nc.Close()
+	}
 	if c != nil {
 		_ = c.nc.Close()
 	}

@@ -2,6 +2,8 @@ package inlinehttp
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -196,8 +198,10 @@ func TestAFreshConnectionsFailureIsReturned(t *testing.T) {
 func TestACancelledRequestReturnsAndItsConnectionIsDropped(t *testing.T) {
 	release := make(chan struct{})
 	var once sync.Once
+	reached := make(chan struct{}, 1)
 	s := newServer(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/slow" {
+			reached <- struct{}{}
 			select {
 			case <-release:
 			case <-r.Context().Done():
@@ -217,6 +221,11 @@ func TestACancelledRequestReturnsAndItsConnectionIsDropped(t *testing.T) {
 		_, _, err := do(t, tr, ctx, "GET", s.URL+"/slow", nil)
 		done <- err
 	}()
+	select { // cancelled while it waits for the answer
+	case <-reached:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the slow request did not reach the server within 10 s")
+	}
 	cancel()
 	select {
 	case err := <-done:
@@ -237,24 +246,101 @@ func TestACancelledRequestReturnsAndItsConnectionIsDropped(t *testing.T) {
 }
 
 func TestABodyClosedEarlyDropsItsConnection(t *testing.T) {
-	s := newServer(t, func(w http.ResponseWriter, _ *http.Request) {
+	release := make(chan struct{})
+	var once sync.Once
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, strings.Repeat("x", 64<<10))
+		if r.URL.Path == "/endless" {
+			w.(http.Flusher).Flush()
+			select { // the rest never comes
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}
+	})
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	tr, _ := testTransport(t, s)
+	for _, path := range []string{"/whole", "/endless"} {
+		req, _ := http.NewRequest("GET", s.URL+path, nil)
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := resp.Body.Read(make([]byte, 10)); err != nil {
+			t.Fatal(err)
+		}
+		closed := make(chan struct{})
+		go func() { _ = resp.Body.Close(); close(closed) }()
+		select { // closing does not wait for the rest of the body
+		case <-closed:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("closing the body of %s early did not return within 10 s", path)
+		}
+	}
+	once.Do(func() { close(release) })
+	if _, got, err := do(t, tr, context.Background(), "GET", s.URL+"/whole", nil); err != nil || len(got) != 64<<10 {
+		t.Fatalf("next GET = %d bytes, %v", len(got), err)
+	}
+	if n := s.conns.Load(); n != 3 {
+		t.Errorf("server saw %d connections, want 3 (a body closed before its end drops its connection)", n)
+	}
+}
+
+func TestConnectionCloseIsHonoured(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Connection", "close")
+		_, _ = io.WriteString(w, "ok")
 	})
 	tr, _ := testTransport(t, s)
+	for range 2 {
+		if _, got, err := do(t, tr, context.Background(), "GET", s.URL, nil); err != nil || got != "ok" {
+			t.Fatalf("GET = %q, %v", got, err)
+		}
+	}
+	if n := s.conns.Load(); n != 2 {
+		t.Errorf("server saw %d connections, want 2 (Connection: close is not reused)", n)
+	}
+}
+
+func TestInvalidHeadersAreRefusedAsNetHTTPDoes(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, r.Header.Get("Impersonate-User"))
+	})
+	tr, fb := testTransport(t, s)
 	req, _ := http.NewRequest("GET", s.URL, nil)
-	resp, err := tr.RoundTrip(req)
+	req.Header.Set("Impersonate-User", "admin\n")
+	if resp, err := tr.RoundTrip(req); err == nil {
+		b, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		t.Fatalf("a header value with a newline was sent (the server saw %q); want it refused", b)
+	}
+	if n := fb.n.Load(); n != 1 {
+		t.Errorf("fallback carried %d requests, want 1 (it refuses the header)", n)
+	}
+}
+
+func TestAnUnverifiedServerGoesToTheFallback(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
+	addr := strings.TrimPrefix(s.URL, "https://")
+	untrusting := &tls.Config{RootCAs: x509.NewCertPool()}
+	// The fallback trusts the server (client-go's, after it reloaded a
+	// rotated CA): the request goes through it.
+	trusting := &countingFallback{rt: s.Client().Transport}
+	tr, err := New(Options{Addr: addr, TLS: untrusting, Fallback: trusting})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := resp.Body.Read(make([]byte, 10)); err != nil {
+	if _, got, err := do(t, tr, context.Background(), "GET", s.URL, nil); err != nil || got != "ok" || trusting.n.Load() != 1 {
+		t.Fatalf("GET = %q, %v, fallback requests %d; want ok through the fallback", got, err, trusting.n.Load())
+	}
+	// Neither trusts it: the verification error is the answer.
+	tr, err = New(Options{Addr: addr, TLS: untrusting, Fallback: &http.Transport{TLSClientConfig: untrusting}})
+	if err != nil {
 		t.Fatal(err)
 	}
-	_ = resp.Body.Close()
-	if _, got, err := do(t, tr, context.Background(), "GET", s.URL, nil); err != nil || len(got) != 64<<10 {
-		t.Fatalf("next GET = %d bytes, %v", len(got), err)
-	}
-	if n := s.conns.Load(); n != 2 {
-		t.Errorf("server saw %d connections, want 2 (a body closed before its end drops its connection)", n)
+	var unverified *tls.CertificateVerificationError
+	if _, _, err := do(t, tr, context.Background(), "GET", s.URL, nil); !errors.As(err, &unverified) {
+		t.Fatalf("GET to an untrusted server: %v; want a certificate verification error", err)
 	}
 }
 
@@ -265,8 +351,11 @@ func TestNewNeedsAnAddressAndAFallback(t *testing.T) {
 		}
 	}
 	tr, err := New(Options{Addr: "example.com", Fallback: http.DefaultTransport})
-	if err != nil || tr.dialAddr != "example.com:80" {
-		t.Errorf("New without a port: dial address %q, %v; want example.com:80", tr.dialAddr, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.dialAddr != "example.com:80" {
+		t.Errorf("New without a port: dial address %q; want example.com:80", tr.dialAddr)
 	}
 }
 

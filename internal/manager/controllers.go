@@ -157,6 +157,7 @@ var Controllers = []Controller{
 			Templates:               shared.Templates,
 			Pool:                    shared.Pool,
 			MaxConcurrentReconciles: opts.ConcurrentSyncs,
+			Recorder:                mgr.GetEventRecorder("flotilla-" + status.Name),
 		}
 		return r.SetupWithManager(mgr)
 	}},

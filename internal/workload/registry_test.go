@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -127,8 +128,20 @@ func TestInterpretedKindsFollowTheirInterpreter(t *testing.T) {
 		t.Fatalf("AggregateStatus = %v, %v", status, changed)
 	}
 	obj.Object["status"] = status
-	if _, changed := AggregateStatus(obj, members, metav1.Now()); changed {
-		t.Fatal("the same members changed the status again")
+	if _, changed, ruleErr := AggregateStatusOf(obj, members, metav1.Now()); changed || ruleErr != nil {
+		t.Fatalf("the same members: changed %v, rule error %v; want neither", changed, ruleErr)
+	}
+
+	// A rule that fails (text where a number is summed) keeps its field
+	// and is returned; the other rules still apply.
+	odd := live.DeepCopy()
+	odd.Object["status"] = map[string]any{"observedGeneration": int64(1), "replicas": "three", "readyReplicas": int64(1)}
+	status, changed, ruleErr := AggregateStatusOf(obj, []Member{{Cluster: "member-1", Object: odd, Current: true}}, metav1.Now())
+	if ruleErr == nil || !strings.Contains(ruleErr.Error(), "status.replicas") {
+		t.Fatalf("rule error %v; want one naming status.replicas", ruleErr)
+	}
+	if !changed || status["replicas"] != int64(3) || status["readyReplicas"] != int64(1) {
+		t.Fatalf("status %v (changed %v); want replicas kept at 3 and readyReplicas 1", status, changed)
 	}
 
 	// Removed: the generic rules again.

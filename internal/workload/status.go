@@ -50,8 +50,18 @@ var statusFuncs = map[schema.GroupKind]statusFunc{
 // after it was written. A member copy whose status does not decode counts
 // as one without status that has not observed its generation.
 func AggregateStatus(template *unstructured.Unstructured, members []Member, now metav1.Time) (status map[string]any, changed bool) {
+	status, changed, _ = AggregateStatusOf(template, members, now)
+	return status, changed
+}
+
+// AggregateStatusOf is AggregateStatus that also returns the first status
+// rule of the kind's WorkloadInterpreter that failed on this object (an
+// expression reading a field the object does not have, a member reporting
+// text where a number is summed): that field keeps the template's value.
+// Built-in kinds return no rule error.
+func AggregateStatusOf(template *unstructured.Unstructured, members []Member, now metav1.Time) (status map[string]any, changed bool, ruleErr error) {
 	if template == nil {
-		return nil, false
+		return nil, false, nil
 	}
 	compute, ok := statusFuncs[template.GroupVersionKind().GroupKind()]
 	if !ok {
@@ -63,7 +73,7 @@ func AggregateStatus(template *unstructured.Unstructured, members []Member, now 
 	prev, next := compute(template, sorted, now.Rfc3339Copy())
 	status, err := runtime.DefaultUnstructuredConverter.ToUnstructured(next)
 	if err != nil {
-		return nil, false
+		return nil, false, nil
 	}
 	current, found, _ := unstructured.NestedFieldNoCopy(template.Object, "status")
 	if !found {
@@ -75,9 +85,9 @@ func AggregateStatus(template *unstructured.Unstructured, members []Member, now 
 		}
 	}
 	if currentMap, isMap := current.(map[string]any); isMap && equality.Semantic.DeepEqual(status, currentMap) {
-		return status, false
+		return status, false, nil
 	}
-	return status, true
+	return status, true, nil
 }
 
 // fromDefinition computes the status fields the kind's built-in
@@ -198,22 +208,23 @@ func Aggregated(obj *unstructured.Unstructured) bool {
 	return in != nil && in.Aggregates()
 }
 
-// interpreted is AggregateStatus for a kind with a WorkloadInterpreter: a
-// rule that fails leaves its field as the template has it.
-func interpreted(template *unstructured.Unstructured, members []Member, now metav1.Time) (map[string]any, bool) {
+// interpreted is AggregateStatusOf for a kind with a WorkloadInterpreter:
+// a rule that fails leaves its field as the template has it, and is
+// returned.
+func interpreted(template *unstructured.Unstructured, members []Member, now metav1.Time) (map[string]any, bool, error) {
 	in := interpreterOf(template)
 	if in == nil || !in.Aggregates() {
-		return nil, false
+		return nil, false, nil
 	}
-	status, _ := in.AggregateStatus(template, members, now.Rfc3339Copy())
+	status, ruleErr := in.AggregateStatus(template, members, now.Rfc3339Copy())
 	current, _, _ := unstructured.NestedFieldNoCopy(template.Object, "status")
 	if m, ok := current.(map[string]any); ok && (equality.Semantic.DeepEqual(status, m) || sameJSON(status, m)) {
-		return status, false
+		return status, false, ruleErr
 	}
 	if current == nil && len(status) == 0 {
-		return status, false
+		return status, false, ruleErr
 	}
-	return status, true
+	return status, true, ruleErr
 }
 
 // sameJSON reports whether a and b encode to the same JSON: a rule's sum

@@ -3,6 +3,7 @@ package interpreters_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -211,6 +212,40 @@ func TestCloneSetIsDividedAndItsStatusAggregated(t *testing.T) {
 	})
 	waitHostStatus(t, ns, "web", 4, 2)
 
+	// A status rule that type-checks but fails on this object (a field no
+	// member reports) leaves its field as it was and says why in a
+	// Warning event on the host object; the other fields still follow.
+	setStatusRule(t, wi.Name, "status.labelSelector", v1alpha1.StatusField{
+		Path: "status.labelSelector", Aggregate: v1alpha1.AggregateExpression,
+		Expression: `members[0].object.status.collisionCount >= 0 ? "app=changed" : "app=changed"`,
+	})
+	testenv.Eventually(t, waitTimeout, "a StatusRuleFailed event on the host CloneSet", func(ctx context.Context) error {
+		for _, m := range env.Members {
+			if err := reportStatus(ctx, m, ns, "web", true); err != nil { // a member change: the status is aggregated again
+				return err
+			}
+		}
+		evs, err := env.Host.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=web,reason=StatusRuleFailed"})
+		if err != nil {
+			return err
+		}
+		for _, e := range evs.Items {
+			if e.Type == corev1.EventTypeWarning && e.InvolvedObject.Kind == "CloneSet" && strings.Contains(e.Message, "collisionCount") && strings.Contains(e.Message, "keeps its last value") {
+				return nil
+			}
+		}
+		return fmt.Errorf("events %v", evs.Items)
+	})
+	waitHostStatus(t, ns, "web", 4, 4)
+	host, err = env.Host.Dynamic.Resource(cloneSets).Namespace(ns).Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sel, _, _ := unstructured.NestedString(host.Object, "status", "labelSelector"); sel != "app=web" {
+		t.Fatalf("host status.labelSelector = %q after its rule failed; want the last value app=web", sel)
+	}
+	setStatusRule(t, wi.Name, "status.labelSelector", v1alpha1.StatusField{Path: "status.labelSelector", Aggregate: v1alpha1.AggregateFirst})
+
 	// Admission refuses a broken change, with the field path.
 	waitWebhookInstalled(t)
 	testenv.Eventually(t, waitTimeout, "a broken change refused at admission", func(ctx context.Context) error {
@@ -246,6 +281,29 @@ func TestCloneSetIsDividedAndItsStatusAggregated(t *testing.T) {
 	}
 	setStatusField(t, "updatedReadyReplicas", true)
 	waitReady(t, wi.Name, metav1.ConditionTrue, "TypeChecked")
+}
+
+// setStatusRule replaces the interpreter's status rule for path with
+// rule and waits for the interpreter to be Ready with it.
+func setStatusRule(t *testing.T, name, path string, rule v1alpha1.StatusField) {
+	t.Helper()
+	testenv.Eventually(t, waitTimeout, "status rule "+path+" replaced", func(ctx context.Context) error {
+		wi := &v1alpha1.WorkloadInterpreter{}
+		if err := admin.Get(ctx, client.ObjectKey{Name: name}, wi); err != nil {
+			return err
+		}
+		i := slices.IndexFunc(wi.Spec.Status.Fields, func(f v1alpha1.StatusField) bool { return string(f.Path) == path })
+		if i < 0 {
+			t.Fatalf("interpreter %s has no status rule for %s", name, path)
+		}
+		wi.Spec.Status.Fields[i] = rule
+		err := admin.Update(ctx, wi)
+		if err != nil && !apierrors.IsConflict(err) {
+			t.Fatalf("update the interpreter's rule for %s: %v", path, err)
+		}
+		return err
+	})
+	waitReady(t, name, metav1.ConditionTrue, "TypeChecked")
 }
 
 // setStatusField removes a status field from the host's CloneSet CRD, or

@@ -15,11 +15,14 @@ import (
 	"time"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -58,12 +61,19 @@ type Reconciler struct {
 	Pool *member.Pool
 	// MaxConcurrentReconciles bounds parallel reconciles (default 4).
 	MaxConcurrentReconciles int
+	// Recorder records events on the templates (a status rule of the
+	// kind's WorkloadInterpreter that fails on one).
+	Recorder events.EventRecorder
 
 	queue trigger.Queue[reconcile.Request]
 	// noSession: cluster name → when a usable cluster was first seen
 	// without a session (one that never starts is not waited for each
 	// second).
 	noSession sync.Map
+	// ruleErrors: FederatedObject → the message of the status rule that
+	// last failed on its template, so that the event is recorded once per
+	// new failure rather than on every pass.
+	ruleErrors sync.Map
 }
 
 // SetupWithManager registers the controller with mgr.
@@ -100,6 +110,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// Read-only: the cached object is shared, not copied (this
 	// controller writes the template's status, never fo).
 	if err := r.Client.Get(ctx, req.NamespacedName, fo, client.UnsafeDisableDeepCopy); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.ruleErrors.Delete(req.NamespacedName)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if !fo.DeletionTimestamp.IsZero() || !fedobj.Scheduled(fo) {
@@ -152,7 +165,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// changed in the member.
 		return reconcile.Result{RequeueAfter: stalledRetry}, nil
 	}
-	status, changed := workload.AggregateStatus(tmpl, members, metav1.Now())
+	status, changed, ruleErr := workload.AggregateStatusOf(tmpl, members, metav1.Now())
+	r.reportRule(ctx, req.NamespacedName, tmpl, ruleErr)
 	if !changed {
 		return reconcile.Result{}, nil
 	}
@@ -163,6 +177,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{}, nil
+}
+
+// reportRule records a Warning event StatusRuleFailed on tmpl when a
+// status rule of its kind's WorkloadInterpreter failed on it with a
+// message not recorded for it yet, and forgets the message once every
+// rule succeeds: the field the rule fills keeps its value meanwhile, and
+// the event says why it does not follow the members.
+func (r *Reconciler) reportRule(ctx context.Context, key types.NamespacedName, tmpl *unstructured.Unstructured, ruleErr error) {
+	if ruleErr == nil {
+		r.ruleErrors.Delete(key)
+		return
+	}
+	msg := ruleErr.Error()
+	if prev, ok := r.ruleErrors.Swap(key, msg); ok && prev.(string) == msg {
+		return
+	}
+	ctrl.LoggerFrom(ctx).Info("A status rule failed", "kind", tmpl.GetKind(), "object", klog.KObj(tmpl), "error", msg)
+	if r.Recorder != nil {
+		r.Recorder.Eventf(tmpl, nil, corev1.EventTypeWarning, "StatusRuleFailed", "AggregateStatus",
+			"A status rule of the %s WorkloadInterpreter failed; its field keeps its last value: %s", tmpl.GetKind(), msg)
+	}
 }
 
 // unrecorded returns a placed cluster that fo's status.clusters does not
