@@ -162,7 +162,7 @@ func (t *Transport) handles(r *http.Request) bool {
 	}
 	return (r.Method == http.MethodGet || r.Method == http.MethodHead) &&
 		(r.Body == nil || r.Body == http.NoBody) && r.ContentLength == 0 &&
-		r.URL.Scheme == scheme && r.URL.Host == t.addr
+		r.URL.Scheme == scheme && r.URL.Host == t.addr && r.Header.Get("Upgrade") == ""
 }
 
 // RoundTrip sends r and returns the server's response, whose body the
@@ -335,18 +335,26 @@ func (b *body) Close() error {
 // new one.
 func (t *Transport) get(ctx context.Context, fresh bool) (*conn, error) {
 	now := time.Now()
+	var kept *conn
+	var expired []*conn
 	t.mu.Lock()
-	for !fresh && len(t.idle) > 0 {
+	for !fresh && kept == nil && len(t.idle) > 0 {
 		c := t.idle[len(t.idle)-1]
 		t.idle = t.idle[:len(t.idle)-1]
 		if now.Sub(c.idleFrom) < idleTimeout {
-			t.mu.Unlock()
-			c.reused = true
-			return c, nil
+			kept = c
+		} else {
+			expired = append(expired, c)
 		}
-		_ = c.nc.Close()
 	}
 	t.mu.Unlock()
+	for _, c := range expired {
+		_ = c.nc.Close()
+	}
+	if kept != nil {
+		kept.reused = true
+		return kept, nil
+	}
 	tlsConfig, dial, err := t.dialer()
 	if err != nil {
 		return nil, err
@@ -370,6 +378,9 @@ func (t *Transport) get(ctx context.Context, fresh bool) (*conn, error) {
 		cancel()
 		if err != nil {
 			_ = nc.Close()
+			if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+				err = fmt.Errorf("inlinehttp: TLS handshake with %s took longer than %s", t.dialAddr, handshakeTimeout)
+			}
 			return nil, err
 		}
 		if p := tc.ConnectionState().NegotiatedProtocol; p != "" && p != "http/1.1" {

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -70,10 +71,12 @@ type Reconciler struct {
 	// without a session (one that never starts is not waited for each
 	// second).
 	noSession sync.Map
-	// ruleErrors: FederatedObject → the message of the status rule that
-	// last failed on its template, so that the event is recorded once per
+	// ruleErrors: FederatedObject → the status rule that last failed on
+	// its template (ruleFailure), so that the event is recorded once per
 	// new failure rather than on every pass.
 	ruleErrors sync.Map
+	// now is the clock of reportRule (time.Now when nil).
+	now func() time.Time
 }
 
 // SetupWithManager registers the controller with mgr.
@@ -179,25 +182,70 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{}, nil
 }
 
+// ruleFailure is a status rule that failed on a template, and when it was
+// last reported.
+type ruleFailure struct {
+	uid      types.UID
+	rule     string
+	reported time.Time
+}
+
+// ruleReportEvery is how often a status rule that keeps failing on an
+// object is reported again (events expire after an hour by default).
+const ruleReportEvery = 30 * time.Minute
+
+// maxNote is the longest event note the events API accepts.
+const maxNote = 1024
+
 // reportRule records a Warning event StatusRuleFailed on tmpl when a
-// status rule of its kind's WorkloadInterpreter failed on it with a
-// message not recorded for it yet, and forgets the message once every
-// rule succeeds: the field the rule fills keeps its value meanwhile, and
-// the event says why it does not follow the members.
+// status rule of its kind's WorkloadInterpreter failed on it: once per
+// rule that starts failing, and again every ruleReportEvery while it
+// does. The field the rule fills keeps its value meanwhile, and the event
+// says why it does not follow the members. A rule that fails on and off,
+// or with a message that quotes a changing value, is not reported again
+// each time.
 func (r *Reconciler) reportRule(ctx context.Context, key types.NamespacedName, tmpl *unstructured.Unstructured, ruleErr error) {
 	if ruleErr == nil {
-		r.ruleErrors.Delete(key)
 		return
 	}
 	msg := ruleErr.Error()
-	if prev, ok := r.ruleErrors.Swap(key, msg); ok && prev.(string) == msg {
+	rule := ruleOf(msg)
+	now := time.Now()
+	if r.now != nil {
+		now = r.now()
+	}
+	if prev, ok := r.ruleErrors.Load(key); ok {
+		if p := prev.(ruleFailure); p.uid == tmpl.GetUID() && p.rule == rule && now.Sub(p.reported) < ruleReportEvery {
+			return
+		}
+	}
+	r.ruleErrors.Store(key, ruleFailure{uid: tmpl.GetUID(), rule: rule, reported: now})
+	ctrl.LoggerFrom(ctx).Info("A status rule failed", "kind", tmpl.GetKind(), "object", klog.KObj(tmpl), "error", msg)
+	if r.Recorder == nil {
 		return
 	}
-	ctrl.LoggerFrom(ctx).Info("A status rule failed", "kind", tmpl.GetKind(), "object", klog.KObj(tmpl), "error", msg)
-	if r.Recorder != nil {
-		r.Recorder.Eventf(tmpl, nil, corev1.EventTypeWarning, "StatusRuleFailed", "AggregateStatus",
-			"A status rule of the %s WorkloadInterpreter failed; its field keeps its last value: %s", tmpl.GetKind(), msg)
+	note := fmt.Sprintf("A status rule of the %s WorkloadInterpreter failed; its field keeps its last value: %s", tmpl.GetKind(), msg)
+	if len(note) > maxNote {
+		note = strings.ToValidUTF8(note[:maxNote-3], "") + "..."
 	}
+	// The rule is part of the action: events of one reason and action
+	// on one object are merged into a series that keeps the first note.
+	r.Recorder.Eventf(tmpl, nil, corev1.EventTypeWarning, "StatusRuleFailed", truncate("AggregateStatus "+rule, 128), "%s", note)
+}
+
+// ruleOf is the rule an interpreter's error names: the text before its
+// first ": " (a field path, or the expression's place in the spec).
+func ruleOf(msg string) string {
+	rule, _, _ := strings.Cut(msg, ": ")
+	return rule
+}
+
+// truncate cuts s to at most n bytes.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "")
 }
 
 // unrecorded returns a placed cluster that fo's status.clusters does not

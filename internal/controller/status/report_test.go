@@ -1,0 +1,74 @@
+package status
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+)
+
+func TestRuleOf(t *testing.T) {
+	for _, tc := range []struct{ msg, want string }{
+		{"spec.status.fields[8].expression: no such key: collisionCount", "spec.status.fields[8].expression"},
+		{"status.replicas: a member reports a string, not a number", "status.replicas"},
+		{"no colon here", "no colon here"},
+	} {
+		if got := ruleOf(tc.msg); got != tc.want {
+			t.Errorf("ruleOf(%q) = %q, want %q", tc.msg, got, tc.want)
+		}
+	}
+}
+
+// TestReportRuleOncePerFailure: one event per rule that starts failing on
+// an object, again after ruleReportEvery, and for a new object of the
+// same name; not for each pass or each new value a message quotes.
+func TestReportRuleOncePerFailure(t *testing.T) {
+	rec := events.NewFakeRecorder(100)
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	r := &Reconciler{Recorder: rec, now: func() time.Time { return now }}
+	key := types.NamespacedName{Namespace: "demo", Name: "web.cloneset.apps.kruise.io"}
+	tmpl := &unstructured.Unstructured{}
+	tmpl.SetAPIVersion("apps.kruise.io/v1alpha1")
+	tmpl.SetKind("CloneSet")
+	tmpl.SetNamespace("demo")
+	tmpl.SetName("web")
+	tmpl.SetUID("uid-1")
+	ctx := t.Context()
+	steps := []struct {
+		what    string
+		advance time.Duration
+		uid     types.UID
+		err     error
+		events  int
+	}{
+		{"first failure", 0, "uid-1", errors.New("spec.status.fields[8].expression: no such key: collisionCount"), 1},
+		{"the same failure again", time.Minute, "uid-1", errors.New("spec.status.fields[8].expression: no such key: collisionCount"), 0},
+		{"the same rule quoting another value", time.Minute, "uid-1", errors.New(`spec.status.fields[8].expression: type conversion error from "x"`), 0},
+		{"success in between", time.Minute, "uid-1", nil, 0},
+		{"the same rule once more", time.Minute, "uid-1", errors.New("spec.status.fields[8].expression: no such key: collisionCount"), 0},
+		{"another rule", time.Minute, "uid-1", errors.New("status.replicas: a member reports a string, not a number"), 1},
+		{"still failing after the report period", ruleReportEvery, "uid-1", errors.New("status.replicas: a member reports a string, not a number"), 1},
+		{"a new object of the same name", time.Minute, "uid-2", errors.New("status.replicas: a member reports a string, not a number"), 1},
+		{"a very long message", time.Minute, "uid-2", errors.New("spec.status.fields[1].expression: " + strings.Repeat("x", 4000)), 1},
+	}
+	for _, s := range steps {
+		now = now.Add(s.advance)
+		tmpl.SetUID(s.uid)
+		r.reportRule(ctx, key, tmpl, s.err)
+		got := 0
+		for len(rec.Events) > 0 {
+			e := <-rec.Events
+			got++
+			if !strings.HasPrefix(e, "Warning StatusRuleFailed ") || len(e) > maxNote+len("Warning StatusRuleFailed ")+8 {
+				t.Errorf("%s: event %.120q...; want a Warning StatusRuleFailed of at most %d bytes", s.what, e, maxNote)
+			}
+		}
+		if got != s.events {
+			t.Errorf("%s: %d events, want %d", s.what, got, s.events)
+		}
+	}
+}
