@@ -169,9 +169,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{RequeueAfter: stalledRetry}, nil
 	}
 	status, changed, ruleErr := workload.AggregateStatusOf(tmpl, members, metav1.Now())
-	r.reportRule(ctx, req.NamespacedName, tmpl, ruleErr)
+	var result reconcile.Result
+	if ruleErr != nil {
+		// Looked at again to report a rule that keeps failing.
+		result.RequeueAfter = ruleReportEvery
+		r.reportRule(ctx, req.NamespacedName, tmpl, ruleErr)
+	}
 	if !changed {
-		return reconcile.Result{}, nil
+		return result, nil
 	}
 	if err := r.writeStatus(ctx, tmpl, status); err != nil {
 		if apierrors.IsConflict(err) {
@@ -179,7 +184,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, err
 	}
-	return reconcile.Result{}, nil
+	return result, nil
 }
 
 // ruleFailure is a status rule that failed on a template, and when it was
