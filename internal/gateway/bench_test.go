@@ -30,9 +30,10 @@ import (
 // proxy for the floor, with net/http's transport to the host (bare-proxy)
 // and with the gateway's for gets and lists (bare-proxy-inline). It
 // reports p50 and p99 of both and their ratios per operation; the target
-// is a gateway/direct ratio of at most 1.2 (docs/benchmarks.md). `make bench` runs it with -benchtime
-// 10000x: with the default second, a p99 is the 4th-slowest of ~400
-// requests and swings with any one slow moment of the host.
+// is a gateway/direct ratio of at most 1.2 (docs/benchmarks.md). `make
+// bench` runs it with -benchtime 10000x: with the default second, a p99
+// is the 4th-slowest of ~400 requests and swings with any one slow moment
+// of the host.
 func BenchmarkPassThrough(b *testing.B) {
 	if testing.Short() {
 		b.Skip("starts an environment")

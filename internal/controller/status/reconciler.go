@@ -231,7 +231,7 @@ func (r *Reconciler) reportRule(ctx context.Context, key types.NamespacedName, t
 	}
 	note := fmt.Sprintf("A status rule of the %s WorkloadInterpreter failed; its field keeps its last value: %s", tmpl.GetKind(), msg)
 	if len(note) > maxNote {
-		note = strings.ToValidUTF8(note[:maxNote-3], "") + "..."
+		note = truncate(note, maxNote-3) + "..."
 	}
 	// The rule is part of the action: events of one reason and action
 	// on one object are merged into a series that keeps the first note.
