@@ -13,6 +13,12 @@ func TestSameWords(t *testing.T) {
 		{"another cause", "member-1: most free on one node: cpu 2", "member-1: taint flotilla.io/draining not tolerated", false},
 		{"another cluster", "member-1: most free on one node: cpu 2", "member-2: most free on one node: cpu 2", false},
 		{"counts", "0/3 clusters fit: 2 lack cpu", "1/3 clusters fit: 1 lack cpu", true},
+		{"milli and fractions", "cpu 500m, memory 0.5Gi.", "cpu 250m, memory 1.25Gi.", true},
+		{"a cluster named with a leading digit", "1east: most free on one node: cpu 2", "2west: most free on one node: cpu 2", false},
+		{"a cluster named with digits only", "7: taint x not tolerated", "8: taint x not tolerated", false},
+		{"a cluster whose name starts like a quantity", "3m-edge: cpu 1", "4m-edge: cpu 1", false},
+		{"a later cluster", "a: cpu 1; 1east: cpu 2", "a: cpu 1; 2east: cpu 2", false},
+		{"a word after a number", "2 replicas", "2 pods", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -21,4 +27,22 @@ func TestSameWords(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzWithoutQuantities checks that any message is normalised without a
+// panic, that normalising twice changes nothing more, and that a message
+// always reads the same as itself.
+func FuzzWithoutQuantities(f *testing.F) {
+	for _, s := range []string{"member-1: most free on one node: cpu 2, memory 3Gi; 1 reserved", "0/3 clusters fit", "7: x", "cpu 0.5.", "3m-edge: 1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		once := withoutQuantities(s)
+		if twice := withoutQuantities(once); twice != once {
+			t.Errorf("withoutQuantities(%q) = %q, and again %q", s, once, twice)
+		}
+		if !sameWords(s, s) {
+			t.Errorf("sameWords(%q, itself) = false", s)
+		}
+	})
 }
