@@ -28,21 +28,3 @@ func TestSameWords(t *testing.T) {
 		})
 	}
 }
-
-// FuzzWithoutQuantities checks that any message is normalised without a
-// panic, that normalising twice changes nothing more, and that a message
-// always reads the same as itself.
-func FuzzWithoutQuantities(f *testing.F) {
-	for _, s := range []string{"member-1: most free on one node: cpu 2, memory 3Gi; 1 reserved", "0/3 clusters fit", "7: x", "cpu 0.5.", "3m-edge: 1"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		once := withoutQuantities(s)
-		if twice := withoutQuantities(once); twice != once {
-			t.Errorf("withoutQuantities(%q) = %q, and again %q", s, once, twice)
-		}
-		if !sameWords(s, s) {
-			t.Errorf("sameWords(%q, itself) = false", s)
-		}
-	})
-}
