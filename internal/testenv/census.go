@@ -27,6 +27,9 @@ const censusInterval = 40 * time.Millisecond
 // different moments when one cluster's events arrive late, and report
 // moments that never happened.
 type Census struct {
+	clusters            map[string]kubernetes.Interface
+	namespace, selector string
+
 	mu       sync.Mutex
 	last     snapshot
 	maxPods  int
@@ -43,7 +46,7 @@ type snapshot struct{ pods, ready, asked int }
 // once the first snapshot is taken; the worst moments count from then.
 func WatchPods(t testing.TB, clusters map[string]kubernetes.Interface, namespace, selector string) *Census {
 	t.Helper()
-	c := &Census{}
+	c := &Census{clusters: clusters, namespace: namespace, selector: selector}
 	ctx, cancel := context.WithCancel(context.Background())
 	first, err := take(ctx, clusters, namespace, selector)
 	if err != nil {
@@ -63,16 +66,10 @@ func WatchPods(t testing.TB, clusters map[string]kubernetes.Interface, namespace
 			case <-tick.C:
 			}
 			s, err := take(ctx, clusters, namespace, selector)
-			c.mu.Lock()
-			if err != nil {
-				if ctx.Err() == nil {
-					c.err = err
-				}
-			} else {
-				c.last = s
-				c.maxPods, c.maxAsked, c.minReady = max(c.maxPods, s.pods), max(c.maxAsked, s.asked), min(c.minReady, s.ready)
+			if ctx.Err() != nil {
+				return // the test is over: its cancelled lists are no error
 			}
-			c.mu.Unlock()
+			c.record(s, err)
 		}
 	}()
 	t.Cleanup(func() { cancel(); <-done })
@@ -138,8 +135,23 @@ func (c *Census) MostAsked() int {
 	return c.maxAsked
 }
 
-// Now returns the pods and the ready ones of the latest snapshot.
+// record keeps a snapshot (or its error) and the worst moments.
+func (c *Census) record(s snapshot, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		c.err = err
+		return
+	}
+	c.last = s
+	c.maxPods, c.maxAsked, c.minReady = max(c.maxPods, s.pods), max(c.maxAsked, s.asked), min(c.minReady, s.ready)
+}
+
+// Now takes a snapshot at once (lists begun after the call, so that it
+// shows whatever happened before it) and returns its pods and ready ones;
+// on an error, the latest snapshot's, the error kept for Err.
 func (c *Census) Now() (pods, ready int) {
+	c.record(take(context.Background(), c.clusters, c.namespace, c.selector))
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.last.pods, c.last.ready

@@ -186,7 +186,8 @@ func clusterFailover(t *testing.T, f *fed) {
 }
 
 // allMembersStopped stops every member's apiserver at once: the control
-// plane blames itself and evicts nothing.
+// plane blames itself and evicts nothing. Then all but member-1 come back:
+// member-1 is evicted only a full grace period after the disruption ended.
 func allMembersStopped(t *testing.T, f *fed) {
 	ns := f.namespace(t, "blip")
 	f.create(t, deployment(ns, "steady", 6, ""))
@@ -235,20 +236,59 @@ func allMembersStopped(t *testing.T, f *fed) {
 	} else {
 		t.Logf("event: %s", evs.Items[0].Message)
 	}
-	resume()
-	for _, m := range members {
+	// Members come back one by one. Once member-2 and member-3 are Ready
+	// the disruption is over, and member-1, still stopped and not Ready for
+	// well over the grace period by then, gets a fresh grace period from
+	// that moment rather than an eviction at once.
+	for i, m := range members[1:] {
+		_ = syscall.Kill(pids[i+1], syscall.SIGCONT)
 		f.waitReady(t, m, metav1.ConditionTrue, "", 90*time.Second)
 	}
-	// Every copy is still there. (Whether its pods are Ready again is up to
-	// the member: its node leases ran out while its apiserver was stopped.)
-	for _, m := range members {
-		d, err := f.typed[m].AppsV1().Deployments(ns).Get(context.Background(), "steady", metav1.GetOptions{})
-		if err != nil || ptr.Deref(d.Spec.Replicas, 0) != 2 {
-			t.Errorf("%s: copy after the outage: %v (err %v)", m, d, err)
+	var restarted time.Time
+	testenv.Eventually(t, time.Minute, "member-1's grace period restarted", func(ctx context.Context) error {
+		evs, err := f.typed[localenv.HostName].CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "reason=GracePeriodRestarted,involvedObject.name=" + members[0]})
+		if err != nil {
+			return err
 		}
+		if len(evs.Items) == 0 {
+			return fmt.Errorf("no GracePeriodRestarted event on %s", members[0])
+		}
+		restarted = evs.Items[0].EventTime.Time
+		if restarted.IsZero() {
+			restarted = evs.Items[0].FirstTimestamp.Time
+		}
+		t.Logf("event: %s", evs.Items[0].Message)
+		return nil
+	})
+	var evictedAt time.Time
+	testenv.Eventually(t, 2*time.Minute, "member-1 tainted NoExecute after its fresh grace period", func(ctx context.Context) error {
+		mc, err := f.mc(ctx, members[0])
+		if err != nil {
+			return err
+		}
+		for _, taint := range mc.Spec.Taints {
+			if taint.Key == v1alpha1.TaintUnreachable && taint.Effect == corev1.TaintEffectNoExecute && taint.TimeAdded != nil {
+				evictedAt = taint.TimeAdded.Time
+				return nil
+			}
+		}
+		return fmt.Errorf("taints %v", mc.Spec.Taints)
+	})
+	// Both times are in whole seconds; the grace period is 30 s.
+	if gap := evictedAt.Sub(restarted); gap < 28*time.Second {
+		t.Errorf("%s tainted NoExecute %s after the disruption ended (%s, then %s), want the 30 s grace period", members[0], gap, restarted, evictedAt)
+	} else {
+		t.Logf("%s tainted NoExecute %s after the disruption ended", members[0], gap)
 	}
-	if got := f.placement(t, ns, "steady.deployment.apps"); got != before {
-		t.Errorf("placement changed from %s to %s", before, got)
+	resume()
+	f.waitReady(t, members[0], metav1.ConditionTrue, "", 90*time.Second)
+	// The copies of the members that came back first are still there
+	// (whether their pods are Ready again is up to each member: its node
+	// leases ran out while its apiserver was stopped).
+	for _, m := range members[1:] {
+		if _, err := f.typed[m].AppsV1().Deployments(ns).Get(context.Background(), "steady", metav1.GetOptions{}); err != nil {
+			t.Errorf("%s: copy after the outage: %v", m, err)
+		}
 	}
 }
 

@@ -115,3 +115,81 @@ func TestSmallFederationHold(t *testing.T) {
 		}
 	}
 }
+
+// TestGraceRestartsWhenADisruptionEnds: every member was unreachable (the
+// eviction of each held back as EvictionSuppressed); two come back while
+// the third, not Ready for two minutes by then, is still coming. The
+// third gets a fresh grace period from the end of the disruption, not an
+// eviction at once; a member never held back keeps its first TimeAdded.
+func TestGraceRestartsWhenADisruptionEnds(t *testing.T) {
+	since := metav1.NewTime(tNow.Add(-2 * time.Minute))
+	member := func(name string, ready bool, held bool) *v1alpha1.MemberCluster {
+		mc := &v1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelTopologyZone: "zone-" + name}}}
+		mc.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue}}
+		if !ready {
+			mc.Status.Conditions[0].Status = metav1.ConditionUnknown
+			mc.Spec.Taints = []corev1.Taint{{Key: v1alpha1.TaintUnreachable, Effect: corev1.TaintEffectNoSchedule, TimeAdded: &since}}
+		}
+		if held {
+			mc.Status.Conditions = append(mc.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionEvictionHeld, Status: metav1.ConditionTrue, Reason: reasonSuppressed})
+		}
+		return mc
+	}
+	scheme, err := hostscheme.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := healthView{known: true, taintKey: v1alpha1.TaintUnreachable}
+
+	for _, tc := range []struct {
+		name     string
+		held     bool
+		wantNext time.Duration // time to NoExecute after the disruption ends
+	}{
+		{name: "held back by the disruption: a fresh grace period", held: true, wantNext: 30 * time.Second},
+		{name: "never held back: evicted at once", held: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			last := member("c", false, tc.held)
+			r := &Reconciler{Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(member("a", true, false), member("b", true, false), last).Build(), Failover: DefaultFailover()}
+			plan, h, _, err := r.evictionPlan(context.Background(), last, view, tNow)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h != nil {
+				t.Fatalf("held back (%s) with two of three domains Normal", h.reason)
+			}
+			taints, next := renderTaints(last.Spec.Taints, view, plan, tNow)
+			if evicted := addedNoExecute(last.Spec.Taints, taints) != nil; evicted != (tc.wantNext == 0) || next != tc.wantNext {
+				t.Fatalf("at the end of the disruption: evicted %v, next %s; want evicted %v, next %s (taints %v)", evicted, next, tc.wantNext == 0, tc.wantNext, taints)
+			}
+			if tc.wantNext == 0 {
+				return
+			}
+			if got := unhealthySince(taints, tNow); !got.Equal(tNow) {
+				t.Errorf("the grace period counts from %s, want %s (the end of the disruption)", got, tNow)
+			}
+			// The reconcile writes the taints and drops the condition; the
+			// member stays unreachable.
+			last.Spec.Taints = taints
+			last.Status.Conditions = last.Status.Conditions[:1]
+			for _, step := range []struct {
+				at      time.Duration
+				evicted bool
+			}{{20 * time.Second, false}, {30 * time.Second, true}} {
+				now := tNow.Add(step.at)
+				plan, _, _, err := r.evictionPlan(context.Background(), last, view, now)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if plan.restartGrace {
+					t.Errorf("+%s: the grace period restarted again without a disruption", step.at)
+				}
+				after, _ := renderTaints(last.Spec.Taints, view, plan, now)
+				if evicted := addedNoExecute(last.Spec.Taints, after) != nil; evicted != step.evicted {
+					t.Errorf("+%s after the disruption: evicted %v, want %v", step.at, evicted, step.evicted)
+				}
+			}
+		})
+	}
+}

@@ -89,6 +89,10 @@ type evictionPlan struct {
 	// tookToken says a token of the clusters-per-minute bucket was taken
 	// for this eviction (returned when the taint cannot be written).
 	tookToken bool
+	// restartGrace says a disruption that held the member's eviction back
+	// has just ended: its grace period starts again now, recorded by
+	// moving the managed NoSchedule taint's TimeAdded to now.
+	restartGrace bool
 }
 
 // managedKey reports whether a taint key is one the cluster controller
@@ -114,7 +118,8 @@ func unhealthySince(taints []corev1.Taint, now time.Time) time.Time {
 // not ready), flotilla.io/unreachable (flotilla.io/not-ready) with effect
 // NoSchedule at once and, once the member has been not Ready for the
 // grace period and eviction is allowed, with effect NoExecute too. Existing
-// managed taints keep their TimeAdded; a NoExecute taint already there
+// managed taints keep their TimeAdded, except that plan.restartGrace moves
+// the NoSchedule taint's to now (the grace period counts from it); a NoExecute taint already there
 // stays while the member is not Ready even when eviction is no longer
 // allowed (what moved stays moved). Unknown health keeps the current
 // managed taints. next is how long until a NoExecute taint is due (zero
@@ -133,6 +138,11 @@ func renderTaints(current []corev1.Taint, snap healthView, plan evictionPlan, no
 		case t.Key != want:
 			// The member is healthy, or in the other unhealthy state.
 		case t.Effect == corev1.TaintEffectNoSchedule && !haveSchedule:
+			if plan.restartGrace {
+				added := metav1.NewTime(now)
+				t.TimeAdded = &added
+				since = now
+			}
 			out = append(out, t)
 			haveSchedule = true
 		case t.Effect == corev1.TaintEffectNoExecute && !haveExecute:
@@ -220,6 +230,14 @@ func (r *Reconciler) evictionPlan(ctx context.Context, mc *v1alpha1.MemberCluste
 	}
 	since := unhealthySince(mc.Spec.Taints, now)
 	d := decideBrakes(r.Failover, members, mc.Name, since, now)
+	if d.allowed && heldByDisruption(mc.Status.Conditions) {
+		// The disruption that held mc back ends now. Members come back
+		// one by one, and the last must not be evicted at once for having
+		// been not Ready longer than the grace period while the disruption
+		// made that no fault of its own: its grace period starts again.
+		since, plan.restartGrace = now, true
+		d = decideBrakes(r.Failover, members, mc.Name, since, now)
+	}
 	plan.grace = d.grace
 	switch {
 	case !d.allowed:
@@ -341,4 +359,17 @@ func renderHeld(st *v1alpha1.MemberClusterStatus, h *hold, generation int64, now
 		Type: v1alpha1.ConditionEvictionHeld, Status: metav1.ConditionTrue, Reason: h.reason,
 		Message: h.message, ObservedGeneration: generation, LastTransitionTime: metav1.NewTime(now),
 	})
+}
+
+// heldByDisruption reports whether conds say the member's eviction is held
+// back by a disruption (EvictionHeld True with reason EvictionSuppressed or
+// ZonePartialDisruption).
+func heldByDisruption(conds []metav1.Condition) bool {
+	c := meta.FindStatusCondition(conds, v1alpha1.ConditionEvictionHeld)
+	return c != nil && c.Status == metav1.ConditionTrue && (c.Reason == reasonSuppressed || c.Reason == reasonZonePartial)
+}
+
+// graceRestartedMessage says why a member's grace period started again.
+func graceRestartedMessage(grace time.Duration) string {
+	return fmt.Sprintf("the disruption that held this member's eviction back has ended while it is still not Ready: it is evicted if it stays not Ready for %s from now, not from when it stopped being Ready", grace)
 }

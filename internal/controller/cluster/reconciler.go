@@ -191,6 +191,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, fmt.Errorf("update taints of %s: %w", mc.Name, err)
 		}
 		ctrl.LoggerFrom(ctx).Info("Updated managed taints", "taints", taints)
+		if plan.restartGrace && r.Recorder != nil {
+			r.Recorder.Eventf(mc, nil, corev1.EventTypeNormal, "GracePeriodRestarted", "Failover", "%s", graceRestartedMessage(plan.grace))
+		}
 		// A pull member not accepted is tainted NoExecute at once: an
 		// admin's decision, not a failover, so no eviction is counted.
 		if t := addedNoExecute(before, taints); t != nil && !pending(mc) {
