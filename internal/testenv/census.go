@@ -147,11 +147,20 @@ func (c *Census) record(s snapshot, err error) {
 	c.maxPods, c.maxAsked, c.minReady = max(c.maxPods, s.pods), max(c.maxAsked, s.asked), min(c.minReady, s.ready)
 }
 
+// nowTimeout bounds the snapshot Now takes.
+const nowTimeout = 30 * time.Second
+
 // Now takes a snapshot at once (lists begun after the call, so that it
 // shows whatever happened before it) and returns its pods and ready ones;
 // on an error, the latest snapshot's, the error kept for Err.
 func (c *Census) Now() (pods, ready int) {
-	c.record(take(context.Background(), c.clusters, c.namespace, c.selector))
+	ctx, cancel := context.WithTimeout(context.Background(), nowTimeout)
+	defer cancel()
+	s, err := take(ctx, c.clusters, c.namespace, c.selector)
+	c.record(s, err)
+	if err == nil {
+		return s.pods, s.ready
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.last.pods, c.last.ready

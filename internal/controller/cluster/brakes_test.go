@@ -118,74 +118,94 @@ func TestSmallFederationHold(t *testing.T) {
 
 // TestGraceRestartsWhenADisruptionEnds: every member was unreachable (the
 // eviction of each held back as EvictionSuppressed); two come back while
-// the third, not Ready for two minutes by then, is still coming. The
-// third gets a fresh grace period from the end of the disruption, not an
-// eviction at once; a member never held back keeps its first TimeAdded.
+// the third, not Ready for two minutes by then, is still coming. The third
+// gets a fresh grace period from the end of the disruption, once, rather
+// than an eviction at once; other holds, or none, change nothing.
 func TestGraceRestartsWhenADisruptionEnds(t *testing.T) {
 	since := metav1.NewTime(tNow.Add(-2 * time.Minute))
-	member := func(name string, ready bool, held bool) *v1alpha1.MemberCluster {
-		mc := &v1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelTopologyZone: "zone-" + name}}}
-		mc.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue}}
-		if !ready {
-			mc.Status.Conditions[0].Status = metav1.ConditionUnknown
-			mc.Spec.Taints = []corev1.Taint{{Key: v1alpha1.TaintUnreachable, Effect: corev1.TaintEffectNoSchedule, TimeAdded: &since}}
-		}
-		if held {
-			mc.Status.Conditions = append(mc.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionEvictionHeld, Status: metav1.ConditionTrue, Reason: reasonSuppressed})
-		}
-		return mc
+	held := func(reason string, from metav1.Time) []metav1.Condition {
+		return []metav1.Condition{{Type: v1alpha1.ConditionEvictionHeld, Status: metav1.ConditionTrue, Reason: reason, LastTransitionTime: from}}
 	}
+	unreachable := healthView{known: true, taintKey: v1alpha1.TaintUnreachable}
 	scheme, err := hostscheme.New()
 	if err != nil {
 		t.Fatal(err)
 	}
-	view := healthView{known: true, taintKey: v1alpha1.TaintUnreachable}
-
 	for _, tc := range []struct {
-		name     string
-		held     bool
-		wantNext time.Duration // time to NoExecute after the disruption ends
+		name       string
+		othersDown bool // member-b is still unreachable too
+		conds      []metav1.Condition
+		noSchedule metav1.Time // the NoSchedule taint's TimeAdded
+		view       healthView
+		wantHold   string
+		wantNext   time.Duration // time to NoExecute; 0: evicted now (or held)
 	}{
-		{name: "held back by the disruption: a fresh grace period", held: true, wantNext: 30 * time.Second},
-		{name: "never held back: evicted at once", held: false},
+		{name: "suppressed until now: a fresh grace period", conds: held(reasonSuppressed, since), noSchedule: since, view: unreachable, wantNext: 30 * time.Second},
+		{name: "suppression began after the failure: a fresh grace period", conds: held(reasonSuppressed, metav1.NewTime(tNow.Add(-time.Minute))), noSchedule: since, view: unreachable, wantNext: 30 * time.Second},
+		{name: "now not ready rather than unreachable: a fresh grace period all the same", conds: held(reasonSuppressed, since), noSchedule: since,
+			view: healthView{known: true, taintKey: v1alpha1.TaintNotReady}, wantNext: 30 * time.Second},
+		{name: "restarted already (its status write failed): no second restart", conds: held(reasonSuppressed, since), noSchedule: metav1.NewTime(tNow.Add(-20 * time.Second)), view: unreachable, wantNext: 10 * time.Second},
+		{name: "still suppressed: held, no restart", othersDown: true, conds: held(reasonSuppressed, since), noSchedule: since, view: unreachable, wantHold: reasonSuppressed},
+		{name: "never held back: evicted at once", noSchedule: since, view: unreachable},
+		{name: "held by its zone's partial disruption: evicted at once", conds: held(reasonZonePartial, since), noSchedule: since, view: unreachable},
+		{name: "held by the rate limit: evicted at once", conds: held(reasonRateLimited, since), noSchedule: since, view: unreachable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			last := member("c", false, tc.held)
-			r := &Reconciler{Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(member("a", true, false), member("b", true, false), last).Build(), Failover: DefaultFailover()}
-			plan, h, _, err := r.evictionPlan(context.Background(), last, view, tNow)
+			member := func(name string, ready bool) *v1alpha1.MemberCluster {
+				mc := &v1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelTopologyZone: "zone-" + name}}}
+				mc.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue}}
+				if !ready {
+					mc.Status.Conditions[0].Status = metav1.ConditionUnknown
+					mc.Spec.Taints = []corev1.Taint{{Key: v1alpha1.TaintUnreachable, Effect: corev1.TaintEffectNoSchedule, TimeAdded: &since}}
+				}
+				return mc
+			}
+			last := member("c", false)
+			last.Spec.Taints[0].TimeAdded = &tc.noSchedule
+			last.Status.Conditions = append(last.Status.Conditions, tc.conds...)
+			r := &Reconciler{Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(member("a", true), member("b", !tc.othersDown), last).Build(), Failover: DefaultFailover()}
+			plan, h, _, err := r.evictionPlan(context.Background(), last, tc.view, tNow)
 			if err != nil {
 				t.Fatal(err)
 			}
+			gotHold := ""
 			if h != nil {
-				t.Fatalf("held back (%s) with two of three domains Normal", h.reason)
+				gotHold = h.reason
 			}
-			taints, next := renderTaints(last.Spec.Taints, view, plan, tNow)
-			if evicted := addedNoExecute(last.Spec.Taints, taints) != nil; evicted != (tc.wantNext == 0) || next != tc.wantNext {
-				t.Fatalf("at the end of the disruption: evicted %v, next %s; want evicted %v, next %s (taints %v)", evicted, next, tc.wantNext == 0, tc.wantNext, taints)
+			if gotHold != tc.wantHold {
+				t.Fatalf("hold %q, want %q", gotHold, tc.wantHold)
 			}
-			if tc.wantNext == 0 {
+			if plan.tookToken && tc.wantNext > 0 {
+				t.Errorf("a clusters-per-minute token was taken for an eviction that is not due")
+			}
+			taints, next := renderTaints(last.Spec.Taints, tc.view, plan, tNow)
+			evicted := addedNoExecute(last.Spec.Taints, taints) != nil
+			if wantEvicted := tc.wantNext == 0 && tc.wantHold == ""; evicted != wantEvicted || next != tc.wantNext {
+				t.Fatalf("evicted %v, next %s; want evicted %v, next %s (taints %v)", evicted, next, wantEvicted, tc.wantNext, taints)
+			}
+			if tc.wantNext != 30*time.Second {
 				return
 			}
 			if got := unhealthySince(taints, tNow); !got.Equal(tNow) {
 				t.Errorf("the grace period counts from %s, want %s (the end of the disruption)", got, tNow)
 			}
-			// The reconcile writes the taints and drops the condition; the
-			// member stays unreachable.
+			// The taint is written but the status write that drops the
+			// condition fails: the next look must not restart again, and
+			// the eviction comes 30 s after the end of the disruption.
 			last.Spec.Taints = taints
-			last.Status.Conditions = last.Status.Conditions[:1]
 			for _, step := range []struct {
 				at      time.Duration
 				evicted bool
 			}{{20 * time.Second, false}, {30 * time.Second, true}} {
 				now := tNow.Add(step.at)
-				plan, _, _, err := r.evictionPlan(context.Background(), last, view, now)
+				plan, _, _, err := r.evictionPlan(context.Background(), last, tc.view, now)
 				if err != nil {
 					t.Fatal(err)
 				}
 				if plan.restartGrace {
-					t.Errorf("+%s: the grace period restarted again without a disruption", step.at)
+					t.Errorf("+%s: the grace period restarted again", step.at)
 				}
-				after, _ := renderTaints(last.Spec.Taints, view, plan, now)
+				after, _ := renderTaints(last.Spec.Taints, tc.view, plan, now)
 				if evicted := addedNoExecute(last.Spec.Taints, after) != nil; evicted != step.evicted {
 					t.Errorf("+%s after the disruption: evicted %v, want %v", step.at, evicted, step.evicted)
 				}

@@ -141,7 +141,6 @@ func renderTaints(current []corev1.Taint, snap healthView, plan evictionPlan, no
 			if plan.restartGrace {
 				added := metav1.NewTime(now)
 				t.TimeAdded = &added
-				since = now
 			}
 			out = append(out, t)
 			haveSchedule = true
@@ -152,6 +151,9 @@ func renderTaints(current []corev1.Taint, snap healthView, plan evictionPlan, no
 	}
 	if want == "" {
 		return out, 0
+	}
+	if plan.restartGrace {
+		since = now
 	}
 	if !haveSchedule {
 		added := metav1.NewTime(now)
@@ -230,7 +232,7 @@ func (r *Reconciler) evictionPlan(ctx context.Context, mc *v1alpha1.MemberCluste
 	}
 	since := unhealthySince(mc.Spec.Taints, now)
 	d := decideBrakes(r.Failover, members, mc.Name, since, now)
-	if d.allowed && heldByDisruption(mc.Status.Conditions) {
+	if d.allowed && suppressedSince(mc.Status.Conditions, since) {
 		// The disruption that held mc back ends now. Members come back
 		// one by one, and the last must not be evicted at once for having
 		// been not Ready longer than the grace period while the disruption
@@ -361,12 +363,17 @@ func renderHeld(st *v1alpha1.MemberClusterStatus, h *hold, generation int64, now
 	})
 }
 
-// heldByDisruption reports whether conds say the member's eviction is held
-// back by a disruption (EvictionHeld True with reason EvictionSuppressed or
-// ZonePartialDisruption).
-func heldByDisruption(conds []metav1.Condition) bool {
+// suppressedSince reports whether conds say the member's eviction is held
+// back because most failure domains are disrupted (EvictionHeld True with
+// reason EvictionSuppressed), a hold that began no earlier than since (the
+// start of the member's grace period). A grace period restarted at the end
+// of that hold starts after it, so a status write that failed after the
+// restart does not restart it again. A zone's partial disruption does not
+// count: its members are evicted once the zone is Normal or fully down,
+// as ever, so that a flapping neighbour cannot keep one away for good.
+func suppressedSince(conds []metav1.Condition, since time.Time) bool {
 	c := meta.FindStatusCondition(conds, v1alpha1.ConditionEvictionHeld)
-	return c != nil && c.Status == metav1.ConditionTrue && (c.Reason == reasonSuppressed || c.Reason == reasonZonePartial)
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == reasonSuppressed && !since.After(c.LastTransitionTime.Time)
 }
 
 // graceRestartedMessage says why a member's grace period started again.
