@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Listening ports are chosen below the kernel's ephemeral range: a port
@@ -14,8 +15,10 @@ import (
 // it, and meanwhile any outgoing connection of any process (the
 // environment's own apiservers open many) may take it as its source port.
 // Ports below that range are never given to outgoing connections, so the
-// only way to lose one is another environment choosing the same port at
-// random in the same moment.
+// only way to lose one is another environment choosing the same port
+// before this one's component binds it: the ports chosen are recorded for
+// every environment of the machine (reserve.go) and not chosen again until
+// they are bound.
 
 // lowestListenPort is the lowest port chosen.
 const lowestListenPort = 10000
@@ -27,6 +30,11 @@ const ephemeralRange = "/proc/sys/net/ipv4/ip_local_port_range"
 // below the ephemeral range when the machine leaves room for them there.
 // All listeners stay open until every port is chosen, so none repeats.
 func freePorts(n int) ([]int, error) {
+	return withReservations(time.Now(), func(reserved map[int]bool) ([]int, error) { return choosePorts(n, reserved) })
+}
+
+// choosePorts is freePorts with the ports others reserved left out.
+func choosePorts(n int, reserved map[int]bool) ([]int, error) {
 	ports := make([]int, 0, n)
 	var ls []net.Listener
 	defer func() {
@@ -39,8 +47,11 @@ func freePorts(n int) ([]int, error) {
 		if err != nil {
 			return err
 		}
+		// Kept open either way, so that it is not offered again.
 		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		if p := l.Addr().(*net.TCPAddr).Port; !reserved[p] {
+			ports = append(ports, p)
+		}
 		return nil
 	}
 	if hi, ok := ephemeralStart(); ok && hi-lowestListenPort >= 1000 {
@@ -48,7 +59,10 @@ func freePorts(n int) ([]int, error) {
 			_ = listen("127.0.0.1:" + strconv.Itoa(lowestListenPort+rand.IntN(hi-lowestListenPort))) // taken: try another
 		}
 	}
-	for len(ports) < n {
+	for tries := 0; len(ports) < n; tries++ {
+		if tries >= 100*n {
+			return nil, fmt.Errorf("find a free port: every port the kernel offered is reserved by another environment (%s)", reservationsFile)
+		}
 		if err := listen("127.0.0.1:0"); err != nil {
 			return nil, fmt.Errorf("find a free port: %w", err)
 		}
