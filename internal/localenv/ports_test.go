@@ -147,3 +147,23 @@ func useReservations(t *testing.T) {
 	reservationsFile = filepath.Join(t.TempDir(), "reserved")
 	t.Cleanup(func() { reservationsFile = old })
 }
+
+// TestReservationsDoNotFollowALink: a symbolic link where the record goes
+// is not written through; ports are still chosen.
+func TestReservationsDoNotFollowALink(t *testing.T) {
+	useReservations(t)
+	target := filepath.Join(t.TempDir(), "target")
+	if err := os.WriteFile(target, []byte("keep"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, reservationsFile); err != nil {
+		t.Fatal(err)
+	}
+	ports, err := freePorts(3)
+	if err != nil || len(ports) != 3 {
+		t.Fatalf("freePorts(3) = %v, %v", ports, err)
+	}
+	if b, err := os.ReadFile(target); err != nil || string(b) != "keep" {
+		t.Errorf("the link's target now holds %q (err %v), want it untouched", b, err)
+	}
+}

@@ -29,19 +29,24 @@ var reservationsFile = filepath.Join(os.TempDir(), "flotilla-reserved-ports")
 // withReservations runs choose under an exclusive lock of the record, with
 // the ports reserved by others until now; choose returns the ports it
 // chose, which are then reserved for reserveFor. When the record cannot be
-// opened or locked (another user's file, a read-only directory), choose
-// runs with none reserved: choosing at random below the ephemeral range
-// still makes a collision unlikely.
+// used (a symbolic link, another user's file, a read-only directory, no
+// lock), choose runs with none reserved: choosing at random below the
+// ephemeral range still makes a collision unlikely.
 func withReservations(now time.Time, choose func(reserved map[int]bool) ([]int, error)) ([]int, error) {
-	f, err := os.OpenFile(reservationsFile, os.O_RDWR|os.O_CREATE, 0o666)
+	// O_NOFOLLOW and the owner check: the record lives in a directory
+	// every user can write, and must not lead a write elsewhere.
+	f, err := os.OpenFile(reservationsFile, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return choose(nil)
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err != nil || !ownedByUs(st) || !st.Mode().IsRegular() {
+		return choose(nil)
+	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
 		return choose(nil)
 	}
-	defer syscall.Flock(int(f.Fd()), syscall.LOCK_UN) //nolint:errcheck // closing the file unlocks it too
+	defer func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }()
 	until := readReservations(f, now)
 	reserved := make(map[int]bool, len(until))
 	for p := range until {
@@ -99,4 +104,10 @@ func writeReservations(f *os.File, until map[int]time.Time) error {
 	}
 	_, err := f.WriteAt([]byte(b.String()), 0)
 	return err
+}
+
+// ownedByUs reports whether the file is this process's user's.
+func ownedByUs(st os.FileInfo) bool {
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	return ok && int(sys.Uid) == os.Getuid()
 }
