@@ -199,6 +199,20 @@ func addedNoExecute(before, after []corev1.Taint) *corev1.Taint {
 	return nil
 }
 
+// notReadySince is when the member stopped being Ready, for messages: the
+// earlier of its taints' start (unhealthySince) and the last transition of
+// a Ready condition that is not True. A restarted grace period moves the
+// taint's TimeAdded forward (renderTaints), but the member has been not
+// Ready since its condition says.
+func notReadySince(conds []metav1.Condition, taints []corev1.Taint, now time.Time) time.Time {
+	since := unhealthySince(taints, now)
+	if c := meta.FindStatusCondition(conds, v1alpha1.ConditionReady); c != nil && c.Status != metav1.ConditionTrue &&
+		!c.LastTransitionTime.IsZero() && c.LastTransitionTime.Time.Before(since) {
+		since = c.LastTransitionTime.Time
+	}
+	return since
+}
+
 // evictionMessage says why a member was tainted NoExecute.
 func evictionMessage(t *corev1.Taint, since time.Time, now time.Time) string {
 	return fmt.Sprintf("not Ready for %s: tainted %s:NoExecute; objects that do not tolerate it move to other clusters (their copies here are deleted once the replacements are Ready and the cluster answers)",

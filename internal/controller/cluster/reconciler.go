@@ -198,7 +198,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// admin's decision, not a failover, so no eviction is counted.
 		if t := addedNoExecute(before, taints); t != nil && !pending(mc) {
 			evictionsTotal.WithLabelValues(mc.Name).Inc()
-			msg := evictionMessage(t, unhealthySince(before, now), now)
+			msg := evictionMessage(t, notReadySince(mc.Status.Conditions, before, now), now)
 			ctrl.LoggerFrom(ctx).Info("Evicting", "taint", t.Key, "message", msg)
 			if r.Recorder != nil {
 				r.Recorder.Eventf(mc, nil, corev1.EventTypeWarning, "Evicting", "Failover", "%s", msg)
