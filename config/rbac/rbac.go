@@ -26,7 +26,7 @@ import (
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 )
 
-//go:embed role.yaml role_binding.yaml optional.yaml agent.yaml gateway.yaml
+//go:embed role.yaml role_binding.yaml optional.yaml legacy-finalizer.yaml agent.yaml gateway.yaml
 var manifests embed.FS
 
 // The controller-manager's identity on the host.
@@ -40,8 +40,11 @@ const (
 	Username = "system:serviceaccount:" + Namespace + ":" + ServiceAccount
 	// SecretsClusterRole is the optional ClusterRole that lets the
 	// controller-manager read Secrets in every namespace, to propagate
-	// them (and patch them, to remove the legacy finalizer).
+	// them.
 	SecretsClusterRole = "flotilla-controller-manager-secrets"
+	// LegacyFinalizerClusterRole is the ClusterRole (and binding) of
+	// LegacyFinalizerFile.
+	LegacyFinalizerClusterRole = "flotilla-controller-manager-legacy-finalizer"
 )
 
 // Groups are the groups of Username, as for any ServiceAccount of
@@ -60,6 +63,10 @@ const (
 	BindingFile = "role_binding.yaml"
 	// OptionalFile holds the grants that are off by default (Secrets).
 	OptionalFile = "optional.yaml"
+	// LegacyFinalizerFile holds the grant a host upgraded from a version
+	// that put a finalizer on templates needs for the upgrade only (patch
+	// of the template kinds, to remove it); nothing applies it.
+	LegacyFinalizerFile = "legacy-finalizer.yaml"
 	// AgentFile holds the ClusterRole AgentClusterRole.
 	AgentFile = "agent.yaml"
 	// GatewayFile holds the gateway's ServiceAccount GatewayServiceAccount,

@@ -58,6 +58,11 @@ type members struct {
 	authz    authorizer.Authorizer
 	clientCA dynamiccertificates.CAContentProvider
 	base     context.Context
+
+	// allowInsecure lets the gateway reach push members over plain http
+	// or without verifying their serving certificate (tests only, as the
+	// controller-manager's --allow-insecure-members).
+	allowInsecure bool
 }
 
 // feed is one member's running cache feed.
@@ -82,7 +87,7 @@ type memberStatus struct {
 
 var memberClustersGVR = v1alpha1.GroupVersion.WithResource("memberclusters")
 
-func newMembers(c *membercache.Cache, hostCfg *rest.Config) (*members, error) {
+func newMembers(c *membercache.Cache, hostCfg *rest.Config, allowInsecure bool) (*members, error) {
 	host, err := kubernetes.NewForConfig(hostCfg)
 	if err != nil {
 		return nil, err
@@ -91,7 +96,8 @@ func newMembers(c *membercache.Cache, hostCfg *rest.Config) (*members, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &members{cache: c, host: host, dynamic: dyn, feeds: map[string]*feed{}, status: map[string]memberStatus{}, kick: make(chan struct{}, 1)}
+	m := &members{cache: c, host: host, dynamic: dyn, feeds: map[string]*feed{}, status: map[string]memberStatus{}, kick: make(chan struct{}, 1),
+		allowInsecure: allowInsecure}
 	m.tunnels = tunnel.NewRegistry(func(string) { m.trigger() })
 	return m, nil
 }
@@ -276,12 +282,25 @@ func (m *members) way(mc *v1alpha1.MemberCluster) way {
 	if mc.Spec.SecretRef == nil {
 		return way{problem: "it names no credentials Secret"}
 	}
+	// The same rules as the cluster controller's (member/trust.go): a
+	// member's credentials go only to its own endpoint, and only over a
+	// verified TLS connection.
+	if insecure := member.Insecurities(mc); len(insecure) > 0 && !m.allowInsecure {
+		return way{problem: "its endpoint is not secure (plain http or TLS verification skipped)", detail: strings.Join(insecure, "; ")}
+	}
+	if c := meta.FindStatusCondition(mc.Status.Conditions, v1alpha1.ConditionReady); c != nil &&
+		(c.Reason == member.ReasonClaimedElsewhere || c.Reason == member.ReasonClaimFailed) {
+		return way{problem: "the cluster controller refuses it (" + c.Reason + ")"}
+	}
 	o, err := m.secrets.ByNamespace(v1alpha1.SystemNamespace).Get(mc.Spec.SecretRef.Name)
 	if err != nil {
 		return way{problem: "its credentials cannot be read",
 			detail: fmt.Sprintf("credentials Secret %s/%s: %v", v1alpha1.SystemNamespace, mc.Spec.SecretRef.Name, err)}
 	}
 	secret := o.(*corev1.Secret)
+	if err := member.CheckBinding(mc, secret); err != nil {
+		return way{problem: "its credentials Secret is not bound to it", detail: err.Error()}
+	}
 	return way{hash: member.ConfigHash(mc, secret), through: mc.Spec.APIEndpoint, secret: secret,
 		config: func() (*rest.Config, *member.Token, error) { return member.RESTConfigWithToken(mc, secret) }}
 }

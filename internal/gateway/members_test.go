@@ -373,7 +373,8 @@ func TestMissingMemberIsNamed(t *testing.T) {
 	c := hostClient(t)
 	ghost := &v1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: "ghost"},
 		Spec: v1alpha1.MemberClusterSpec{APIEndpoint: "https://127.0.0.1:1", SecretRef: &v1alpha1.SecretReference{Name: "ghost"}}}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ghost", Namespace: v1alpha1.SystemNamespace}, Data: map[string][]byte{"token": []byte("x")}}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ghost", Namespace: v1alpha1.SystemNamespace,
+		Labels: map[string]string{v1alpha1.LabelMemberCluster: "ghost"}}, Data: map[string][]byte{"token": []byte("x")}}
 	if err := c.Create(ctx, secret); err != nil {
 		t.Fatal(err)
 	}

@@ -79,6 +79,10 @@ type Options struct {
 	// token alone authenticated to the host with that token, rather than
 	// as the gateway impersonating its user (usertoken.go).
 	ForwardUserTokens bool
+	// AllowInsecureMembers lets the gateway reach push members with a
+	// plain http apiEndpoint or tls.insecureSkipVerify (tests only); by
+	// default they are left out, as the controller-manager refuses them.
+	AllowInsecureMembers bool
 }
 
 // NewOptions returns the defaults: port 8443, anonymous requests allowed
@@ -124,6 +128,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.MemberKinds, "member-kinds", o.MemberKinds, "kinds served from the member clusters' objects (a multi-cluster cache, read-only, with a CLUSTER column) instead of the host's; known: "+strings.Join(membercache.KnownKinds(), ", ")+`; "" serves every kind from the host`)
 	fs.IntVar(&o.WatchHistory, "member-watch-history", o.WatchHistory, "recent changes per member kind a watch can resume from; a watch from an older resourceVersion gets 410 Gone and relists")
 	fs.BoolVar(&o.ForwardUserTokens, "forward-user-tokens", o.ForwardUserTokens, "send a request for a host kind that a bearer token alone authenticated to the host with that token (the host authenticates the user itself); false: always as the gateway impersonating the user. Client certificates and --as always impersonate")
+	fs.BoolVar(&o.AllowInsecureMembers, "allow-insecure-members", o.AllowInsecureMembers, "for tests only: cache and route to push members with an http:// apiEndpoint or tls.insecureSkipVerify (their credentials then travel unprotected); by default they are left out with a warning, as the controller-manager refuses them")
 	fs.DurationVar(&o.RequestTimeout, "request-timeout", o.RequestTimeout, "longest a request other than a watch, log, exec or port-forward may take")
 }
 
@@ -203,7 +208,7 @@ func New(o *Options) (*Server, error) {
 		return nil, fmt.Errorf("--member-kinds: %w", err)
 	}
 	mc := membercache.New(kinds, membercache.Options{History: o.WatchHistory})
-	mem, err := newMembers(mc, hostCfg)
+	mem, err := newMembers(mc, hostCfg, o.AllowInsecureMembers)
 	if err != nil {
 		return nil, err
 	}

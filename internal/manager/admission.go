@@ -11,7 +11,11 @@ import (
 	"github.com/flotilla-io/flotilla/internal/poll"
 )
 
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings,verbs=get;create;update
+// Create cannot be limited to names; get and update are, to Flotilla's own
+// policies and bindings (config/admission).
+//
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings,verbs=create
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings,verbs=get;update,resourceNames=flotilla.io-accept-guard;flotilla.io-deletion-protection;flotilla.io-scale-down-protection
 
 // admissionInstaller installs Flotilla's admission policies (the guard of
 // spec.accepted and, unless turned off, deletion protection) once this replica leads; objects already up to date are not

@@ -44,12 +44,14 @@ import (
 // Permissions of the manager itself (leader election and its events, its
 // namespace, the CRDs). The namespaced rules assume the default
 // flotilla-system for --leader-election-namespace and
-// --credentials-namespace.
+// --credentials-namespace. CRDs may be updated only by name, Flotilla's own
+// (updating another's could point its conversion webhook anywhere).
 //
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=flotilla-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",namespace=flotilla-system,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;create
-// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=update,resourceNames=clusterintents.flotilla.io;clusteroverridepolicies.flotilla.io;clusterpropagationpolicies.flotilla.io;federatedobjects.flotilla.io;memberclusters.flotilla.io;overridepolicies.flotilla.io;propagationpolicies.flotilla.io;schedulerpluginwebhooks.flotilla.io;schedulingprofiles.flotilla.io;workloadinterpreters.flotilla.io
 
 // Options configure the controller-manager.
 type Options struct {

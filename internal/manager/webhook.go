@@ -22,7 +22,12 @@ import (
 	"github.com/flotilla-io/flotilla/internal/poll"
 )
 
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;create;update
+// Create cannot be limited to a name; get and update are, to Flotilla's
+// own webhook configuration (updating another's would send its objects
+// here).
+//
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=create
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;update,resourceNames=flotilla-workloadinterpreters
 
 // InterpreterWebhookName is the ValidatingWebhookConfiguration that sends
 // WorkloadInterpreters to the controller-manager for validation.

@@ -11,15 +11,14 @@
 //
 // Permissions: read the template kinds of the common built-in API groups
 // (the core group without Secrets; not admissionregistration.k8s.io, whose
-// webhooks would see every object). Flotilla puts no finalizer on
-// templates any more; patch remains only so that the federate controller
-// can remove the finalizer earlier versions set (hosts upgraded from
-// them), and goes once no host carries it. Other kinds (custom resources)
-// and Secrets need an explicit grant (config/rbac/optional.yaml): get,
-// list and watch, plus patch where such objects may still carry the
-// legacy finalizer.
+// webhooks would see every object). No write: a patch of every kind would
+// include ClusterRoles, a write of the host's RBAC. Removing the finalizer
+// earlier versions put on templates needs patch, which a host upgraded
+// from them grants for the upgrade only (config/rbac/optional.yaml). Other
+// kinds (custom resources) and Secrets need an explicit grant
+// (config/rbac/optional.yaml): get, list and watch.
 //
-// +kubebuilder:rbac:groups="",resources=configmaps;limitranges;namespaces;persistentvolumeclaims;persistentvolumes;pods;podtemplates;replicationcontrollers;resourcequotas;serviceaccounts;services,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=configmaps;limitranges;namespaces;persistentvolumeclaims;persistentvolumes;pods;podtemplates;replicationcontrollers;resourcequotas;serviceaccounts;services,verbs=get;list;watch
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=selfsubjectaccessreviews,verbs=create
-// +kubebuilder:rbac:groups=apps;batch;autoscaling;policy;networking.k8s.io;storage.k8s.io;scheduling.k8s.io;node.k8s.io;rbac.authorization.k8s.io;apiextensions.k8s.io,resources=*,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=apps;batch;autoscaling;policy;networking.k8s.io;storage.k8s.io;scheduling.k8s.io;node.k8s.io;rbac.authorization.k8s.io;apiextensions.k8s.io,resources=*,verbs=get;list;watch
 package templates

@@ -43,3 +43,21 @@ func (e *Environment) GrantControllerSecrets(t testing.TB) {
 		}
 	})
 }
+
+// GrantControllerLegacyFinalizer applies config/rbac's grant for hosts
+// upgraded from a version that put a finalizer on templates (patch of the
+// built-in template kinds) to the controller-manager's identity until the
+// test ends.
+func (e *Environment) GrantControllerLegacyFinalizer(t testing.TB) {
+	t.Helper()
+	ctx := context.Background()
+	if err := rbac.Apply(ctx, e.Host.Config, rbac.LegacyFinalizerFile); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		err := e.Host.Client.RbacV1().ClusterRoleBindings().Delete(context.Background(), rbac.LegacyFinalizerClusterRole, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("revoke %s: %v", rbac.LegacyFinalizerClusterRole, err)
+		}
+	})
+}

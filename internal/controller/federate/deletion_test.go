@@ -3,6 +3,8 @@ package federate_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -198,9 +200,11 @@ func TestAnnotateThenDeleteKeepsCopies(t *testing.T) {
 }
 
 // TestLegacyFinalizerRemoved: a template carrying the finalizer of an
-// earlier version (a host upgraded from it) loses it, and is propagated.
+// earlier version (a host upgraded from it, which grants patch for the
+// upgrade) loses it, and is propagated.
 func TestLegacyFinalizerRemoved(t *testing.T) {
 	startControlPlane(t)
+	env.GrantControllerLegacyFinalizer(t)
 	ns := env.Namespace(t)
 	ctx := context.Background()
 	createPolicy(t, ns)
@@ -223,6 +227,51 @@ func TestLegacyFinalizerRemoved(t *testing.T) {
 	})
 }
 
+// TestLegacyFinalizerNeedsTheUpgradeGrant: without the upgrade's grant
+// the controller-manager may not patch templates (a ConfigMap here; it may
+// patch Deployments, for federated HPAs); a legacy finalizer then stays,
+// the object is propagated all the same, and a Warning event says what to
+// grant.
+func TestLegacyFinalizerNeedsTheUpgradeGrant(t *testing.T) {
+	startControlPlane(t)
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	pp := &v1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "conf"},
+		Spec: v1alpha1.PropagationSpec{ResourceSelectors: []v1alpha1.ResourceSelector{{APIVersion: "v1", Kind: "ConfigMap", Name: "conf"}},
+			Placement: v1alpha1.Placement{ClusterNames: []string{memberName}}}}
+	if err := admin.Create(ctx, pp); err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "conf", Finalizers: []string{v1alpha1.FinalizerPropagation}},
+		Data: map[string]string{"k": "v"}}
+	if err := admin.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	key := types.NamespacedName{Namespace: ns, Name: "conf"}
+	t.Cleanup(func() { // let the namespace go
+		got := &corev1.ConfigMap{}
+		if err := admin.Get(context.Background(), key, got); err == nil && len(got.Finalizers) > 0 {
+			got.Finalizers = nil
+			_ = admin.Update(context.Background(), got)
+		}
+	})
+	waitForCluster(t, types.NamespacedName{Namespace: ns, Name: "conf.configmap"}, v1alpha1.PropagationOK)
+	testenv.Eventually(t, waitTimeout, "FinalizerNotRemoved event naming the grant", func(ctx context.Context) error {
+		ev := findEvent(ctx, t, ns, "ConfigMap", "conf", federate.ReasonFinalizerNotRemoved)
+		if ev == nil {
+			return errNotYet
+		}
+		if !strings.Contains(ev.Note, "forbidden") || !strings.Contains(ev.Note, "legacy-finalizer.yaml") {
+			return fmt.Errorf("event note %q", ev.Note)
+		}
+		return nil
+	})
+	got := &corev1.ConfigMap{}
+	if err := admin.Get(ctx, key, got); err != nil || !slices.Contains(got.Finalizers, v1alpha1.FinalizerPropagation) {
+		t.Fatalf("host ConfigMap finalizers %v (%v): the finalizer was removed without the grant", got.Finalizers, err)
+	}
+}
+
 // TestLegacyFinalizerHoldsDeletion: a template that still carries the
 // legacy finalizer when it is deleted (here an admission policy stops the
 // controller-manager from removing it while the template lives) is
@@ -230,6 +279,7 @@ func TestLegacyFinalizerRemoved(t *testing.T) {
 // removed and the template goes. The refused removal is reported once.
 func TestLegacyFinalizerHoldsDeletion(t *testing.T) {
 	startControlPlane(t)
+	env.GrantControllerLegacyFinalizer(t)
 	ns := env.Namespace(t)
 	ctx := context.Background()
 	pinLegacyFinalizer(t, ns)

@@ -52,7 +52,7 @@ func (r *Reconciler) dropLegacyFinalizer(ctx context.Context, key templates.Key,
 	}
 	ctrl.LoggerFrom(ctx).Error(err, "Removing the legacy finalizer; deleting the object will wait for it", "object", key, "finalizer", v1alpha1.FinalizerPropagation)
 	r.event(tmpl, corev1.EventTypeWarning, ReasonFinalizerNotRemoved, "RemoveFinalizer", fmt.Sprintf(
-		"the finalizer %s of an earlier Flotilla version could not be removed (%v); deleting this object waits until the controller-manager may patch it or the finalizer is removed by hand",
+		"the finalizer %s of an earlier Flotilla version could not be removed (%v); deleting this object waits until the controller-manager may patch it (for an upgrade: config/rbac/legacy-finalizer.yaml) or the finalizer is removed by hand",
 		v1alpha1.FinalizerPropagation, err))
 	return nil
 }

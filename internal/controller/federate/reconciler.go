@@ -43,8 +43,9 @@ const Name = "federate"
 const ReasonPolicyNotApplicable = "PolicyNotApplicable"
 
 // Permissions: manage FederatedObjects; read policies. Reading the
-// templates (and patching them, only to remove the finalizer of earlier
-// versions) is granted with the template kinds (package templates).
+// templates is granted with the template kinds (package templates);
+// patching them, only to remove the finalizer of earlier versions, only by
+// the opt-in grant for upgraded hosts (config/rbac/optional.yaml).
 //
 // +kubebuilder:rbac:groups=flotilla.io,resources=federatedobjects,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=flotilla.io,resources=propagationpolicies;clusterpropagationpolicies,verbs=get;list;watch

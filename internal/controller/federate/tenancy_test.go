@@ -246,9 +246,31 @@ func TestUserRoles(t *testing.T) {
 			}
 		}
 	}
-	for _, name := range []string{"flotilla-cluster-view", "flotilla-admin"} {
+	for _, name := range []string{"flotilla-cluster-view", "flotilla-admin", "flotilla-hub-admin"} {
 		if r := roles[name]; r == nil || len(r.Labels) != 0 {
 			t.Errorf("%s: ClusterRole %s missing or aggregated (%v)", userRolesFile, name, r)
+		}
+	}
+	// No wildcard; MemberClusters (endpoints, Secret names) not readable
+	// with the view role; FederatedObjects and ClusterIntents written by
+	// no one but the controller-manager; accepting pull members only with
+	// flotilla-hub-admin.
+	for name, r := range roles {
+		for _, rule := range r.Rules {
+			if slices.Contains(rule.Resources, "*") || slices.Contains(rule.Verbs, "*") {
+				t.Errorf("%s: rule %+v has a wildcard", name, rule)
+			}
+			for _, res := range rule.Resources {
+				write := slices.ContainsFunc(rule.Verbs, func(v string) bool { return slices.Contains(writes, v) })
+				switch {
+				case name == "flotilla-cluster-view" && strings.HasPrefix(res, "memberclusters"):
+					t.Errorf("%s lets namespace users read %s", name, res)
+				case write && (strings.HasPrefix(res, "federatedobjects") || strings.HasPrefix(res, "clusterintents")):
+					t.Errorf("%s lets users write %s (%v)", name, res, rule.Verbs)
+				case res == "memberclusters/accept" && name != "flotilla-hub-admin":
+					t.Errorf("%s may accept pull members", name)
+				}
+			}
 		}
 	}
 }
