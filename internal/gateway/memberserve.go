@@ -34,6 +34,9 @@ type memberHandler struct {
 	// authz is the gateway's authorizer (the host's RBAC), for the
 	// checks the filters cannot make (create on exec for a WebSocket GET).
 	authz authorizer.Authorizer
+	// noStreamsIn are the namespaces into which no exec, attach or
+	// port-forward is carried to a member (--no-streams-in).
+	noStreamsIn map[string]bool
 }
 
 // serves reports whether the request is for a cached member kind.

@@ -102,6 +102,15 @@ func (h *memberHandler) route(w http.ResponseWriter, r *http.Request, info *requ
 		h.fail(w, r, apierrors.NewNotFound(corev1.Resource("pods"), info.Name))
 		return
 	}
+	if streamSubresources[info.Subresource] && h.noStreamsIn[info.Namespace] {
+		// The member's own components (and Flotilla's member identity)
+		// run there: a right to exec into them on the host, where they
+		// do not run, must not become a shell next to them in every
+		// member.
+		h.fail(w, r, apierrors.NewForbidden(corev1.Resource("pods/"+info.Subresource), info.Name,
+			fmt.Errorf("the gateway does not carry %s into namespace %s of a member (flotilla gateway --no-streams-in)", info.Subresource, info.Namespace)))
+		return
+	}
 	if member != "" {
 		if err := h.authorizeBareName(r, info, name); err != nil {
 			h.fail(w, r, err)

@@ -10,7 +10,10 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
+	"github.com/flotilla-io/flotilla/internal/gateway"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
 
@@ -103,5 +106,45 @@ func TestExecNeedsCreate(t *testing.T) {
 		Param("command", "true").Param("stdout", "true").Do(ctx).Error()
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `cannot create resource "pods/exec"`) || !strings.Contains(err.Error(), `"shell"`) {
 		t.Errorf("exec by GET of shell@alpha with create on that name only: %v, want 403 naming create on pods/exec of shell", err)
+	}
+}
+
+// TestNoStreamsIntoSystemNamespaces: even an admin gets no exec, attach
+// or port-forward into a member's kube-system through the gateway by
+// default (the member's own components run there); --no-streams-in ""
+// lifts it, and the request then reaches the member.
+func TestNoStreamsIntoSystemNamespaces(t *testing.T) {
+	joinMembers(t)
+	ctx := context.Background()
+	name := "sys-shell"
+	memberNamespace(t, "kube-system")
+	makePod(t, env.Members[0].Client, "kube-system", name, nil)
+	t.Cleanup(func() {
+		_ = env.Members[0].Client.CoreV1().Pods("kube-system").Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+	})
+	stream := func(admin kubernetes.Interface, sub string) error {
+		return admin.CoreV1().RESTClient().Post().Namespace("kube-system").Resource("pods").Name(name).SubResource(sub).
+			Param("command", "true").Param("stdout", "true").Do(ctx).Error()
+	}
+	admin := adminThrough(t, startGateway(t))
+	testenv.Eventually(t, 30*time.Second, "the kube-system pod cached", func(ctx context.Context) error {
+		_, err := admin.CoreV1().Pods("kube-system").Get(ctx, name, metav1.GetOptions{})
+		return err
+	})
+	for _, sub := range []string{"exec", "attach", "portforward"} {
+		err := stream(admin, sub)
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "does not carry "+sub+" into namespace kube-system") {
+			t.Errorf("%s into kube-system: %v, want 403 naming --no-streams-in", sub, err)
+		}
+	}
+	open := adminThrough(t, startGateway(t, func(o *gateway.Options) { o.NoStreamsIn = nil }))
+	testenv.Eventually(t, 30*time.Second, "the kube-system pod cached by the second gateway", func(ctx context.Context) error {
+		_, err := open.CoreV1().Pods("kube-system").Get(ctx, name, metav1.GetOptions{})
+		return err
+	})
+	// The member answers now: it looks for the pod's node (node-x, which
+	// does not exist in a member without kubelets).
+	if err := stream(open, "exec"); err == nil || !strings.Contains(err.Error(), `"node-x" not found`) {
+		t.Errorf("exec with --no-streams-in empty: %v, want the member's answer that node-x is not found", err)
 	}
 }

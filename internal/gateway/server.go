@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/component-base/featuregate"
 
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/membercache"
 	"github.com/flotilla-io/flotilla/internal/tunnel"
 )
@@ -83,6 +84,10 @@ type Options struct {
 	// plain http apiEndpoint or tls.insecureSkipVerify (tests only); by
 	// default they are left out, as the controller-manager refuses them.
 	AllowInsecureMembers bool
+	// NoStreamsIn are namespaces into which the gateway carries no exec,
+	// attach or port-forward to a member, whatever the host's RBAC allows
+	// (the members' own components run there).
+	NoStreamsIn []string
 }
 
 // NewOptions returns the defaults: port 8443, anonymous requests allowed
@@ -99,6 +104,7 @@ func NewOptions() *Options {
 		MemberKinds:                 membercache.DefaultKinds,
 		WatchHistory:                10_000,
 		ForwardUserTokens:           true,
+		NoStreamsIn:                 []string{"kube-system", v1alpha1.SystemNamespace},
 	}
 	o.SecureServing.BindPort = 8443
 	o.SecureServing.ServerCert.PairName = "flotilla-gateway"
@@ -129,6 +135,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.WatchHistory, "member-watch-history", o.WatchHistory, "recent changes per member kind a watch can resume from; a watch from an older resourceVersion gets 410 Gone and relists")
 	fs.BoolVar(&o.ForwardUserTokens, "forward-user-tokens", o.ForwardUserTokens, "send a request for a host kind that a bearer token alone authenticated to the host with that token (the host authenticates the user itself); false: always as the gateway impersonating the user. Client certificates and --as always impersonate")
 	fs.BoolVar(&o.AllowInsecureMembers, "allow-insecure-members", o.AllowInsecureMembers, "for tests only: cache and route to push members with an http:// apiEndpoint or tls.insecureSkipVerify (their credentials then travel unprotected); by default they are left out with a warning, as the controller-manager refuses them")
+	fs.StringSliceVar(&o.NoStreamsIn, "no-streams-in", o.NoStreamsIn, "namespaces into which no exec, attach or port-forward is carried to a member, whatever the host's RBAC allows (the members' own components and Flotilla's member identity run there); \"\" carries them everywhere the host's RBAC allows")
 	fs.DurationVar(&o.RequestTimeout, "request-timeout", o.RequestTimeout, "longest a request other than a watch, log, exec or port-forward may take")
 }
 
@@ -212,7 +219,12 @@ func New(o *Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	memberKinds := &memberHandler{cache: mc, members: mem, host: host, params: runtime.NewParameterCodec(scheme)}
+	memberKinds := &memberHandler{cache: mc, members: mem, host: host, params: runtime.NewParameterCodec(scheme), noStreamsIn: map[string]bool{}}
+	for _, ns := range o.NoStreamsIn {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			memberKinds.noStreamsIn[ns] = true
+		}
+	}
 	cfg := genericapiserver.NewConfig(codecs)
 	cfg.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
 	cfg.FeatureGate = withoutTracing{utilfeature.DefaultFeatureGate}
@@ -227,6 +239,9 @@ func New(o *Options) (*Server, error) {
 			return nil, err
 		}
 		cfg.Authentication.Authenticator = markBearer(cfg.Authentication.Authenticator)
+	}
+	if cfg.Authentication.Authenticator != nil {
+		cfg.Authentication.Authenticator = reserveStack(cfg.Authentication.Authenticator)
 	}
 	if err := o.Authorization.ApplyTo(&cfg.Authorization); err != nil {
 		return nil, fmt.Errorf("authorization: %w", err)

@@ -17,8 +17,10 @@ const (
 
 // hostControllers are the only kube-controller-manager controllers the host
 // runs: host objects are templates, so nothing may act on them except
-// namespace deletion and garbage collection.
-var hostControllers = []string{"namespace-controller", "garbage-collector-controller"}
+// namespace deletion and garbage collection. ClusterRole aggregation fills
+// the built-in admin, edit and view roles, without which the host's check
+// of a RoleBinding to them would pass for anyone (docs/security.md).
+var hostControllers = []string{"namespace-controller", "garbage-collector-controller", "clusterrole-aggregation-controller"}
 
 // paths lays out one cluster's files under the state directory.
 type paths struct {

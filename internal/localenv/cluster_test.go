@@ -59,7 +59,7 @@ func TestComponentArgs(t *testing.T) {
 	}{
 		{
 			name: "host controller-manager runs only namespace and GC", plan: host, component: components.KubeControllerManager,
-			wantArgs: []string{"--controllers=namespace-controller,garbage-collector-controller", "--secure-port=4", "--leader-elect=false"},
+			wantArgs: []string{"--controllers=namespace-controller,garbage-collector-controller,clusterrole-aggregation-controller", "--secure-port=4", "--leader-elect=false"},
 			wantPort: 4, wantURL: "https://127.0.0.1:4/healthz",
 		},
 		{
