@@ -47,7 +47,7 @@ import (
 // --credentials-namespace. CRDs may be updated only by name, Flotilla's own
 // (updating another's could point its conversion webhook anywhere).
 //
-// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=flotilla-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=flotilla-system,resources=leases,verbs=get;create;update
 // +kubebuilder:rbac:groups="",namespace=flotilla-system,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;create
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch;create

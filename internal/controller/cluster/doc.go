@@ -31,7 +31,7 @@ package cluster
 // Permissions the controller needs in the host (config/rbac is generated
 // from these).
 //
-// +kubebuilder:rbac:groups=flotilla.io,resources=memberclusters,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=flotilla.io,resources=memberclusters,verbs=get;list;watch;update
 // +kubebuilder:rbac:groups=flotilla.io,resources=memberclusters/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",namespace=flotilla-system,resources=secrets,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
