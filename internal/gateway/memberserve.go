@@ -114,10 +114,13 @@ func (h *memberHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // (/api/v1/namespaces/NS/nodes), and one object of a namespaced kind is
 // named with its namespace (not /api/v1/pods/NAME). The filters
 // authorized the request as its path reads ("list nodes in NS", which a
-// RoleBinding may allow): it must not be served as something else.
+// RoleBinding may allow): it must not be served as something else. A
+// list or watch across namespaces with a metadata.name field selector has
+// a name too (the filters authorize it for that name), but no name in its
+// path.
 func inScope(k *membercache.Kind, info *request.RequestInfo) bool {
 	if k.Namespaced {
-		return info.Namespace != "" || info.Name == ""
+		return info.Namespace != "" || info.Name == "" || (len(info.Parts) < 2 && (info.Verb == "list" || info.Verb == "watch"))
 	}
 	return info.Namespace == ""
 }
@@ -157,9 +160,9 @@ func filterFor(k *membercache.Kind, info *request.RequestInfo, opts metav1.ListO
 	if info.Name != "" {
 		// A watch of one object (/watch/namespaces/ns/pods/NAME) was
 		// authorized for that name only: it sees that name only.
-		name, _ := splitName(info.Name)
+		name, member := splitName(info.Name)
 		named = fields.OneTermEqualSelector("metadata.name", name)
-		f.Field = named
+		f.Field, f.Cluster = named, member
 	}
 	if opts.LabelSelector != "" {
 		sel, err := labels.Parse(opts.LabelSelector)
@@ -174,6 +177,16 @@ func filterFor(k *membercache.Kind, info *request.RequestInfo, opts metav1.ListO
 			return f, apierrors.NewBadRequest(err.Error())
 		}
 		if err := k.ValidateFieldSelector(sel); err != nil {
+			return f, apierrors.NewBadRequest(err.Error())
+		}
+		// metadata.name=NAME@member names the object NAME; the member is
+		// in f.Cluster (the filters took the request's name from it).
+		if sel, err = sel.Transform(func(field, value string) (string, string, error) {
+			if field == "metadata.name" {
+				value, _ = splitName(value)
+			}
+			return field, value, nil
+		}); err != nil {
 			return f, apierrors.NewBadRequest(err.Error())
 		}
 		f.Field = sel

@@ -46,6 +46,16 @@ var routedSubresources = map[string]bool{"log": true, "exec": true, "attach": tr
 // WebSocket client sends.
 var streamSubresources = map[string]bool{"exec": true, "attach": true, "portforward": true}
 
+// routedVerbs are the verbs a kube-apiserver serves for each routed pod
+// subresource ("": the pod itself, deleted).
+var routedVerbs = map[string]map[string]bool{
+	"":            {"delete": true},
+	"log":         {"get": true},
+	"exec":        {"get": true, "create": true},
+	"attach":      {"get": true, "create": true},
+	"portforward": {"get": true, "create": true},
+}
+
 // routes reports whether the request goes to the member that owns a pod:
 // a pod's logs, exec, attach, port-forward, or its deletion.
 func routes(info *request.RequestInfo) bool {
@@ -100,6 +110,16 @@ func (h *memberHandler) route(w http.ResponseWriter, r *http.Request, info *requ
 	valid := (info.Subresource == "" && len(info.Parts) == 2) || (info.Subresource != "" && len(info.Parts) == 3)
 	if !valid || name == "" {
 		h.fail(w, r, apierrors.NewNotFound(corev1.Resource("pods"), info.Name))
+		return
+	}
+	if !routedVerbs[info.Subresource][info.Verb] {
+		// The filters authorized the verb the path reads as (a watch of
+		// pods/log, a list): it must not be served as the member's get.
+		if info.Verb == "watch" || info.Verb == "list" {
+			h.fail(w, r, errNoSuchPath)
+		} else {
+			h.fail(w, r, apierrors.NewMethodNotSupported(corev1.Resource("pods/"+info.Subresource), info.Verb))
+		}
 		return
 	}
 	if streamSubresources[info.Subresource] && h.noStreamsIn[info.Namespace] {

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/flotilla-io/flotilla/internal/gateway"
@@ -146,5 +148,58 @@ func TestNoStreamsIntoSystemNamespaces(t *testing.T) {
 	// does not exist in a member without kubelets).
 	if err := stream(open, "exec"); err == nil || !strings.Contains(err.Error(), `"node-x" not found`) {
 		t.Errorf("exec with --no-streams-in empty: %v, want the member's answer that node-x is not found", err)
+	}
+}
+
+// TestRequestsAsTheHostWouldServeThem: requests without credentials are
+// refused (401) except the health checks, and with --anonymous-auth go to
+// the host's RBAC as system:anonymous; a pod's log cannot be read by a
+// watch path (which would be authorized as watch on pods/log); a list of
+// pods across namespaces by name works, and a watch of NAME@member sees
+// that member's object only.
+func TestRequestsAsTheHostWouldServeThem(t *testing.T) {
+	joinMembers(t)
+	ctx := context.Background()
+	gw := startGateway(t)
+	anon := kubernetes.NewForConfigOrDie(rest.AnonymousClientConfig(gw))
+	err := anon.CoreV1().RESTClient().Get().AbsPath("/api/v1/namespaces/default/pods").Do(ctx).Error()
+	if !apierrors.IsUnauthorized(err) {
+		t.Errorf("a list without credentials: %v, want 401", err)
+	}
+	if _, err := anon.CoreV1().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); err != nil {
+		t.Errorf("/readyz without credentials: %v", err)
+	}
+	open := kubernetes.NewForConfigOrDie(rest.AnonymousClientConfig(startGateway(t, func(o *gateway.Options) { o.AnonymousAuth = true })))
+	err = open.CoreV1().RESTClient().Get().AbsPath("/api/v1/namespaces/default/pods").Do(ctx).Error()
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `"system:anonymous"`) {
+		t.Errorf("a list without credentials, --anonymous-auth: %v, want 403 for system:anonymous", err)
+	}
+
+	ns := env.Namespace(t)
+	memberNamespace(t, ns)
+	makePod(t, env.Members[0].Client, ns, "twin", nil)
+	makePod(t, env.Members[1].Client, ns, "twin", nil)
+	admin := adminThrough(t, gw)
+	testenv.Eventually(t, 30*time.Second, "both twins listed across namespaces by name", func(ctx context.Context) error {
+		l, err := admin.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=twin"})
+		if err != nil {
+			return err
+		}
+		if got := podNames(l.Items); !slices.Equal(got, []string{"alpha/twin", "beta/twin"}) {
+			return fmt.Errorf("pods %v", got)
+		}
+		return nil
+	})
+	err = admin.CoreV1().RESTClient().Get().AbsPath("/api/v1/watch/namespaces", ns, "pods", "twin@alpha", "log").Do(ctx).Error()
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("a pod's log by a watch path: %v, want 404 as from a kube-apiserver", err)
+	}
+	w, err := admin.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=twin@beta"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if got := nextEvents(t, w, 1); !slices.Equal(got, []string{"ADDED beta/twin"}) {
+		t.Errorf("watch of twin@beta: %v", got)
 	}
 }

@@ -88,10 +88,14 @@ type Options struct {
 	// attach or port-forward to a member, whatever the host's RBAC allows
 	// (the members' own components run there).
 	NoStreamsIn []string
+	// AnonymousAuth serves requests without credentials as
+	// system:anonymous (as the host's RBAC allows); false refuses them with
+	// 401, except the health checks.
+	AnonymousAuth bool
 }
 
-// NewOptions returns the defaults: port 8443, anonymous requests allowed
-// (the host decides what system:anonymous may do), no audit log.
+// NewOptions returns the defaults: port 8443, requests without
+// credentials refused except the health checks, no audit log.
 func NewOptions() *Options {
 	o := &Options{
 		SecureServing:               options.NewSecureServingOptions().WithLoopback(),
@@ -136,6 +140,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.ForwardUserTokens, "forward-user-tokens", o.ForwardUserTokens, "send a request for a host kind that a bearer token alone authenticated to the host with that token (the host authenticates the user itself); false: always as the gateway impersonating the user. Client certificates and --as always impersonate")
 	fs.BoolVar(&o.AllowInsecureMembers, "allow-insecure-members", o.AllowInsecureMembers, "for tests only: cache and route to push members with an http:// apiEndpoint or tls.insecureSkipVerify (their credentials then travel unprotected); by default they are left out with a warning, as the controller-manager refuses them")
 	fs.StringSliceVar(&o.NoStreamsIn, "no-streams-in", o.NoStreamsIn, "namespaces into which no exec, attach or port-forward is carried to a member, whatever the host's RBAC allows (the members' own components and Flotilla's member identity run there); \"\" carries them everywhere the host's RBAC allows")
+	fs.BoolVar(&o.AnonymousAuth, "anonymous-auth", o.AnonymousAuth, "serve requests without credentials as system:anonymous, as the host's RBAC allows it; false: refuse them with 401, except /healthz, /livez and /readyz")
 	fs.DurationVar(&o.RequestTimeout, "request-timeout", o.RequestTimeout, "longest a request other than a watch, log, exec or port-forward may take")
 }
 
@@ -241,6 +246,9 @@ func New(o *Options) (*Server, error) {
 		cfg.Authentication.Authenticator = markBearer(cfg.Authentication.Authenticator)
 	}
 	if cfg.Authentication.Authenticator != nil {
+		if !o.AnonymousAuth {
+			cfg.Authentication.Authenticator = withoutAnonymous(cfg.Authentication.Authenticator)
+		}
 		cfg.Authentication.Authenticator = reserveStack(cfg.Authentication.Authenticator)
 	}
 	if err := o.Authorization.ApplyTo(&cfg.Authorization); err != nil {

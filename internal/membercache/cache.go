@@ -125,6 +125,8 @@ func (c *Cache) RemoveCluster(cluster string) {
 type Filter struct {
 	// Namespace, when set, limits to one namespace.
 	Namespace string
+	// Cluster, when set, limits to one member's objects (NAME@member).
+	Cluster string
 	// Label and Field are selectors (nil: everything).
 	Label labels.Selector
 	Field fields.Selector
@@ -136,6 +138,9 @@ func (f Filter) Matches(e *Entry) bool {
 		return false
 	}
 	if f.Namespace != "" && e.Namespace != f.Namespace {
+		return false
+	}
+	if f.Cluster != "" && e.Cluster != f.Cluster {
 		return false
 	}
 	if f.Label != nil && !f.Label.Empty() && !f.Label.Matches(e.labels) {

@@ -84,6 +84,43 @@ func TestEncodePrunesAndLabels(t *testing.T) {
 	}
 }
 
+// TestHostObjectsCannotPoseAsAMember: the host's own objects (cluster
+// "") lose a flotilla.io/cluster label their author gave them, so that a
+// reader's -l flotilla.io/cluster=NAME sees that member's objects only.
+func TestHostObjectsCannotPoseAsAMember(t *testing.T) {
+	c := newPodCache(t, 10)
+	if err := c.Set(podsGR, "", pod("ns", "fake", "1", "Running", map[string]string{v1alpha1.LabelCluster: "a", "app": "x"})); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Set(podsGR, "a", pod("ns", "real", "1", "Running", nil)); err != nil {
+		t.Fatal(err)
+	}
+	sel := labels.SelectorFromSet(labels.Set{v1alpha1.LabelCluster: "a"})
+	if got := list(t, c, ListOptions{Filter: Filter{Label: sel}}); !slices.Equal(got, []string{"a/ns/real"}) {
+		t.Errorf("-l %s: %v, want a's pod only", sel, got)
+	}
+	got, _ := c.Get(podsGR, "ns", "fake")
+	if len(got) != 1 {
+		t.Fatalf("get: %v", names(got))
+	}
+	if raw, _ := got[0].JSON(); strings.Contains(string(raw), v1alpha1.LabelCluster) || !strings.Contains(string(raw), `"app":"x"`) {
+		t.Errorf("host object's JSON: %s", raw)
+	}
+}
+
+// TestFilterByCluster: Cluster in a filter keeps one member's objects.
+func TestFilterByCluster(t *testing.T) {
+	c := newPodCache(t, 10)
+	for _, cl := range []string{"a", "b"} {
+		if err := c.Set(podsGR, cl, pod("ns", "twin", "1", "Running", nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := list(t, c, ListOptions{Filter: Filter{Cluster: "b"}}); !slices.Equal(got, []string{"b/ns/twin"}) {
+		t.Errorf("cluster b: %v", got)
+	}
+}
+
 func TestListFiltersAndPages(t *testing.T) {
 	c := newPodCache(t, 100)
 	for _, p := range []struct{ cluster, ns, name, phase, app string }{

@@ -37,6 +37,11 @@ func (c *Cache) encode(k *Kind, cd *codec, cluster string, obj runtime.Object, r
 		}
 		l[v1alpha1.LabelCluster] = cluster
 		m.SetLabels(l)
+	} else if l := m.GetLabels(); l[v1alpha1.LabelCluster] != "" {
+		// The host's own object: whoever wrote it may not pass it off as a
+		// member's (a reader's -l flotilla.io/cluster=NAME).
+		delete(l, v1alpha1.LabelCluster)
+		m.SetLabels(l)
 	}
 	m.SetResourceVersion(c.FormatRV(rv))
 	obj.GetObjectKind().SetGroupVersionKind(k.Resource.GroupVersion().WithKind(k.Kind))
