@@ -177,29 +177,30 @@ func TestRequestsAsTheHostWouldServeThem(t *testing.T) {
 
 	ns := env.Namespace(t)
 	memberNamespace(t, ns)
-	makePod(t, env.Members[0].Client, ns, "twin", nil)
-	makePod(t, env.Members[1].Client, ns, "twin", nil)
+	twin := "twin-" + ns // unique across namespaces: other tests have twins
+	makePod(t, env.Members[0].Client, ns, twin, nil)
+	makePod(t, env.Members[1].Client, ns, twin, nil)
 	admin := adminThrough(t, gw)
 	testenv.Eventually(t, 30*time.Second, "both twins listed across namespaces by name", func(ctx context.Context) error {
-		l, err := admin.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=twin"})
+		l, err := admin.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + twin})
 		if err != nil {
 			return err
 		}
-		if got := podNames(l.Items); !slices.Equal(got, []string{"alpha/twin", "beta/twin"}) {
+		if got := podNames(l.Items); !slices.Equal(got, []string{"alpha/" + twin, "beta/" + twin}) {
 			return fmt.Errorf("pods %v", got)
 		}
 		return nil
 	})
-	err = admin.CoreV1().RESTClient().Get().AbsPath("/api/v1/watch/namespaces", ns, "pods", "twin@alpha", "log").Do(ctx).Error()
+	err = admin.CoreV1().RESTClient().Get().AbsPath("/api/v1/watch/namespaces", ns, "pods", twin+"@alpha", "log").Do(ctx).Error()
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("a pod's log by a watch path: %v, want 404 as from a kube-apiserver", err)
 	}
-	w, err := admin.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=twin@beta"})
+	w, err := admin.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + twin + "@beta"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	if got := nextEvents(t, w, 1); !slices.Equal(got, []string{"ADDED beta/twin"}) {
-		t.Errorf("watch of twin@beta: %v", got)
+	if got := nextEvents(t, w, 1); !slices.Equal(got, []string{"ADDED beta/" + twin}) {
+		t.Errorf("watch of %s@beta: %v", twin, got)
 	}
 }
