@@ -47,7 +47,7 @@ const Name = "status"
 // aggregated (workload.Aggregated).
 //
 // +kubebuilder:rbac:groups=apps,resources=deployments/status;statefulsets/status;daemonsets/status;replicasets/status,verbs=patch
-// +kubebuilder:rbac:groups=batch,resources=jobs/status,verbs=patch
+// +kubebuilder:rbac:groups=batch,resources=jobs/status;cronjobs/status,verbs=patch
 // +kubebuilder:rbac:groups="",resources=services/status,verbs=patch
 
 // Reconciler aggregates member status into templates.
