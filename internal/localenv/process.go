@@ -84,6 +84,23 @@ func alive(pid int, binary string) bool {
 	return strings.TrimSuffix(exe, " (deleted)") == binary
 }
 
+// exited reports whether pid, a process of binary that was signalled, is
+// gone: no such process, a zombie, or a pid now recycled for another
+// executable. Unlike alive, an executable that cannot be read means the
+// process is still exiting (the kernel drops it from /proc/PID/exe before
+// the last of its threads is gone), not that it has.
+func exited(pid int, binary string) bool {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return true
+	}
+	if i := bytes.LastIndexByte(stat, ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+		return true
+	}
+	exe, err := os.Readlink(filepath.Join("/proc", strconv.Itoa(pid), "exe"))
+	return err == nil && strings.TrimSuffix(exe, " (deleted)") != binary
+}
+
 // stopPID sends SIGTERM, waits up to grace for the process to go, then
 // sends SIGKILL and waits again.
 func stopPID(pid int, binary string, grace time.Duration) error {
@@ -104,7 +121,7 @@ func stopPID(pid int, binary string, grace time.Duration) error {
 func waitGone(pid int, binary string, d time.Duration) bool {
 	deadline := time.Now().Add(d)
 	for {
-		if !alive(pid, binary) {
+		if exited(pid, binary) {
 			return true
 		}
 		if time.Now().After(deadline) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -79,6 +80,25 @@ func TestCustomWorkloads(t *testing.T) {
 		}
 	}
 	grantCustomKinds(t, host)
+	// Each member lists the kinds once its next discovery (every 30 s)
+	// has seen the CRDs: a workload placed before that would leave that
+	// member out of its first placement.
+	for _, name := range []string{push, push2, pull} {
+		eventually(t, name+" lists the custom kinds as writable", func(ctx context.Context) error {
+			mc := &v1alpha1.MemberCluster{}
+			if err := host.Get(ctx, client.ObjectKey{Name: name}, mc); err != nil {
+				return err
+			}
+			for _, k := range customKinds {
+				if !slices.ContainsFunc(mc.Status.APIResources, func(r v1alpha1.APIResource) bool {
+					return r.Group == k.gvr.Group && r.Resource == k.gvr.Resource && !r.ReadOnly
+				}) {
+					return fmt.Errorf("%s not in status.apiResources (or read-only)", k.resource)
+				}
+			}
+			return nil
+		})
+	}
 
 	// The user applies the shipped interpreters and the workloads through
 	// the gateway, with stock kubectl.
