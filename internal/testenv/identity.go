@@ -32,16 +32,7 @@ func (e *Environment) ControllerConfig(t testing.TB) *rest.Config {
 // the test ends.
 func (e *Environment) GrantControllerSecrets(t testing.TB) {
 	t.Helper()
-	ctx := context.Background()
-	if err := rbac.Apply(ctx, e.Host.Config, rbac.OptionalFile); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		err := e.Host.Client.RbacV1().ClusterRoleBindings().Delete(context.Background(), rbac.SecretsClusterRole, metav1.DeleteOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("revoke %s: %v", rbac.SecretsClusterRole, err)
-		}
-	})
+	e.grantController(t, rbac.OptionalFile, rbac.SecretsClusterRole)
 }
 
 // GrantControllerLegacyFinalizer applies config/rbac's grant for hosts
@@ -50,14 +41,20 @@ func (e *Environment) GrantControllerSecrets(t testing.TB) {
 // test ends.
 func (e *Environment) GrantControllerLegacyFinalizer(t testing.TB) {
 	t.Helper()
-	ctx := context.Background()
-	if err := rbac.Apply(ctx, e.Host.Config, rbac.LegacyFinalizerFile); err != nil {
+	e.grantController(t, rbac.LegacyFinalizerFile, rbac.LegacyFinalizerClusterRole)
+}
+
+// grantController applies an embedded file of config/rbac to the host and
+// deletes its ClusterRoleBinding binding when the test ends.
+func (e *Environment) grantController(t testing.TB, file, binding string) {
+	t.Helper()
+	if err := rbac.Apply(context.Background(), e.Host.Config, file); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		err := e.Host.Client.RbacV1().ClusterRoleBindings().Delete(context.Background(), rbac.LegacyFinalizerClusterRole, metav1.DeleteOptions{})
+		err := e.Host.Client.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("revoke %s: %v", rbac.LegacyFinalizerClusterRole, err)
+			t.Errorf("revoke %s: %v", binding, err)
 		}
 	})
 }
