@@ -172,14 +172,40 @@ func TestPullPropagation(t *testing.T) {
 func waitCopyAndIntentGone(t *testing.T, ns, name string) {
 	t.Helper()
 	testenv.Eventually(t, waitTimeout, "the member copy and the intent of "+ns+"/"+name+" deleted", func(ctx context.Context) error {
-		if _, err := memberDeployment(ctx, ns, name); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("member copy: %v", err)
+		_, copyErr := memberDeployment(ctx, ns, name)
+		ci, intentErr := intentOf(ctx, ns, name)
+		if apierrors.IsNotFound(copyErr) && apierrors.IsNotFound(intentErr) {
+			return nil
 		}
-		if _, err := intentOf(ctx, ns, name); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("intent: %v", err)
-		}
-		return nil
+		return fmt.Errorf("member copy: %v; %s", copyErr, deletionChain(ctx, ns, name, ci, intentErr))
 	})
+}
+
+// deletionChain describes where the deletion of Deployment ns/name stands
+// on the hub: the host object, its FederatedObject and its intent (ci, as
+// read with err), so that a timeout says which step did not happen.
+func deletionChain(ctx context.Context, ns, name string, ci *v1alpha1.ClusterIntent, err error) string {
+	var b strings.Builder
+	host := &appsv1.Deployment{}
+	if herr := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, host); herr != nil {
+		fmt.Fprintf(&b, "host object: %v", herr)
+	} else {
+		fmt.Fprintf(&b, "host object: deletionTimestamp %v, finalizers %v", host.DeletionTimestamp, host.Finalizers)
+	}
+	fo := &v1alpha1.FederatedObject{}
+	if ferr := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: name + ".deployment.apps"}, fo); ferr != nil {
+		fmt.Fprintf(&b, "; FederatedObject: %v", ferr)
+	} else {
+		fmt.Fprintf(&b, "; FederatedObject: deletionTimestamp %v, finalizers %v, release %q, clusters %+v",
+			fo.DeletionTimestamp, fo.Finalizers, fo.Annotations[v1alpha1.AnnotationRelease], fo.Status.Clusters)
+	}
+	if err != nil {
+		fmt.Fprintf(&b, "; intent: %v", err)
+	} else {
+		fmt.Fprintf(&b, "; intent: deletionTimestamp %v, finalizers %v, generation %d, status %+v",
+			ci.DeletionTimestamp, ci.Finalizers, ci.Generation, ci.Status)
+	}
+	return b.String()
 }
 
 // TestPullConflict: a member object Flotilla does not manage is not

@@ -199,6 +199,62 @@ func TestAnnotateThenDeleteKeepsCopies(t *testing.T) {
 	}
 }
 
+// TestDeletedTogetherDeletesEveryCopy: a template deleted and, right
+// after, its FederatedObject, as the garbage collector does, loses its
+// member copy. The collector acts on its own watch of the templates, which
+// may run ahead of the template cache's: a cleanup that trusted the cache
+// would find the template alive, take the deletion for a FederatedObject
+// deleted by hand, and keep the copy of an object that is gone. Many
+// objects at once, so that the cache is behind for some.
+func TestDeletedTogetherDeletesEveryCopy(t *testing.T) {
+	startControlPlane(t)
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	createPolicy(t, ns)
+	var deps []types.NamespacedName
+	for i := range 24 {
+		dep := types.NamespacedName{Namespace: ns, Name: fmt.Sprintf("web-%d", i)}
+		if err := admin.Create(ctx, testenv.MakeDeployment(dep.Name, ns).Obj()); err != nil {
+			t.Fatal(err)
+		}
+		deps = append(deps, dep)
+	}
+	for _, dep := range deps {
+		waitForCluster(t, types.NamespacedName{Namespace: ns, Name: dep.Name + ".deployment.apps"}, v1alpha1.PropagationOK)
+	}
+	var wg sync.WaitGroup
+	for _, dep := range deps {
+		wg.Go(func() {
+			deleteTemplate(t, dep)
+			fo := &v1alpha1.FederatedObject{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: dep.Name + ".deployment.apps"}}
+			if err := admin.Delete(ctx, fo); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("delete FederatedObject of %s: %v", dep, err)
+			}
+		})
+	}
+	wg.Wait()
+	for _, dep := range deps {
+		waitGone(t, types.NamespacedName{Namespace: ns, Name: dep.Name + ".deployment.apps"})
+	}
+	// The cleanup deletes the copies before it lets the FederatedObject go.
+	testenv.Eventually(t, 10*time.Second, "every member copy deleted", func(ctx context.Context) error {
+		var kept []string
+		for _, dep := range deps {
+			ok, err := memberCopy(ctx, dep)
+			if err != nil {
+				return err
+			}
+			if ok {
+				kept = append(kept, dep.Name)
+			}
+		}
+		if len(kept) > 0 {
+			return fmt.Errorf("copies kept after their FederatedObjects were released: %v", kept)
+		}
+		return nil
+	})
+}
+
 // TestLegacyFinalizerRemoved: a template carrying the finalizer of an
 // earlier version (a host upgraded from it, which grants patch for the
 // upgrade) loses it, and is propagated.

@@ -40,7 +40,19 @@ func (r *Reconciler) cleanup(ctx context.Context, fo *v1alpha1.FederatedObject, 
 		// The template's events bring it back; the period is a backstop.
 		return reconcile.Result{RequeueAfter: time.Minute}, nil
 	}
-	if !r.orphans(fo, tmpl) {
+	keep, alive := r.orphans(fo, tmpl)
+	if keep && alive {
+		// Only the cache says the template lives: make sure before keeping
+		// copies that the host may have deleted.
+		behind, err := r.cacheBehind(ctx, fo, tmpl)
+		if err != nil {
+			return reconcile.Result{}, fmt.Errorf("before keeping the copies of %s/%s: %w", fo.Namespace, fo.Name, err)
+		}
+		if behind {
+			return reconcile.Result{RequeueAfter: cacheCatchUp}, nil
+		}
+	}
+	if !keep {
 		if res, done := r.deleteCopies(ctx, fo, tmpl); !done {
 			return res, nil
 		}
@@ -55,31 +67,29 @@ func (r *Reconciler) cleanup(ctx context.Context, fo *v1alpha1.FederatedObject, 
 	return reconcile.Result{}, nil
 }
 
-// orphans decides whether a deleted FederatedObject's member copies stay.
-// The federate controller records its reason (AnnotationRelease). A
+// orphans decides whether a deleted FederatedObject's member copies stay;
+// alive says it is only because the template lives on (in the cache). The
+// federate controller records its reason (AnnotationRelease). A
 // FederatedObject deleted by someone else (the namespace controller, the
 // garbage collector, a user) keeps its copies unless the host object or
 // its namespace is being deleted, or the host object is gone; a host
-// object that is gone keeps them if its final state asked to (the
-// garbage collector may delete the FederatedObject before federate has
-// recorded an orphan annotation set just before the delete).
-func (r *Reconciler) orphans(fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured) bool {
+// object that is gone keeps them if its final state asked to (the garbage
+// collector may delete the FederatedObject before federate has recorded an
+// orphan annotation set just before the delete).
+func (r *Reconciler) orphans(fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured) (keep, alive bool) {
 	switch fo.Annotations[v1alpha1.AnnotationRelease] {
 	case v1alpha1.ReleaseOrphan:
-		return true
+		return true, false
 	case v1alpha1.ReleaseDelete:
-		return false
+		return false, false
 	}
 	if tmpl == nil {
-		return r.Templates.LastSeenOrphan(templates.KeyOfReference(fo.Spec.Template), fo.Spec.Template.UID)
+		return r.Templates.LastSeenOrphan(templates.KeyOfReference(fo.Spec.Template), fo.Spec.Template.UID), false
 	}
-	if !tmpl.GetDeletionTimestamp().IsZero() {
-		return v1alpha1.KeepsCopies(tmpl.GetAnnotations())
+	if !tmpl.GetDeletionTimestamp().IsZero() || r.namespaceDeleting(tmpl) {
+		return v1alpha1.KeepsCopies(tmpl.GetAnnotations()), false
 	}
-	if r.namespaceDeleting(tmpl) {
-		return v1alpha1.KeepsCopies(tmpl.GetAnnotations())
-	}
-	return true
+	return true, true
 }
 
 // outlivedByProtected reports whether fo was deleted with its namespace
