@@ -8,6 +8,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -253,8 +254,10 @@ func flotillaWrite(d *appsv1.Deployment) (time.Time, int64) {
 }
 
 // TestPullAgentSilentAndRestart: a stopped agent turns its cluster not
-// Ready (Unknown, AgentSilent) while the member keeps its workloads; a restarted
-// agent makes it Ready again and rewrites nothing in the member.
+// Ready (Unknown, AgentSilent) while the member keeps its workloads; an
+// object deleted meanwhile loses its copy once the agent is back; a
+// restarted agent makes it Ready again and rewrites nothing else in the
+// member.
 func TestPullAgentSilentAndRestart(t *testing.T) {
 	startControlPlane(t)
 	ns := env.Namespace(t)
@@ -292,9 +295,35 @@ func TestPullAgentSilentAndRestart(t *testing.T) {
 			t.Errorf("member %s while the agent is away: %v", name, err)
 		}
 	}
+	// An object deleted while the agent is away: its FederatedObject goes
+	// without waiting, its intent is deleted on the hub, an event says the
+	// copy goes when the agent is back, and the copy stays until then.
+	if err := admin.Delete(ctx, testenv.MakeDeployment("steady-b", ns).Obj()); err != nil {
+		t.Fatal(err)
+	}
+	delete(before, "steady-b")
+	testenv.Eventually(t, waitTimeout, "the FederatedObject of steady-b gone, and a CopyLeft event saying the agent deletes the copy", func(ctx context.Context) error {
+		if err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: "steady-b.deployment.apps"}, &v1alpha1.FederatedObject{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("FederatedObject: %v", err)
+		}
+		events := &eventsv1.EventList{}
+		if err := admin.List(ctx, events, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		for _, e := range events.Items {
+			if e.Reason == "CopyLeft" && e.Regarding.Name == "steady-b" && strings.Contains(e.Note, "agent deletes the copy when it is back") {
+				return nil
+			}
+		}
+		return fmt.Errorf("no such event among %d", len(events.Items))
+	})
+	if _, err := memberDeployment(ctx, ns, "steady-b"); err != nil {
+		t.Errorf("member steady-b while the agent is away: %v", err)
+	}
 
 	startAgent(t)
 	waitReady(t, metav1.ConditionTrue)
+	waitCopyAndIntentGone(t, ns, "steady-b")
 	// A new object propagating proves the restarted agent works through
 	// its queue (the existing intents come first, from its initial list).
 	if err := admin.Create(ctx, testenv.MakeDeployment("after", ns).Obj()); err != nil {

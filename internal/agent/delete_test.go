@@ -4,10 +4,14 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
@@ -93,4 +97,51 @@ func TestPullDeleteRefusedIsReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitCopyAndIntentGone(t, ns, "stuck") // the member allows it now
+}
+
+// TestPullShortLivedObjectsLeaveNothing: objects deleted while, or just
+// after, their intents are written leave no intent and no copy behind. An
+// intent created a moment before the delete may not be in the hub's intent
+// cache yet; the cleanup must not take it for absent, or the agent would
+// apply a copy nobody deletes. Deletes spread over the time it takes to
+// place an object, so that some land in that window.
+func TestPullShortLivedObjectsLeaveNothing(t *testing.T) {
+	startControlPlane(t)
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	createClusterPolicy(t, ns, v1alpha1.PropagationSpec{
+		ResourceSelectors: deploymentsIn(ns),
+		Placement:         v1alpha1.Placement{ClusterNames: []string{pullName}},
+	})
+	const n = 16
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			dep := testenv.MakeDeployment(fmt.Sprintf("brief-%d", i), ns).Obj()
+			if err := admin.Create(ctx, dep); err != nil {
+				t.Errorf("create %s: %v", dep.Name, err)
+				return
+			}
+			// Deleted after 0 to 300 ms: no sleep stands in for a
+			// condition here, the spread is the point.
+			<-time.After(time.Duration(i) * 20 * time.Millisecond)
+			if err := admin.Delete(ctx, dep); err != nil {
+				t.Errorf("delete %s: %v", dep.Name, err)
+			}
+		})
+	}
+	wg.Wait()
+	for i := range n {
+		name := fmt.Sprintf("brief-%d", i)
+		testenv.Eventually(t, waitTimeout, "the FederatedObject of "+name+" gone", func(ctx context.Context) error {
+			err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: name + ".deployment.apps"}, &v1alpha1.FederatedObject{})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("FederatedObject: %v", err)
+		})
+		// Its cleanup is done: whatever intent it wrote is deleted by now,
+		// and the agent deletes the copy before it lets the intent go.
+		waitCopyAndIntentGone(t, ns, name)
+	}
 }

@@ -85,6 +85,7 @@ type Session struct {
 	mapper    meta.RESTMapper
 	asked     map[string]time.Time  // intent name -> when the hub last read its usage
 	reports   map[string]reportSeen // intent name -> the agent's report, as the hub saw it
+	unseen    unseen                // intents created that the cache has not seen yet
 }
 
 var _ member.Member = (*Session)(nil)
@@ -117,7 +118,10 @@ func Start(ctx context.Context, cfg Config, h member.Handlers) (*Session, error)
 	}, &unstructured.Unstructured{}, cache.SharedIndexInformerOptions{Indexers: cache.Indexers{byObject: indexObject}})
 	_ = s.intents.SetTransform(slim)
 	_, _ = s.intents.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { s.notifyIntent(nil, obj) },
+		AddFunc: func(obj any) {
+			s.seen(obj)
+			s.notifyIntent(nil, obj)
+		},
 		UpdateFunc: func(old, obj any) {
 			if old.(*unstructured.Unstructured).GetResourceVersion() != obj.(*unstructured.Unstructured).GetResourceVersion() {
 				s.notifyIntent(old, obj)
@@ -438,7 +442,9 @@ func (s *Session) write(ctx context.Context, cur *intent, gvr schema.GroupVersio
 	}
 	var err error
 	if cur == nil {
-		err = s.cfg.Client.Create(ctx, ci)
+		if err = s.cfg.Client.Create(ctx, ci); err == nil {
+			s.created(obj, ci)
+		}
 	} else {
 		ci.ResourceVersion = cur.u.GetResourceVersion()
 		ci.Finalizers = cur.u.GetFinalizers()
@@ -462,9 +468,10 @@ func (s *Session) Delete(ctx context.Context, gvk schema.GroupVersionKind, names
 	if !s.intents.HasSynced() {
 		return "", member.ErrCacheSyncing
 	}
-	objs, _ := s.intents.GetIndexer().ByIndex(byObject, objectKey(gvk.GroupKind(), namespace, name))
+	key := objectKey(gvk.GroupKind(), namespace, name)
+	objs, _ := s.intents.GetIndexer().ByIndex(byObject, key)
 	if len(objs) == 0 {
-		return dispatch.Absent, nil
+		return s.deleteUnseen(ctx, key)
 	}
 	cur := &intent{objs[0].(*unstructured.Unstructured)}
 	if cur.deleting() {

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/testenv"
@@ -19,8 +20,8 @@ import (
 // TestNamespaceDeletionSparesAProtectedWorkload: deleting a propagated
 // namespace that holds a Deployment protected from deletion leaves the
 // Deployment's copy and the member namespace running: the namespace
-// controller deletes the Deployment's FederatedObject and policy (done by
-// hand here: the test host runs no namespace controller), whose cleanup
+// controller deletes the Deployment's FederatedObject and policy (by hand
+// here too, not to wait for the host's namespace controller), whose cleanup
 // then waits for the Deployment. Once the protection is lifted and the
 // Deployment deleted, its copy goes; the member namespace goes only when
 // the host's is gone.
@@ -47,16 +48,16 @@ func TestNamespaceDeletionSparesAProtectedWorkload(t *testing.T) {
 	dep, foKey := propagatedDeployment(t, ns)
 	annotate(t, *dep, v1alpha1.AnnotationDeletionProtection, "true")
 
-	// kubectl delete namespace: the namespace controller would delete the
+	// kubectl delete namespace: the namespace controller deletes the
 	// policy and the FederatedObject (its deletion of the Deployment is
-	// refused).
+	// refused); the test does too, whichever comes first.
 	if err := host.Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := admin.Delete(ctx, &v1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}); err != nil {
+	if err := admin.Delete(ctx, &v1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}); err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}
-	if err := admin.Delete(ctx, &v1alpha1.FederatedObject{ObjectMeta: metav1.ObjectMeta{Namespace: foKey.Namespace, Name: foKey.Name}}); err != nil {
+	if err := admin.Delete(ctx, &v1alpha1.FederatedObject{ObjectMeta: metav1.ObjectMeta{Namespace: foKey.Namespace, Name: foKey.Name}}); err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}
 	member := env.Cluster(memberName).Client.CoreV1().Namespaces()
@@ -86,13 +87,18 @@ func TestNamespaceDeletionSparesAProtectedWorkload(t *testing.T) {
 		t.Errorf("the member namespace is deleted while the host's is terminating: %v", err)
 	}
 
-	// The host namespace is gone (finalized by hand): the member's goes.
-	n, err := host.Get(ctx, ns, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.Spec.Finalizers = nil
-	if _, err := host.Finalize(ctx, n, metav1.UpdateOptions{}); err != nil {
+	// The host namespace is gone (finalized by hand, unless the host's
+	// namespace controller, which finds it empty now, was first): the
+	// member's goes.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := host.Get(ctx, ns, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		n.Spec.Finalizers = nil
+		_, err = host.Finalize(ctx, n, metav1.UpdateOptions{})
+		return err
+	}); err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, waitTimeout, "the member namespace deleted once the host's is gone", func(ctx context.Context) error {

@@ -167,7 +167,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, key templates.Key) (reconcil
 		// legacy finalizer, and no need to ask the host about the
 		// namespace.)
 		mode := v1alpha1.ReleaseOrphan
-		if fo != nil && !keepsCopies(tmpl) && r.namespaceTerminating(ctx, tmpl) {
+		terminating := false
+		if fo != nil && !keepsCopies(tmpl) {
+			// A failed question is asked again, never taken for "no": the
+			// copies of a namespace being deleted would be kept for good.
+			if terminating, err = r.namespaceTerminating(ctx, tmpl); err != nil {
+				return reconcile.Result{}, err
+			}
+		}
+		if terminating {
 			if v1alpha1.DeletionProtected(tmpl.GetAnnotations()) {
 				// Protected, it outlives its namespace's deletion: its
 				// FederatedObject stays, and when the namespace controller
@@ -191,16 +199,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, key templates.Key) (reconcil
 // The host is asked directly when the cache says no: releases are rare,
 // and the cache may not have seen the namespace's deletion yet when the
 // namespace controller's first deletions (a policy) arrive.
-func (r *Reconciler) namespaceTerminating(ctx context.Context, tmpl *unstructured.Unstructured) bool {
+func (r *Reconciler) namespaceTerminating(ctx context.Context, tmpl *unstructured.Unstructured) (bool, error) {
 	if tmpl.GetNamespace() == "" {
-		return false
+		return false, nil
 	}
 	ns, err := r.Templates.Get(templates.Key{Kind: "Namespace", Name: tmpl.GetNamespace()})
 	if err == nil && ns != nil && !ns.GetDeletionTimestamp().IsZero() {
-		return true
+		return true, nil
 	}
 	live, err := r.Dynamic.Resource(corev1.SchemeGroupVersion.WithResource("namespaces")).Get(ctx, tmpl.GetNamespace(), metav1.GetOptions{})
-	return err == nil && !live.GetDeletionTimestamp().IsZero()
+	switch {
+	case apierrors.IsNotFound(err):
+		return true, nil // gone already: its objects are on their way out
+	case err != nil:
+		return false, fmt.Errorf("is namespace %s being deleted: %w", tmpl.GetNamespace(), err)
+	}
+	return !live.GetDeletionTimestamp().IsZero(), nil
 }
 
 // errRetry asks for a quick retry: a write lost a race with another writer

@@ -20,6 +20,7 @@ import (
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/controller/copies"
 	"github.com/flotilla-io/flotilla/internal/dispatch"
+	"github.com/flotilla-io/flotilla/internal/member"
 	"github.com/flotilla-io/flotilla/internal/recovery"
 	"github.com/flotilla-io/flotilla/internal/templates"
 )
@@ -204,17 +205,22 @@ func (r *Reconciler) cleanupCluster(ctx context.Context, fo *v1alpha1.FederatedO
 		o.waiting = true
 		return o
 	case sess == nil:
-		if tmpl != nil {
-			r.event(tmpl, corev1.EventTypeWarning, "CopyLeft", "Delete", fmt.Sprintf("%s: the copy was not deleted: %s", name, why))
+		msg := fmt.Sprintf("%s: the copy was not deleted: %s", name, why)
+		if r.releaseIntent(ctx, fo, mc, name) {
+			msg = fmt.Sprintf("%s: %s; the cluster's agent deletes the copy when it is back", name, why)
 		}
+		// Said in the log and, on the host object (gone or not: the event
+		// names it), by a Warning event: nothing else will show it.
+		ctrl.LoggerFrom(ctx).Info("Leaving the member copy", "cluster", name, "reason", why)
+		r.event(eventTarget(fo, tmpl), corev1.EventTypeWarning, "CopyLeft", "Delete", msg)
 		return o
 	}
 	job := func() result {
-		_, err := r.delete(sess, fo)
+		outcome, err := r.delete(sess, fo)
 		if err != nil && !errors.Is(err, dispatch.ErrConflict) {
 			return result{status: v1alpha1.ClusterPropagationStatus{Cluster: name, Reason: v1alpha1.PropagationDeleting, Message: err.Error()}}
 		}
-		return result{drop: true}
+		return result{drop: true, outcome: string(outcome)}
 	}
 	res, finished := r.flights.run(flightKey{fo: key, cluster: name}, "cleanup", r.waitBudget(), job, r.wake(key))
 	switch {
@@ -222,8 +228,48 @@ func (r *Reconciler) cleanupCluster(ctx context.Context, fo *v1alpha1.FederatedO
 		o.waiting = true
 	case !res.drop:
 		o.problem = res.status.Message
-	default:
+	case res.outcome == string(dispatch.Deleted):
 		ctrl.LoggerFrom(ctx).Info("Deleted member copy", "cluster", name)
+	default:
+		ctrl.LoggerFrom(ctx).Info("No member copy deleted", "cluster", name, "outcome", res.outcome)
 	}
 	return o
+}
+
+// releaseIntent deletes, without waiting for its agent, the intent of the
+// object in a pull cluster that is not Ready (and not leaving the
+// federation): the hub holds it, so the agent, once back, deletes the copy
+// rather than keep applying an intent nothing owns. It reports whether the
+// intent is deleted (or there was none).
+func (r *Reconciler) releaseIntent(ctx context.Context, fo *v1alpha1.FederatedObject, mc *v1alpha1.MemberCluster, name string) bool {
+	if mc.Spec.SyncMode != v1alpha1.SyncModePull || !mc.DeletionTimestamp.IsZero() {
+		return false
+	}
+	sess := r.Pool.Current(name)
+	if sess == nil {
+		return false
+	}
+	_, err := r.delete(sess, fo)
+	if err != nil && !errors.Is(err, member.ErrAwaitingAgent) {
+		ctrl.LoggerFrom(ctx).Error(err, "Deleting the intent of a cluster that is not Ready", "cluster", name)
+		return false
+	}
+	return true
+}
+
+// eventTarget is what a cleanup's event is recorded on: the host object,
+// or, once it is gone, a reference to it built from the FederatedObject
+// (the event still names the object the user deleted).
+func eventTarget(fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured) *unstructured.Unstructured {
+	if tmpl != nil {
+		return tmpl
+	}
+	ref := fo.Spec.Template
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(ref.APIVersion)
+	u.SetKind(ref.Kind)
+	u.SetNamespace(ref.Namespace)
+	u.SetName(ref.Name)
+	u.SetUID(ref.UID)
+	return u
 }

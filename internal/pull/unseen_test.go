@@ -1,0 +1,91 @@
+package pull
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/dispatch"
+	"github.com/flotilla-io/flotilla/internal/member"
+	hostscheme "github.com/flotilla-io/flotilla/internal/scheme"
+)
+
+// TestDeleteFindsAnIntentTheCacheHasNotSeen: an intent the session
+// created a moment ago, not yet in its cache, is deleted when the object
+// is (not taken for absent); once it is gone, or once the cache sees it,
+// the session forgets it. The intent cache is a real informer; the hub is
+// a fake client (this tests the bookkeeping; internal/agent tests the
+// whole path against real apiservers).
+func TestDeleteFindsAnIntentTheCacheHasNotSeen(t *testing.T) {
+	ns := "flotilla-cluster-a"
+	scheme, err := hostscheme.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	deployment := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(deployment)
+	obj.SetNamespace("shop")
+	obj.SetName("web")
+	ci := &v1alpha1.ClusterIntent{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web.shop.deployments-x", UID: types.UID("u1")}}
+	hub := fake.NewClientBuilder().WithScheme(scheme).WithObjects(ci.DeepCopy()).Build()
+	s := sessionWith(t, ns)
+	s.cfg.Client = hub
+	ctx := context.Background()
+
+	if out, err := s.Delete(ctx, deployment, "shop", "web"); out != dispatch.Absent || err != nil {
+		t.Fatalf("Delete of an object the session created no intent for = %q, %v; want Absent", out, err)
+	}
+	s.created(obj, ci)
+	if s.unseen.len() != 1 {
+		t.Fatalf("after created: %d intents remembered, want 1", s.unseen.len())
+	}
+	if _, err := s.Delete(ctx, deployment, "shop", "web"); !errors.Is(err, member.ErrAwaitingAgent) {
+		t.Fatalf("Delete of an object whose intent the cache has not seen: %v, want ErrAwaitingAgent", err)
+	}
+	if err := hub.Get(ctx, client.ObjectKeyFromObject(ci), &v1alpha1.ClusterIntent{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the intent after Delete: %v, want it deleted", err)
+	}
+	if out, err := s.Delete(ctx, deployment, "shop", "web"); out != dispatch.Absent || err != nil {
+		t.Fatalf("Delete once the intent is gone = %q, %v; want Absent", out, err)
+	}
+	if s.unseen.len() != 0 {
+		t.Errorf("after the intent is gone: %d intents remembered, want 0", s.unseen.len())
+	}
+
+	// The cache sees the intent: the session forgets it; an intent of the
+	// same object with another UID is not the one remembered.
+	s.created(obj, ci)
+	seen := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "flotilla.io/v1alpha1", "kind": "ClusterIntent",
+		"metadata": map[string]any{"name": ci.Name, "namespace": ns, "uid": "u2"},
+		"spec":     map[string]any{"object": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "web", "namespace": "shop"}}},
+	}}
+	s.seen(seen)
+	if s.unseen.len() != 1 {
+		t.Errorf("after the cache saw another intent of the object: %d remembered, want 1", s.unseen.len())
+	}
+	seen.SetUID(ci.UID)
+	s.seen(seen)
+	if s.unseen.len() != 0 {
+		t.Errorf("after the cache saw the intent: %d remembered, want 0", s.unseen.len())
+	}
+
+	// Created while the cache already holds it: nothing to remember.
+	if err := s.intents.GetIndexer().Add(seen); err != nil {
+		t.Fatal(err)
+	}
+	s.created(obj, ci)
+	if s.unseen.len() != 0 {
+		t.Errorf("created after the cache has it: %d remembered, want 0", s.unseen.len())
+	}
+}
