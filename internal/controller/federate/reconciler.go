@@ -212,7 +212,7 @@ func (r *Reconciler) namespaceTerminating(ctx context.Context, tmpl *unstructure
 	case apierrors.IsNotFound(err):
 		return true, nil // gone already: its objects are on their way out
 	case err != nil:
-		return false, fmt.Errorf("is namespace %s being deleted: %w", tmpl.GetNamespace(), err)
+		return false, fmt.Errorf("check whether namespace %s is being deleted: %w", tmpl.GetNamespace(), err)
 	}
 	return !live.GetDeletionTimestamp().IsZero(), nil
 }

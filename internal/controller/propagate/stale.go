@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -35,8 +36,8 @@ func (r *Reconciler) cacheBehind(ctx context.Context, fo *v1alpha1.FederatedObje
 	}
 	live, err := r.readLive(ctx, fo.Spec.Template)
 	switch {
-	case apierrors.IsNotFound(err):
-		return true, nil
+	case apierrors.IsNotFound(err), meta.IsNoMatchError(err):
+		return true, nil // gone, or its kind is (a CRD being deleted)
 	case err != nil:
 		return false, err
 	case live.GetUID() != tmpl.GetUID() || !live.GetDeletionTimestamp().IsZero():
