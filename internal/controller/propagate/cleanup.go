@@ -230,8 +230,11 @@ func (r *Reconciler) cleanupCluster(ctx context.Context, fo *v1alpha1.FederatedO
 		o.problem = res.status.Message
 	case res.outcome == string(dispatch.Deleted):
 		ctrl.LoggerFrom(ctx).Info("Deleted member copy", "cluster", name)
+	case res.outcome == string(dispatch.Conflict):
+		ctrl.LoggerFrom(ctx).Info("Left the member's object: Flotilla does not manage it", "cluster", name)
 	default:
-		ctrl.LoggerFrom(ctx).Info("No member copy deleted", "cluster", name, "outcome", res.outcome)
+		// Absent: none was there, or a pull cluster's agent deleted it.
+		ctrl.LoggerFrom(ctx).Info("Member copy gone", "cluster", name)
 	}
 	return o
 }
