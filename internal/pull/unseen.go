@@ -61,13 +61,6 @@ func (u *unseen) drop(key string, uid types.UID) {
 	}
 }
 
-// len returns how many intents are remembered.
-func (u *unseen) len() int {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return len(u.m)
-}
-
 // created notes an intent the session just created for obj, unless the
 // cache has it already. The cache's handler drops the entry when it sees
 // the intent (after its store has it): noting first, then looking, misses

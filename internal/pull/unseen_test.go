@@ -89,3 +89,10 @@ func TestDeleteFindsAnIntentTheCacheHasNotSeen(t *testing.T) {
 		t.Errorf("created after the cache has it: %d remembered, want 0", s.unseen.len())
 	}
 }
+
+// len returns how many intents are remembered.
+func (u *unseen) len() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return len(u.m)
+}

@@ -103,6 +103,25 @@ func keptAfterCleanup(t *testing.T, dep types.NamespacedName) {
 	}
 }
 
+// propagatedDeployments creates n Deployments web-0… in ns with a policy
+// that places them on the member, and waits until each is propagated.
+func propagatedDeployments(t *testing.T, ns string, n int) []types.NamespacedName {
+	t.Helper()
+	createPolicy(t, ns)
+	var deps []types.NamespacedName
+	for i := range n {
+		dep := types.NamespacedName{Namespace: ns, Name: fmt.Sprintf("web-%d", i)}
+		if err := admin.Create(context.Background(), testenv.MakeDeployment(dep.Name, ns).Obj()); err != nil {
+			t.Fatal(err)
+		}
+		deps = append(deps, dep)
+	}
+	for _, dep := range deps {
+		waitForCluster(t, types.NamespacedName{Namespace: ns, Name: dep.Name + ".deployment.apps"}, v1alpha1.PropagationOK)
+	}
+	return deps
+}
+
 // TestNoTemplateFinalizer: a propagated template carries no finalizer and
 // no Federated event is recorded on it; deleting it removes it at once and
 // then the member copy and the FederatedObject.
@@ -163,18 +182,7 @@ func TestAnnotateThenDeleteKeepsCopies(t *testing.T) {
 	startControlPlane(t)
 	ns := env.Namespace(t)
 	ctx := context.Background()
-	createPolicy(t, ns)
-	var deps []types.NamespacedName
-	for i := range 8 {
-		dep := types.NamespacedName{Namespace: ns, Name: fmt.Sprintf("web-%d", i)}
-		if err := admin.Create(ctx, testenv.MakeDeployment(dep.Name, ns).Obj()); err != nil {
-			t.Fatal(err)
-		}
-		deps = append(deps, dep)
-	}
-	for _, dep := range deps {
-		waitForCluster(t, types.NamespacedName{Namespace: ns, Name: dep.Name + ".deployment.apps"}, v1alpha1.PropagationOK)
-	}
+	deps := propagatedDeployments(t, ns, 8)
 
 	var wg sync.WaitGroup
 	for _, dep := range deps {
@@ -210,18 +218,7 @@ func TestDeletedTogetherDeletesEveryCopy(t *testing.T) {
 	startControlPlane(t)
 	ns := env.Namespace(t)
 	ctx := context.Background()
-	createPolicy(t, ns)
-	var deps []types.NamespacedName
-	for i := range 24 {
-		dep := types.NamespacedName{Namespace: ns, Name: fmt.Sprintf("web-%d", i)}
-		if err := admin.Create(ctx, testenv.MakeDeployment(dep.Name, ns).Obj()); err != nil {
-			t.Fatal(err)
-		}
-		deps = append(deps, dep)
-	}
-	for _, dep := range deps {
-		waitForCluster(t, types.NamespacedName{Namespace: ns, Name: dep.Name + ".deployment.apps"}, v1alpha1.PropagationOK)
-	}
+	deps := propagatedDeployments(t, ns, 24)
 	var wg sync.WaitGroup
 	for _, dep := range deps {
 		wg.Go(func() {
