@@ -63,14 +63,23 @@ func (c Cluster) CheckDrain(ctx context.Context, force bool) ([]Object, error) {
 }
 
 // Drain adds the cordon and drain taints (the drain taint valued "force"
-// when forced); it reports whether anything changed. Call CheckDrain
-// first.
-func (c Cluster) Drain(ctx context.Context, now time.Time, force bool) (bool, error) {
-	return c.updateTaints(ctx, func(t []corev1.Taint) ([]corev1.Taint, bool) {
+// when forced). A plain drain of a cluster drained with force takes the
+// force away: copies with nowhere to go are then kept again. It reports
+// whether anything changed and whether it took a force away. Call
+// CheckDrain first.
+func (c Cluster) Drain(ctx context.Context, now time.Time, force bool) (changed, unforced bool, err error) {
+	changed, err = c.updateTaints(ctx, func(t []corev1.Taint) ([]corev1.Taint, bool) {
+		unforced = !force && slices.ContainsFunc(t, isForcedDrain)
 		t, c1 := WithTaint(t, CordonTaint(now))
 		t, c2 := WithTaint(t, DrainTaint(now, force))
 		return t, c1 || c2
 	})
+	return changed, unforced && changed, err
+}
+
+// isForcedDrain reports whether t is the drain taint of a forced drain.
+func isForcedDrain(t corev1.Taint) bool {
+	return t.Key == v1alpha1.TaintDraining && t.Effect == corev1.TaintEffectNoExecute && t.Value == v1alpha1.DrainForce
 }
 
 // WaitOptions tune WaitDrained.

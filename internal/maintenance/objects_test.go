@@ -289,8 +289,12 @@ func TestDrainTaint(t *testing.T) {
 	if !changed || len(got) != 2 || got[1].Value != v1alpha1.DrainForce || !got[1].TimeAdded.Time.Equal(now.Truncate(time.Second)) {
 		t.Errorf("force over plain: %+v (changed %v)", got, changed)
 	}
-	// A plain drain over a forced one leaves it forced.
+	// A plain drain over a forced one takes the force away, keeping timeAdded.
+	got, changed = WithTaint(got, DrainTaint(now.Add(2*time.Hour), false))
+	if !changed || len(got) != 2 || got[1].Value != "" || !got[1].TimeAdded.Time.Equal(now.Truncate(time.Second)) {
+		t.Errorf("plain over force: %+v (changed %v)", got, changed)
+	}
 	if _, changed := WithTaint(got, DrainTaint(now, false)); changed {
-		t.Error("a plain drain over a forced one changed the taint")
+		t.Error("a plain drain over a plain one changed the taint")
 	}
 }

@@ -30,14 +30,14 @@ func DrainTaint(now time.Time, force bool) corev1.Taint {
 }
 
 // WithTaint returns taints with t added at the end, and true, unless a
-// taint with t's key and effect is already there: then taints is returned
-// as is (keeping its value and timeAdded), with false — except that a
-// non-empty t.Value replaces a different value (a drain --force over a
-// plain drain). taints is never modified.
+// taint with t's key and effect is already there: then it keeps its
+// timeAdded and takes t's value (a drain --force over a plain drain, or a
+// plain drain over a forced one), and the result is true only if the
+// value changed. taints is never modified.
 func WithTaint(taints []corev1.Taint, t corev1.Taint) ([]corev1.Taint, bool) {
 	for i, have := range taints {
 		if have.Key == t.Key && have.Effect == t.Effect {
-			if have.Value == t.Value || t.Value == "" {
+			if have.Value == t.Value {
 				return taints, false
 			}
 			out := slices.Clone(taints)

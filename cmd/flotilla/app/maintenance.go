@@ -96,7 +96,8 @@ the objects that have nowhere to go once only those are left.
 --force drains anyway: it lists the objects that run only on CLUSTER, which
 will be deleted from it even if no other cluster takes them, and marks the
 taint flotilla.io/draining=force so that their copies go. Objects that
-other clusters take still move gracefully.
+other clusters take still move gracefully. A later drain without --force
+takes the force away again.
 
 Drain then waits, up to --timeout, until no FederatedObject is placed on
 CLUSTER or still has a copy there, printing the count as it changes. Copies
@@ -182,10 +183,14 @@ func (o *MaintenanceOptions) Run(ctx context.Context) error {
 			fmt.Fprintf(o.streams.Out, "drain --force: %d objects run only on %s and will be deleted from it if no other cluster takes them: %s\n",
 				len(only), o.Cluster, maintenance.Names(only))
 		}
-		changed, err = c.Drain(ctx, now, o.Force)
+		var unforced bool
+		changed, unforced, err = c.Drain(ctx, now, o.Force)
 		done, already = "draining", "already draining"
-		if o.Force {
+		switch {
+		case o.Force:
 			done, already = "draining (forced)", "already draining (forced)"
+		case unforced:
+			done = "draining (no longer forced: copies with nowhere to go are kept)"
 		}
 	default:
 		return fmt.Errorf("unknown action %q", o.action)

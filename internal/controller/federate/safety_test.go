@@ -128,7 +128,7 @@ func TestDrainingTheOnlyClusterKeepsCopies(t *testing.T) {
 	if _, err := member.CheckDrain(ctx, false); err == nil || !strings.Contains(err.Error(), "refusing to drain") {
 		t.Fatalf("CheckDrain of the only member: %v, want a refusal", err)
 	}
-	if _, err := member.Drain(ctx, time.Now(), false); err != nil {
+	if _, _, err := member.Drain(ctx, time.Now(), false); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -147,7 +147,7 @@ func TestDrainingTheOnlyClusterKeepsCopies(t *testing.T) {
 	if err != nil || !slices.ContainsFunc(only, func(o maintenance.Object) bool { return o.Namespace == foKey.Namespace && o.Name == foKey.Name }) {
 		t.Fatalf("forced CheckDrain: %v, %v; want %s listed", only, err, foKey)
 	}
-	if _, err := member.Drain(ctx, time.Now(), true); err != nil {
+	if _, _, err := member.Drain(ctx, time.Now(), true); err != nil {
 		t.Fatal(err)
 	}
 	waitCopyGone(t, ns)
@@ -161,6 +161,21 @@ func TestDrainingTheOnlyClusterKeepsCopies(t *testing.T) {
 		}
 		return nil
 	})
+
+	// A plain drain afterwards takes the force away and says so.
+	changed, unforced, err := member.Drain(ctx, time.Now(), false)
+	if err != nil || !changed || !unforced {
+		t.Fatalf("plain drain after a forced one: changed %v, unforced %v, err %v; want both true", changed, unforced, err)
+	}
+	mc := &v1alpha1.MemberCluster{}
+	if err := admin.Get(ctx, client.ObjectKey{Name: memberName}, mc); err != nil {
+		t.Fatal(err)
+	}
+	for _, taint := range mc.Spec.Taints {
+		if taint.Key == v1alpha1.TaintDraining && taint.Value != "" {
+			t.Errorf("drain taint after a plain drain: %+v, want no value", taint)
+		}
+	}
 }
 
 func updateMember(t *testing.T, change func(*v1alpha1.MemberCluster)) {
