@@ -71,6 +71,10 @@ type Options struct {
 	// LeaderElect enables leader election, so that only one replica runs
 	// the controllers.
 	LeaderElect bool
+	// RunsAgain lets Run be called again in the same process once an
+	// earlier Run has returned (tests that restart the controller-manager):
+	// controller names then need not be unique in the process.
+	RunsAgain bool
 	// LeaderElectionNamespace and LeaderElectionID name the Lease.
 	LeaderElectionNamespace, LeaderElectionID string
 	// LeaderElectionIdentity names this replica in the Lease ("": the
@@ -280,7 +284,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		// the lease (they reconcile only once it does), so a replica that
 		// takes over, a standby or a restarted process, lists the host
 		// while the previous holder's lease runs out, not after.
-		Controller:    config.Controller{EnableWarmup: ptr.To(true)},
+		Controller:    config.Controller{EnableWarmup: ptr.To(true), SkipNameValidation: ptr.To(opts.RunsAgain)},
 		WebhookServer: webhookServer(opts),
 	})
 	if err != nil {

@@ -69,7 +69,7 @@ func (c *Cache) discover(ctx context.Context) error {
 	var failed *discovery.ErrGroupDiscoveryFailed
 	partial := errors.As(err, &failed)
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	var dropped []*watched
 	for gk, w := range c.kinds {
 		k, ok := found[gk]
 		if ok && k == w.Kind {
@@ -80,10 +80,25 @@ func (c *Cache) discover(ctx context.Context) error {
 		}
 		w.cancel()
 		delete(c.kinds, gk)
+		dropped = append(dropped, w)
 	}
 	for gk, k := range found {
 		if _, ok := c.kinds[gk]; !ok {
 			c.kinds[gk] = c.watch(ctx, k)
+		}
+	}
+	handlers := c.handlers
+	c.mu.Unlock()
+	for _, w := range dropped {
+		// A stopped informer tells nothing more: its objects' keys go to
+		// the subscribers once, who find the kind unwatched and ask the
+		// host (a deleted CRD's objects may not all have had their delete
+		// event yet).
+		for _, key := range w.informer.GetStore().ListKeys() {
+			k := keyOfStoreKey(w.GVK.GroupKind(), key)
+			for _, h := range handlers {
+				h(k)
+			}
 		}
 	}
 	return err

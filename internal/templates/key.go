@@ -79,3 +79,13 @@ func (k Key) FederatedName() types.NamespacedName {
 	}
 	return types.NamespacedName{Namespace: ns, Name: prefix + suffix}
 }
+
+// keyOfStoreKey turns an informer store's key (namespace/name, or name)
+// into a template Key of kind gk.
+func keyOfStoreKey(gk schema.GroupKind, key string) Key {
+	ns, name, found := strings.Cut(key, "/")
+	if !found {
+		ns, name = "", key
+	}
+	return Key{Group: gk.Group, Kind: gk.Kind, Namespace: ns, Name: name}
+}

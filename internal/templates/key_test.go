@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -43,5 +44,21 @@ func TestFederatedName(t *testing.T) {
 	b := Key{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "system-viewer:"}.FederatedName()
 	if a == b {
 		t.Errorf("distinct objects share the name %v", a)
+	}
+}
+
+func TestKeyOfStoreKey(t *testing.T) {
+	gk := schema.GroupKind{Group: "example.com", Kind: "Widget"}
+	tests := []struct {
+		in   string
+		want Key
+	}{
+		{in: "ns/a", want: Key{Group: "example.com", Kind: "Widget", Namespace: "ns", Name: "a"}},
+		{in: "cluster-wide", want: Key{Group: "example.com", Kind: "Widget", Name: "cluster-wide"}},
+	}
+	for _, tc := range tests {
+		if got := keyOfStoreKey(gk, tc.in); got != tc.want {
+			t.Errorf("keyOfStoreKey(%q) = %+v, want %+v", tc.in, got, tc.want)
+		}
 	}
 }

@@ -41,6 +41,7 @@ var (
 	startOnce sync.Once
 	started   bool
 	admin     client.Client
+	plane     *controlplane.Plane
 )
 
 // startControlPlane runs the controllers that take an object from the host
@@ -57,7 +58,7 @@ func startControlPlane(t *testing.T) client.Client {
 		// stderr, which go test shows for failures.
 		opts := controlplane.Options(cluster.Name, federate.Name, schedule.Name, propagate.Name)
 		opts.Failover = testFailover
-		controlplane.Start(t, env, opts)
+		plane = controlplane.Start(t, env, opts)
 		m := env.Cluster(memberName)
 		if err := join.Join(ctx, join.Options{Name: memberName, Host: env.Host.Config, Member: m.Config, Labels: m.Labels}); err != nil {
 			t.Fatalf("join %s: %v", memberName, err)

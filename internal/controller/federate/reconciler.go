@@ -60,6 +60,9 @@ type Reconciler struct {
 	// Dynamic removes the legacy finalizer from templates and reads
 	// namespaces.
 	Dynamic dynamic.Interface
+	// APIReader reads the host without a cache: a template whose kind
+	// the cache does not watch (default: the manager's).
+	APIReader client.Reader
 	// Templates is the host template cache.
 	Templates *templates.Cache
 	// Recorder records events on templates.
@@ -83,6 +86,9 @@ type Reconciler struct {
 // SetupWithManager registers the controller with mgr.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.Templates.Subscribe(r.queue.Add)
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
 	return builder.TypedControllerManagedBy[templates.Key](mgr).
 		Named(Name).
 		WatchesRawSource(r.queue.Source()).
@@ -101,8 +107,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key templates.Key) (reconcil
 	case errors.Is(err, templates.ErrNotSynced):
 		return reconcile.Result{RequeueAfter: r.Templates.SyncRetry(key)}, nil
 	case errors.Is(err, templates.ErrUnknownKind):
-		// A kind removed from the host, or not yet discovered.
-		return reconcile.Result{RequeueAfter: 30 * time.Second}, nil
+		return r.unwatchedKind(ctx, key)
 	case err != nil:
 		return reconcile.Result{}, err
 	}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -98,6 +99,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{RequeueAfter: r.Templates.SyncRetry(fedobj.Template(fo))}, nil
 	case errors.Is(err, templates.ErrUnknownKind) && !fo.DeletionTimestamp.IsZero() && fo.Annotations[v1alpha1.AnnotationRelease] != "":
 		tmpl = nil // the release mode decides; the template is not needed
+	case errors.Is(err, templates.ErrUnknownKind) && !fo.DeletionTimestamp.IsZero():
+		// Deleted before federate recorded a release mode, its kind out of
+		// the cache (a CRD deleted with its objects): the host decides.
+		if tmpl, err = r.unwatchedTemplate(ctx, fo); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Cannot tell whether the host object of a deleted FederatedObject still exists; its member copies stay until it can", "kind", fo.Spec.Template.Kind)
+			return reconcile.Result{RequeueAfter: 30 * time.Second}, nil
+		}
 	case err != nil:
 		return reconcile.Result{RequeueAfter: 30 * time.Second}, nil
 	}

@@ -7,11 +7,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/templates"
 )
 
 // The garbage collector and the namespace controller delete a
@@ -34,9 +34,9 @@ func (r *Reconciler) cacheBehind(ctx context.Context, fo *v1alpha1.FederatedObje
 	if r.APIReader == nil {
 		return false, nil
 	}
-	live, err := r.readLive(ctx, fo.Spec.Template)
+	live, err := templates.ReadLive(ctx, r.APIReader, fo.Spec.Template)
 	switch {
-	case apierrors.IsNotFound(err), meta.IsNoMatchError(err):
+	case templates.Gone(err):
 		return true, nil // gone, or its kind is (a CRD being deleted)
 	case err != nil:
 		return false, err
@@ -55,28 +55,23 @@ func (r *Reconciler) cacheBehind(ctx context.Context, fo *v1alpha1.FederatedObje
 	return !ns.DeletionTimestamp.IsZero(), nil
 }
 
-// readLive reads a template from the host. The controller-manager may
-// list and watch every kind the cache holds, but get only those its role
-// names: a refused get is asked again as a list by name.
-func (r *Reconciler) readLive(ctx context.Context, ref v1alpha1.TemplateReference) (*unstructured.Unstructured, error) {
-	u := &unstructured.Unstructured{}
-	u.SetAPIVersion(ref.APIVersion)
-	u.SetKind(ref.Kind)
-	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, u)
-	if !apierrors.IsForbidden(err) {
-		if err != nil && !apierrors.IsNotFound(err) {
-			err = fmt.Errorf("read %s %s/%s: %w", ref.Kind, ref.Namespace, ref.Name, err)
-		}
-		return u, err
+// unwatchedTemplate reads from the host the template of a FederatedObject
+// being deleted whose kind the cache does not watch: nil when the host no
+// longer has it, or no longer serves its kind (a deleted CRD takes its
+// objects with it; what their final state asked for is in the cache's
+// memory, templates.Cache.LastSeenOrphan).
+func (r *Reconciler) unwatchedTemplate(ctx context.Context, fo *v1alpha1.FederatedObject) (*unstructured.Unstructured, error) {
+	if r.APIReader == nil {
+		return nil, fmt.Errorf("%s: %w", fo.Spec.Template.Kind, templates.ErrUnknownKind)
 	}
-	list := &unstructured.UnstructuredList{}
-	list.SetAPIVersion(ref.APIVersion)
-	list.SetKind(ref.Kind + "List")
-	if err := r.APIReader.List(ctx, list, client.InNamespace(ref.Namespace), client.MatchingFields{"metadata.name": ref.Name}); err != nil {
-		return nil, fmt.Errorf("list %s %s/%s: %w", ref.Kind, ref.Namespace, ref.Name, err)
+	live, err := templates.ReadLive(ctx, r.APIReader, fo.Spec.Template)
+	switch {
+	case templates.Gone(err):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case live.GetUID() != fo.Spec.Template.UID:
+		return nil, nil // a new object of the same name
 	}
-	if len(list.Items) == 0 {
-		return nil, apierrors.NewNotFound(u.GroupVersionKind().GroupVersion().WithResource(ref.Kind).GroupResource(), ref.Name)
-	}
-	return &list.Items[0], nil
+	return live, nil
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2/textlogger"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -43,18 +44,55 @@ func Options(controllers ...string) manager.Options {
 // Start creates the CRDs and system namespaces on the host, then runs the
 // controller-manager with opts in the background for the rest of the
 // test binary, as the controller-manager's identity. Its logs go to
-// stderr, which go test shows for failures.
-func Start(t testing.TB, env *testenv.Environment, opts manager.Options) {
+// stderr, which go test shows for failures. The result restarts it.
+func Start(t testing.TB, env *testenv.Environment, opts manager.Options) *Plane {
 	t.Helper()
-	ctx := context.Background()
 	ctrl.SetLogger(textlogger.NewLogger(textlogger.NewConfig()))
-	cfg := env.ControllerConfig(t)
-	if err := manager.PrepareHost(ctx, cfg, opts); err != nil {
+	opts.RunsAgain = true
+	p := &Plane{cfg: env.ControllerConfig(t), opts: opts}
+	if err := manager.PrepareHost(context.Background(), p.cfg, opts); err != nil {
 		t.Fatalf("prepare host: %v", err)
 	}
+	p.run()
+	return p
+}
+
+// Plane is a controller-manager that Start runs.
+type Plane struct {
+	cfg  *rest.Config
+	opts manager.Options
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// run starts the controller-manager in the background.
+func (p *Plane) run() {
+	ctx, cancel := context.WithCancel(context.Background())
+	p.cancel, p.done = cancel, make(chan struct{})
 	go func() {
-		if err := manager.Run(ctx, cfg, opts); err != nil {
+		defer close(p.done)
+		if err := manager.Run(ctx, p.cfg, p.opts); err != nil && ctx.Err() == nil {
 			fmt.Fprintf(os.Stderr, "controller-manager: %v\n", err)
 		}
 	}()
+}
+
+// stopWait bounds how long Restart waits for the controller-manager to
+// stop.
+const stopWait = time.Minute
+
+// Restart stops the controller-manager, waits until it has stopped, calls
+// while (what happens while it is down), and starts it again, as a
+// process killed and started again would be.
+func (p *Plane) Restart(t testing.TB, while func()) {
+	t.Helper()
+	p.cancel()
+	select {
+	case <-p.done:
+	case <-time.After(stopWait):
+		t.Fatalf("the controller-manager did not stop within %s", stopWait)
+	}
+	while()
+	p.run()
 }

@@ -1,0 +1,231 @@
+package federate_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/testenv"
+)
+
+// The tests of this file each make a custom kind of their own, Gizmo in
+// a group of their own, so that one CRD's deletion never meets the next
+// test's.
+
+// keptGizmo is the Gizmo whose final state asks to keep its copy.
+const keptGizmo = "gizmo-0"
+
+// TestDeletingACRDReleasesItsObjects: deleting a CRD on the host deletes
+// its objects there, and the template cache stops watching the kind. Each
+// object's member copy is deleted (or kept, for the one whose final state
+// asked for it) and no FederatedObject stays behind.
+func TestDeletingACRDReleasesItsObjects(t *testing.T) {
+	startControlPlane(t)
+	gvr := schema.GroupVersionResource{Group: "crd-deletion.flotilla.io", Version: "v1", Resource: "gizmos"}
+	ns, crd, names := propagatedGizmos(t, gvr, 8)
+	if err := admin.Delete(context.Background(), crd); err != nil {
+		t.Fatalf("delete the host's CRD: %v", err)
+	}
+	waitGizmosReleased(t, gvr, ns, names)
+}
+
+// TestCRDDeletedWhileTheControllerManagerIsDown: the CRD is deleted, with
+// its objects, while the controller-manager is down. Started again, its
+// template cache never watches the kind, so no object's deletion reaches
+// it, and the host's garbage collector does not collect FederatedObjects
+// whose owner's kind is gone. The host, asked, says the kind is gone, and
+// the copies are deleted (kept for the object that asked) rather than
+// left running with their FederatedObjects for good.
+func TestCRDDeletedWhileTheControllerManagerIsDown(t *testing.T) {
+	startControlPlane(t)
+	gvr := schema.GroupVersionResource{Group: "crd-deletion-down.flotilla.io", Version: "v1", Resource: "gizmos"}
+	ns, crd, names := propagatedGizmos(t, gvr, 8)
+	plane.Restart(t, func() {
+		// Two FederatedObjects deleted by hand too: their cleanups, not
+		// federate, find the kind gone.
+		for _, name := range []string{keptGizmo, "gizmo-1"} {
+			fo := &v1alpha1.FederatedObject{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + ".gizmo." + gvr.Group}}
+			if err := admin.Delete(context.Background(), fo); err != nil {
+				t.Fatalf("delete FederatedObject %s: %v", fo.Name, err)
+			}
+		}
+		if err := admin.Delete(context.Background(), crd); err != nil {
+			t.Fatalf("delete the host's CRD: %v", err)
+		}
+		testenv.Eventually(t, waitTimeout, "CRD "+crd.Name+" gone from the host", func(ctx context.Context) error {
+			if err := admin.Get(ctx, client.ObjectKeyFromObject(crd), &apiextensionsv1.CustomResourceDefinition{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("still there (%v)", err)
+			}
+			return nil
+		})
+	})
+	waitGizmosReleased(t, gvr, ns, names)
+}
+
+// propagatedGizmos installs the Gizmo CRD of gvr on the host and the
+// member, lets the controller-manager read Gizmos, and propagates n of
+// them to the member from a new namespace, keptGizmo annotated to keep
+// its copy. It returns the namespace, the host's CRD and the names.
+func propagatedGizmos(t *testing.T, gvr schema.GroupVersionResource, n int) (string, *apiextensionsv1.CustomResourceDefinition, []string) {
+	t.Helper()
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	crd := gizmoCRD(gvr)
+	grantGizmos(t, gvr) // first: the cache looks at a new kind when its CRD comes
+	for _, c := range []*testenv.Cluster{env.Host, env.Cluster(memberName)} {
+		installGizmos(t, c, crd)
+	}
+	pp := &v1alpha1.PropagationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gizmos"},
+		Spec: v1alpha1.PropagationSpec{
+			ResourceSelectors: []v1alpha1.ResourceSelector{{APIVersion: gvr.GroupVersion().String(), Kind: "Gizmo", Namespace: ns}},
+			Placement:         v1alpha1.Placement{ClusterNames: []string{memberName}},
+		},
+	}
+	if err := admin.Create(ctx, pp); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for i := range n {
+		g := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"size": int64(i)}}}
+		g.SetAPIVersion(gvr.GroupVersion().String())
+		g.SetKind("Gizmo")
+		g.SetName(fmt.Sprintf("gizmo-%d", i))
+		if g.GetName() == keptGizmo {
+			g.SetAnnotations(map[string]string{v1alpha1.AnnotationOrphan: "true"})
+		}
+		if _, err := env.Host.Dynamic.Resource(gvr).Namespace(ns).Create(ctx, g, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, g.GetName())
+	}
+	for _, name := range names {
+		waitForCluster(t, types.NamespacedName{Namespace: ns, Name: name + ".gizmo." + gvr.Group}, v1alpha1.PropagationOK)
+	}
+	waitRelease(t, types.NamespacedName{Namespace: ns, Name: keptGizmo + ".gizmo." + gvr.Group}, v1alpha1.ReleaseOrphan)
+	return ns, crd, names
+}
+
+// waitGizmosReleased waits until no Gizmo of the names has a
+// FederatedObject left, then checks that the member holds only
+// keptGizmo's copy.
+func waitGizmosReleased(t *testing.T, gvr schema.GroupVersionResource, ns string, names []string) {
+	t.Helper()
+	testenv.Eventually(t, waitTimeout, "every Gizmo's FederatedObject gone", func(ctx context.Context) error {
+		var left []string
+		for _, name := range names {
+			fo := &v1alpha1.FederatedObject{}
+			err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: name + ".gizmo." + gvr.Group}, fo)
+			switch {
+			case err == nil:
+				left = append(left, fmt.Sprintf("%s (deleting: %v, release %q)", name, !fo.DeletionTimestamp.IsZero(), fo.Annotations[v1alpha1.AnnotationRelease]))
+			case !apierrors.IsNotFound(err):
+				return err
+			}
+		}
+		if len(left) > 0 {
+			return fmt.Errorf("still there: %v", left)
+		}
+		return nil
+	})
+	// The cleanup deletes the copies before it lets a FederatedObject go.
+	list, err := env.Cluster(memberName).Dynamic.Resource(gvr).Namespace(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var copies []string
+	for _, g := range list.Items {
+		copies = append(copies, g.GetName())
+	}
+	if len(copies) != 1 || copies[0] != keptGizmo {
+		t.Errorf("member copies after the CRD's deletion: %v, want only %s (annotated %s)", copies, keptGizmo, v1alpha1.AnnotationOrphan)
+	}
+}
+
+// gizmoCRD returns the namespaced CRD of the Gizmos of gvr, of one served
+// version that keeps any spec.
+func gizmoCRD(gvr schema.GroupVersionResource) *apiextensionsv1.CustomResourceDefinition {
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: gvr.Resource + "." + gvr.Group},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: gvr.Group,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: gvr.Resource, Singular: "gizmo", Kind: "Gizmo", ListKind: "GizmoList"},
+			Scope: apiextensionsv1.NamespaceScoped,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name: gvr.Version, Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object",
+					Properties: map[string]apiextensionsv1.JSONSchemaProps{
+						"spec": {Type: "object", XPreserveUnknownFields: ptr.To(true)},
+					},
+				}},
+			}},
+		},
+	}
+}
+
+// installGizmos creates the CRD in a cluster, waits until it is served
+// and deletes it when the test ends.
+func installGizmos(t *testing.T, c *testenv.Cluster, crd *apiextensionsv1.CustomResourceDefinition) {
+	t.Helper()
+	cl := newClient(t, c.Config)
+	if err := cl.Create(context.Background(), crd.DeepCopy()); err != nil {
+		t.Fatalf("create CRD %s in %s: %v", crd.Name, c.Name, err)
+	}
+	t.Cleanup(func() {
+		if err := cl.Delete(context.Background(), crd.DeepCopy()); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("delete CRD %s from %s: %v", crd.Name, c.Name, err)
+		}
+	})
+	testenv.Eventually(t, waitTimeout, "CRD "+crd.Name+" established in "+c.Name, func(ctx context.Context) error {
+		got := &apiextensionsv1.CustomResourceDefinition{}
+		if err := cl.Get(ctx, client.ObjectKey{Name: crd.Name}, got); err != nil {
+			return err
+		}
+		for _, cond := range got.Status.Conditions {
+			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+				return nil
+			}
+		}
+		return fmt.Errorf("conditions %+v", got.Status.Conditions)
+	})
+}
+
+// grantGizmos lets the controller-manager's ServiceAccount read the Gizmos
+// of gvr on the host (what an operator grants to propagate a custom kind)
+// until the test ends.
+func grantGizmos(t *testing.T, gvr schema.GroupVersionResource) {
+	t.Helper()
+	ctx := context.Background()
+	name := "flotilla-test-" + gvr.Group
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{gvr.Group}, Resources: []string{gvr.Resource}, Verbs: []string{"get", "list", "watch"}}},
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: v1alpha1.SystemNamespace, Name: "flotilla-controller-manager"}},
+	}
+	for _, o := range []client.Object{role, binding} {
+		if err := admin.Create(ctx, o); err != nil {
+			t.Fatalf("create %T: %v", o, err)
+		}
+		t.Cleanup(func() {
+			if err := admin.Delete(context.Background(), o); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("delete %T: %v", o, err)
+			}
+		})
+	}
+}
