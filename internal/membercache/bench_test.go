@@ -118,6 +118,63 @@ func BenchmarkCacheList(b *testing.B) {
 	}
 }
 
+// BenchmarkCacheListPages: all of benchPods pods over three members,
+// listed the way kubectl and client-go's pager do, 500 at a time; one op
+// is the whole walk (pages/op: how many requests it took).
+func BenchmarkCacheListPages(b *testing.B) {
+	c := benchCache(b)
+	b.ResetTimer()
+	for range b.N {
+		o := ListOptions{Limit: 500}
+		pages := 0
+		for {
+			res, err := c.List(podsGR, o)
+			if err != nil {
+				b.Fatal(err)
+			}
+			pages++
+			if res.Continue == "" {
+				break
+			}
+			o.Continue = res.Continue
+		}
+		b.ReportMetric(float64(pages), "pages/op")
+	}
+}
+
+// BenchmarkWatchStartInANamespace: a watch of one namespace's pods (1,000 of
+// benchPods) starting from now, as `kubectl get pods -w -n NS` does: the
+// current objects it sends first are read from that namespace alone.
+func BenchmarkWatchStartInANamespace(b *testing.B) {
+	c := benchCache(b)
+	b.ResetTimer()
+	for range b.N {
+		w, err := c.Watch(podsGR, WatchOptions{Filter: Filter{Namespace: "ns-7"}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(w.Backlog) == 0 {
+			b.Fatal("no pods in namespace ns-7")
+		}
+		w.Stop()
+	}
+}
+
+// benchCache returns a cache of benchPods synthetic pods over three
+// members.
+func benchCache(b *testing.B) *Cache {
+	b.Helper()
+	base := kwokPod(b)
+	ks, _ := ParseKinds([]string{"pods"})
+	c := New(ks, Options{})
+	for i := range benchPods {
+		if err := c.Set(podsGR, fmt.Sprintf("member-%d", i%3), syntheticPod(base, i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return c
+}
+
 // BenchmarkWatchFanOut: 100 watchers of all pods, each draining its
 // events, while the cache takes changes as fast as it can; reports the
 // events delivered per second to all watchers together (the cache's

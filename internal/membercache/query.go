@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 
@@ -38,7 +37,9 @@ type ListResult struct {
 	RV string
 	// Continue is the next page's token ("" on the last page).
 	Continue string
-	// Remaining is how many matching items follow this page.
+	// Remaining is how many matching items follow this page; 0 on the
+	// last page, and when a label or field selector makes the count
+	// unknown (Continue still says whether more follow).
 	Remaining int64
 }
 
@@ -76,31 +77,46 @@ func (c *Cache) List(gr schema.GroupResource, o ListOptions) (ListResult, error)
 			return ListResult{}, ErrExpired
 		}
 	}
-	after := strings.SplitN(tok.Start, "\x00", 3)
-	for len(after) < 3 {
-		after = append(after, "")
-	}
-	s.mu.RLock()
-	rv := s.last
-	items := make([]*Entry, 0, len(s.objects))
-	for _, e := range s.objects {
-		if (tok.Start == "" || e.compare(after[0], after[1], after[2]) > 0) && o.Matches(e) {
-			items = append(items, e)
+	var after []string
+	if tok.Start != "" {
+		after = strings.SplitN(tok.Start, "\x00", 3)
+		for len(after) < 3 {
+			after = append(after, "")
 		}
 	}
+	var items []*Entry
+	var remaining int64
+	// The matches after the page are counted only without a label or
+	// field selector (a kube-apiserver leaves remainingItemCount unset
+	// with one); otherwise the first one ends the walk.
+	counting := (o.Label == nil || o.Label.Empty()) && (o.Field == nil || o.Field.Empty())
+	s.mu.RLock()
+	rv := s.last
+	// In list order, from the page's start: the page is the first Limit
+	// matches.
+	s.ascend(o.Namespace, after, func(e *Entry) bool {
+		switch {
+		case !o.Matches(e):
+			return true
+		case o.Limit <= 0 || int64(len(items)) < o.Limit:
+			items = append(items, e)
+			return true
+		}
+		remaining++
+		return counting
+	})
 	s.mu.RUnlock()
 	if o.Continue != "" {
 		rv = tokRV
 	}
-	slices.SortFunc(items, func(a, b *Entry) int { return a.compare(b.Namespace, b.Name, b.Cluster) })
-	res := ListResult{RV: c.FormatRV(rv)}
-	if o.Limit > 0 && int64(len(items)) > o.Limit {
-		res.Remaining = int64(len(items)) - o.Limit
-		items = items[:o.Limit]
+	res := ListResult{RV: c.FormatRV(rv), Items: items}
+	if remaining > 0 {
+		if counting {
+			res.Remaining = remaining
+		}
 		raw, _ := json.Marshal(continueToken{RV: c.FormatRV(rv), Start: items[len(items)-1].key()})
 		res.Continue = base64.RawURLEncoding.EncodeToString(raw)
 	}
-	res.Items = items
 	return res, nil
 }
 

@@ -3,6 +3,7 @@ package membercache
 import (
 	"sync"
 
+	"github.com/google/btree"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -23,8 +24,12 @@ type store struct {
 	kind  *Kind
 	codec *codec
 
-	mu       sync.RWMutex
-	objects  map[id]*Entry
+	mu      sync.RWMutex
+	objects map[id]*Entry
+	// order holds the same entries in list order (namespace, name,
+	// cluster): a page, or one namespace's objects, is read from it
+	// without visiting or sorting the rest.
+	order    *btree.BTreeG[*Entry]
 	clusters map[string]int // entries per cluster
 	last     uint64         // sequence of the latest change
 	// history is a ring of the latest changes; horizon is the sequence of
@@ -41,11 +46,40 @@ func newStore(c *Cache, k *Kind) *store {
 	return &store{
 		cache: c, kind: k, codec: newCodec(k),
 		objects:  map[id]*Entry{},
+		order:    btree.NewG(orderDegree, entryLess),
 		clusters: map[string]int{},
 		history:  make([]change, c.opts.History),
 		watchers: map[*Watcher]struct{}{},
 		sources:  map[string]SourceState{},
 	}
+}
+
+// orderDegree is the degree of a store's ordered index (nodes of up to
+// 2×32−1 entries: a few pointer hops for 100,000 objects).
+const orderDegree = 32
+
+// entryLess is the list order of entries.
+func entryLess(a, b *Entry) bool { return a.compare(b.Namespace, b.Name, b.Cluster) < 0 }
+
+// ascend calls fn, under the lock, with the entries of namespace (every
+// namespace if "") that sort after the position after (namespace, name,
+// cluster; nil: from the start), in list order, until fn returns false.
+func (s *store) ascend(namespace string, after []string, fn func(*Entry) bool) {
+	pivot := &Entry{Namespace: namespace}
+	exclusive := false
+	if after != nil && (namespace == "" || after[0] >= namespace) {
+		pivot = &Entry{Namespace: after[0], Name: after[1], Cluster: after[2]}
+		exclusive = true
+	}
+	s.order.AscendGreaterOrEqual(pivot, func(e *Entry) bool {
+		switch {
+		case namespace != "" && e.Namespace != namespace:
+			return false // past the namespace
+		case exclusive && e.compare(pivot.Namespace, pivot.Name, pivot.Cluster) == 0:
+			return true // the previous page's last
+		}
+		return fn(e)
+	})
 }
 
 // live reports whether the feed writing is still current; a feed that
@@ -81,6 +115,7 @@ func (s *store) put(cluster string, obj runtime.Object, old *Entry) error {
 		return err
 	}
 	s.objects[e.id()] = e
+	s.order.ReplaceOrInsert(e)
 	typ := watch.Modified
 	if old == nil {
 		typ = watch.Added
@@ -110,6 +145,7 @@ func (s *store) delete(cluster string, obj runtime.Object, alive live) error {
 func (s *store) remove(old *Entry) {
 	seq := s.cache.seq.Add(1)
 	delete(s.objects, old.id())
+	s.order.Delete(old)
 	if s.clusters[old.Cluster]--; s.clusters[old.Cluster] <= 0 {
 		delete(s.clusters, old.Cluster)
 	}

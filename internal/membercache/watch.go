@@ -88,11 +88,12 @@ func (c *Cache) Watch(gr schema.GroupResource, o WatchOptions) (*Watcher, error)
 			}
 		}
 	default:
-		for _, e := range s.objects {
+		s.ascend(o.Namespace, nil, func(e *Entry) bool {
 			if o.Matches(e) {
 				w.Backlog = append(w.Backlog, Event{Type: watch.Added, Entry: e, RV: e.RV})
 			}
-		}
+			return true
+		})
 		if o.SendInitialEvents {
 			w.Backlog = append(w.Backlog, Event{Type: watch.Bookmark, RV: s.last, InitialEventsEnd: true})
 		}

@@ -56,6 +56,7 @@ type Cache struct {
 	primed chan struct{} // closed after the first discovery started its informers
 
 	access      access
+	served      servedKinds // what the host serves (served.go)
 	discoveries atomic.Uint64
 	// orphans remembers the templates last seen with AnnotationOrphan
 	// (orphans.go).

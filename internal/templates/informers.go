@@ -65,9 +65,11 @@ func (c *Cache) discover(ctx context.Context) error {
 			found[gk] = Kind{GVK: gv.WithKind(r.Kind), GVR: gv.WithResource(r.Name), Namespaced: r.Namespaced}
 		}
 	}
-	c.filter(ctx, found)
 	var failed *discovery.ErrGroupDiscoveryFailed
 	partial := errors.As(err, &failed)
+	groupFailed := func(gv schema.GroupVersion) bool { return partial && failed.Groups[gv] != nil }
+	served := c.served.note(found, groupFailed, time.Now())
+	c.filter(ctx, found)
 	c.mu.Lock()
 	var dropped []*watched
 	for gk, w := range c.kinds {
@@ -75,7 +77,7 @@ func (c *Cache) discover(ctx context.Context) error {
 		if ok && k == w.Kind {
 			continue
 		}
-		if !ok && partial && failed.Groups[w.GVK.GroupVersion()] != nil {
+		if !ok && groupFailed(w.GVK.GroupVersion()) {
 			continue // its group failed to answer: keep watching
 		}
 		w.cancel()
@@ -90,9 +92,13 @@ func (c *Cache) discover(ctx context.Context) error {
 	handlers := c.handlers
 	c.mu.Unlock()
 	for _, w := range dropped {
-		// A stopped informer tells nothing more: its objects' keys go to
-		// the subscribers once, who find the kind unwatched and ask the
-		// host (a deleted CRD's objects may not all have had their delete
+		if _, ok := served[w.GVK.GroupKind()]; ok {
+			continue // still served, no longer watched (an on-demand kind not needed)
+		}
+		// The host no longer serves the kind, and a stopped informer
+		// tells nothing more: its objects' keys go to the subscribers
+		// once, who find the kind unwatched and ask what became of them
+		// (a deleted CRD's objects may not all have had their delete
 		// event yet).
 		for _, key := range w.informer.GetStore().ListKeys() {
 			k := keyOfStoreKey(w.GVK.GroupKind(), key)
@@ -145,7 +151,20 @@ func (c *Cache) watch(ctx context.Context, k Kind) *watched {
 		// A new or removed CRD changes the kinds; its establishment is a
 		// status update, so every event counts.
 		kick := func(any) { c.Rediscover() }
-		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: kick, UpdateFunc: func(_, o any) { kick(o) }, DeleteFunc: kick}); err != nil {
+		crdGone := func(obj any, deleted bool) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if u, ok := obj.(*unstructured.Unstructured); ok && u.GetKind() == crdKind.Kind {
+				c.served.noteCRD(u, deleted)
+			}
+			kick(obj)
+		}
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    kick,
+			UpdateFunc: func(_, o any) { crdGone(o, false) },
+			DeleteFunc: func(o any) { crdGone(o, true) },
+		}); err != nil {
 			logger.Error(err, "Adding the CRD informer's rediscovery handler")
 		}
 	}

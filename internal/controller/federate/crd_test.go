@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -71,6 +73,71 @@ func TestCRDDeletedWhileTheControllerManagerIsDown(t *testing.T) {
 		})
 	})
 	waitGizmosReleased(t, gvr, ns, names)
+}
+
+// TestUnservedCRDKeepsItsCopies: a CRD that stops serving its only
+// version (served: false) takes the kind out of the host's discovery, but
+// its objects stay in the host's storage. Their copies and
+// FederatedObjects stay too; served again, the objects are propagated as
+// before.
+func TestUnservedCRDKeepsItsCopies(t *testing.T) {
+	startControlPlane(t)
+	ctx := context.Background()
+	gvr := schema.GroupVersionResource{Group: "crd-unserved.flotilla.io", Version: "v1", Resource: "gizmos"}
+	ns, crd, names := propagatedGizmos(t, gvr, 4)
+	setServed := func(served bool) {
+		t.Helper()
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			got := &apiextensionsv1.CustomResourceDefinition{}
+			if err := admin.Get(ctx, client.ObjectKeyFromObject(crd), got); err != nil {
+				return err
+			}
+			got.Spec.Versions[0].Served = served
+			return admin.Update(ctx, got)
+		})
+		if err != nil {
+			t.Fatalf("set served=%v on %s: %v", served, crd.Name, err)
+		}
+	}
+	setServed(false)
+	disco := env.Host.Client.Discovery()
+	testenv.Eventually(t, waitTimeout, gvr.GroupVersion().String()+" gone from the host's discovery", func(context.Context) error {
+		if _, err := disco.ServerResourcesForGroupVersion(gvr.GroupVersion().String()); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("still listed (%v)", err)
+		}
+		return nil
+	})
+	// Longer than the template cache takes to drop the kind (a CRD change
+	// triggers a discovery) and than the two discoveries after which a
+	// kind no CRD defines counts as removed.
+	testenv.Consistently(t, 10*time.Second, func() error {
+		return gizmosIntact(ctx, gvr, ns, names)
+	})
+	setServed(true)
+	for _, name := range names {
+		waitForCluster(t, types.NamespacedName{Namespace: ns, Name: name + ".gizmo." + gvr.Group}, v1alpha1.PropagationOK)
+	}
+	if err := gizmosIntact(ctx, gvr, ns, names); err != nil {
+		t.Error(err)
+	}
+}
+
+// gizmosIntact checks that every Gizmo of names has a FederatedObject not
+// being deleted and a copy in the member.
+func gizmosIntact(ctx context.Context, gvr schema.GroupVersionResource, ns string, names []string) error {
+	for _, name := range names {
+		fo := &v1alpha1.FederatedObject{}
+		if err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: name + ".gizmo." + gvr.Group}, fo); err != nil {
+			return fmt.Errorf("FederatedObject of %s: %w", name, err)
+		}
+		if !fo.DeletionTimestamp.IsZero() {
+			return fmt.Errorf("FederatedObject of %s is being deleted", name)
+		}
+		if _, err := env.Cluster(memberName).Dynamic.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
+			return fmt.Errorf("member copy of %s: %w", name, err)
+		}
+	}
+	return nil
 }
 
 // propagatedGizmos installs the Gizmo CRD of gvr on the host and the

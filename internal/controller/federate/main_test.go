@@ -58,6 +58,9 @@ func startControlPlane(t *testing.T) client.Client {
 		// stderr, which go test shows for failures.
 		opts := controlplane.Options(cluster.Name, federate.Name, schedule.Name, propagate.Name)
 		opts.Failover = testFailover
+		// A kind no CRD defines counts as removed once it has gone unserved
+		// for two discoveries (crd_test.go): keep that short.
+		opts.TemplateDiscoveryInterval = 2 * time.Second
 		plane = controlplane.Start(t, env, opts)
 		m := env.Cluster(memberName)
 		if err := join.Join(ctx, join.Options{Name: memberName, Host: env.Host.Config, Member: m.Config, Labels: m.Labels}); err != nil {

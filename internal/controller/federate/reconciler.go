@@ -81,6 +81,9 @@ type Reconciler struct {
 	// finalizerNoted remembers, per template, the UID whose legacy
 	// finalizer could not be removed, so that is recorded once.
 	finalizerNoted sync.Map // templates.Key → string
+	// unwatchedNoted holds the UIDs of FederatedObjects whose wait for
+	// their host object's fate was logged (unwatched.go).
+	unwatchedNoted sync.Map
 }
 
 // SetupWithManager registers the controller with mgr.

@@ -2,7 +2,7 @@ package federate
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,19 +13,20 @@ import (
 	"github.com/flotilla-io/flotilla/internal/templates"
 )
 
-// unwatchedRetry is when an object whose kind the cache does not watch,
-// but whose FederatedObject lives, is looked at again.
+// unwatchedRetry is when the host is asked again about an object whose
+// kind the host no longer serves, when it could not say.
 const unwatchedRetry = 30 * time.Second
 
 // unwatchedKind reconciles an object whose kind the template cache does
-// not watch: one not discovered yet, one the controller-manager may not
-// watch, or one the host no longer serves (a CRD deleted, its objects with
-// it). Without a FederatedObject there is nothing to do: a kind discovered
-// later brings its objects back through the cache. With one, the host is
-// asked about the object; gone (or its kind gone), it is released as any
-// deleted object is, so that deleting a CRD deletes the member copies of
-// its objects (or keeps those whose final state asked to) instead of
-// leaving their FederatedObjects behind.
+// not watch. Without a FederatedObject there is nothing to do: a kind
+// watched later brings its objects back through the cache. A kind the
+// host serves but the cache does not watch (the controller-manager may
+// not) is left until it is watched again: nothing is asked of the host for
+// it. A kind the host no longer serves (a CRD deleted, its objects with it)
+// gets its objects' fate from the host (templates.Cache.ReadUnwatched);
+// removed, they are released as any deleted object is, so that their
+// FederatedObjects do not stay behind (the host's garbage collector does
+// not collect dependents whose owner's kind it cannot find).
 func (r *Reconciler) unwatchedKind(ctx context.Context, key templates.Key) (reconcile.Result, error) {
 	fo := &v1alpha1.FederatedObject{}
 	if err := r.Client.Get(ctx, key.FederatedName(), fo); apierrors.IsNotFound(err) {
@@ -33,23 +34,27 @@ func (r *Reconciler) unwatchedKind(ctx context.Context, key templates.Key) (reco
 	} else if err != nil {
 		return reconcile.Result{}, err
 	}
-	if templates.KeyOfReference(fo.Spec.Template) != key || !fo.DeletionTimestamp.IsZero() {
-		// Another object's, or on its way out: the propagate controller's
-		// cleanup asks the host itself.
+	if templates.KeyOfReference(fo.Spec.Template) != key || !fo.DeletionTimestamp.IsZero() || r.APIReader == nil || r.Templates.Serves(key.GroupKind()) {
+		// Another object's; on its way out (the propagate controller's
+		// cleanup asks the host itself); or a kind served but not
+		// watched.
 		return reconcile.Result{}, nil
 	}
-	if r.APIReader == nil {
-		return reconcile.Result{RequeueAfter: unwatchedRetry}, nil
-	}
-	live, err := templates.ReadLive(ctx, r.APIReader, fo.Spec.Template)
+	live, err := r.Templates.ReadUnwatched(ctx, r.APIReader, fo.Spec.Template)
 	switch {
-	case templates.Gone(err), err == nil && live.GetUID() != fo.Spec.Template.UID:
-		mode := goneRelease(fo.Annotations[v1alpha1.AnnotationRelease], r.Templates.LastSeenOrphan(key, fo.Spec.Template.UID))
-		ctrl.LoggerFrom(ctx).Info("Host object gone while its kind is not watched", "object", key, "memberCopies", mode)
-		return r.result(r.deleteFederatedObject(ctx, fo, mode))
 	case err != nil:
-		return reconcile.Result{}, fmt.Errorf("read %s, whose kind the cache does not watch: %w", key, err)
+		if !errors.Is(err, templates.ErrNotSynced) {
+			if _, seen := r.unwatchedNoted.LoadOrStore(fo.UID, "waiting"); !seen {
+				ctrl.LoggerFrom(ctx).Info("Keeping a FederatedObject whose host object's fate is not known yet", "object", key, "reason", err.Error())
+			}
+		}
+		return reconcile.Result{RequeueAfter: templates.RetryAfter(err, unwatchedRetry)}, nil
+	case live != nil:
+		return reconcile.Result{RequeueAfter: unwatchedRetry}, nil // served again soon
 	}
-	// Alive: its kind is not discovered yet, or not watched.
-	return reconcile.Result{RequeueAfter: unwatchedRetry}, nil
+	mode := goneRelease(fo.Annotations[v1alpha1.AnnotationRelease], r.Templates.LastSeenOrphan(key, fo.Spec.Template.UID))
+	if prev, _ := r.unwatchedNoted.Swap(fo.UID, "removed"); prev != "removed" {
+		ctrl.LoggerFrom(ctx).Info("Host object removed with its kind", "object", key, "memberCopies", mode)
+	}
+	return r.result(r.deleteFederatedObject(ctx, fo, mode))
 }

@@ -65,6 +65,7 @@ func (r *Reconciler) cleanup(ctx context.Context, fo *v1alpha1.FederatedObject, 
 		}
 		return reconcile.Result{}, fmt.Errorf("remove finalizer of %s/%s: %w", fo.Namespace, fo.Name, err)
 	}
+	r.unknownFate.Delete(fo.UID)
 	return reconcile.Result{}, nil
 }
 

@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -72,6 +71,9 @@ type Reconciler struct {
 	evicting sync.Map // FederatedObject keys keeping an evicted copy for its replacements
 	missing  sync.Map // cluster name → when a Ready cluster was first seen without a session
 	written  recent.Writes[*v1alpha1.FederatedObject]
+	// unknownFate holds the UIDs of FederatedObjects whose CleanupWaiting
+	// was recorded (once each).
+	unknownFate sync.Map
 }
 
 // retryAfter is when a cluster whose copy failed is tried again (events
@@ -103,8 +105,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// Deleted before federate recorded a release mode, its kind out of
 		// the cache (a CRD deleted with its objects): the host decides.
 		if tmpl, err = r.unwatchedTemplate(ctx, fo); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "Cannot tell whether the host object of a deleted FederatedObject still exists; its member copies stay until it can", "kind", fo.Spec.Template.Kind)
-			return reconcile.Result{RequeueAfter: 30 * time.Second}, nil
+			r.noteUnknownFate(ctx, fo, err)
+			return reconcile.Result{RequeueAfter: templates.RetryAfter(err, 30*time.Second)}, nil
 		}
 	case err != nil:
 		return reconcile.Result{RequeueAfter: 30 * time.Second}, nil

@@ -2,12 +2,14 @@ package propagate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
@@ -34,10 +36,12 @@ func (r *Reconciler) cacheBehind(ctx context.Context, fo *v1alpha1.FederatedObje
 	if r.APIReader == nil {
 		return false, nil
 	}
-	live, err := templates.ReadLive(ctx, r.APIReader, fo.Spec.Template)
+	live, err := r.Templates.ReadLive(ctx, r.APIReader, fo.Spec.Template)
 	switch {
-	case templates.Gone(err):
-		return true, nil // gone, or its kind is (a CRD being deleted)
+	case templates.Gone(err), errors.Is(err, templates.ErrKindNotServed):
+		// Gone, or its kind is (the cache stops watching it, and the
+		// cleanup then asks what became of it).
+		return true, nil
 	case err != nil:
 		return false, err
 	case live.GetUID() != tmpl.GetUID() || !live.GetDeletionTimestamp().IsZero():
@@ -55,23 +59,35 @@ func (r *Reconciler) cacheBehind(ctx context.Context, fo *v1alpha1.FederatedObje
 	return !ns.DeletionTimestamp.IsZero(), nil
 }
 
-// unwatchedTemplate reads from the host the template of a FederatedObject
-// being deleted whose kind the cache does not watch: nil when the host no
-// longer has it, or no longer serves its kind (a deleted CRD takes its
-// objects with it; what their final state asked for is in the cache's
-// memory, templates.Cache.LastSeenOrphan).
+// unwatchedTemplate tells what became of the template of a FederatedObject
+// being deleted whose kind the cache does not watch: nil when the host has
+// removed it (templates.Cache.ReadUnwatched: deleted, or gone with its
+// CRD; what its final state asked for is in the cache's memory,
+// LastSeenOrphan). An error keeps the copies until the answer is known.
 func (r *Reconciler) unwatchedTemplate(ctx context.Context, fo *v1alpha1.FederatedObject) (*unstructured.Unstructured, error) {
 	if r.APIReader == nil {
 		return nil, fmt.Errorf("%s: %w", fo.Spec.Template.Kind, templates.ErrUnknownKind)
 	}
-	live, err := templates.ReadLive(ctx, r.APIReader, fo.Spec.Template)
-	switch {
-	case templates.Gone(err):
-		return nil, nil
-	case err != nil:
-		return nil, err
-	case live.GetUID() != fo.Spec.Template.UID:
-		return nil, nil // a new object of the same name
+	return r.Templates.ReadUnwatched(ctx, r.APIReader, fo.Spec.Template)
+}
+
+// ReasonCleanupWaiting is the reason of the Warning event on a
+// FederatedObject being deleted whose host object's fate is not known yet
+// (its kind unwatched, the host not saying): its copies stay meanwhile.
+const ReasonCleanupWaiting = "CleanupWaiting"
+
+// noteUnknownFate logs and records, once per FederatedObject, that its
+// cleanup waits to learn what became of its host object.
+func (r *Reconciler) noteUnknownFate(ctx context.Context, fo *v1alpha1.FederatedObject, err error) {
+	if errors.Is(err, templates.ErrNotSynced) {
+		return // the answer comes once the cache has listed
 	}
-	return live, nil
+	if _, seen := r.unknownFate.LoadOrStore(fo.UID, true); seen {
+		return
+	}
+	msg := fmt.Sprintf("the member copies stay until it is known whether the host object was removed: %v", err)
+	ctrl.LoggerFrom(ctx).Info("Cleanup waiting: "+msg, "kind", fo.Spec.Template.Kind, "retryAfter", templates.RetryAfter(err, 30*time.Second))
+	if r.Recorder != nil {
+		r.Recorder.Eventf(fo, nil, corev1.EventTypeWarning, ReasonCleanupWaiting, "Delete", "%s", msg)
+	}
 }
