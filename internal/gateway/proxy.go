@@ -235,6 +235,6 @@ type errorResponder struct{ what string }
 
 func (e errorResponder) Error(w http.ResponseWriter, r *http.Request, err error) {
 	klog.FromContext(r.Context()).Error(err, "Forwarding failed", "to", e.what, "path", r.URL.Path)
-	responsewriters.ErrorNegotiated(apierrors.NewServiceUnavailable(e.what+" did not answer: "+err.Error()),
+	responsewriters.ErrorNegotiated(apierrors.NewServiceUnavailable(e.what+" did not answer: "+apiproxy.Unreachable(err)+" (the gateway's log has the details)"),
 		codecs, schema.GroupVersion{Version: "v1"}, w, r)
 }

@@ -286,7 +286,7 @@ func New(o *Options) (*Server, error) {
 		if o.ForwardUserTokens {
 			chain = withUserToken(chain)
 		}
-		return chain
+		return withImpersonationMark(chain)
 	}
 	hostCS, err := kubernetes.NewForConfig(hostCfg)
 	if err != nil {

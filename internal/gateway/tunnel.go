@@ -73,6 +73,13 @@ func (m *members) acceptTunnel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	u, _ := request.UserFrom(r.Context())
+	if impersonated(r.Context()) {
+		// Whoever may impersonate the agent (an admin, or a namespace
+		// editor impersonating the agent's ServiceAccount) would take its
+		// place and receive users' streams: only the agent itself may.
+		fail(apierrors.NewForbidden(gr, info.Name, fmt.Errorf("the tunnel of member %s may not be opened by impersonation (Impersonate-* headers); only its agent, authenticated as itself, may open it", info.Name)))
+		return
+	}
 	if !isAgentOf(u, info.Name) {
 		// RBAC lets admins with wildcard rights through too: the tunnel
 		// carries users' logs and exec streams, so only the member's own

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/transport"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/config/rbac"
 	"github.com/flotilla-io/flotilla/internal/join"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 	"github.com/flotilla-io/flotilla/internal/tunnel"
@@ -139,6 +140,14 @@ func TestPullMemberThroughItsAgentsTunnel(t *testing.T) {
 	_, err = agentTunnel(t, gw, "gamma", env.Host.Config, env.Members[1].Config).Open(ctx)
 	if err == nil || !strings.Contains(err.Error(), "403") || !strings.Contains(err.Error(), "only the agent of member gamma") {
 		t.Errorf("an admin opening gamma's tunnel: %v, want 403", err)
+	}
+	// Nor by impersonating the agent (which a namespace editor may do for
+	// the agent's ServiceAccount).
+	asAgent := rest.CopyConfig(env.Host.Config)
+	asAgent.Impersonate = rest.ImpersonationConfig{UserName: rbac.AgentUser("gamma")}
+	_, err = agentTunnel(t, gw, "gamma", asAgent, env.Members[1].Config).Open(ctx)
+	if err == nil || !strings.Contains(err.Error(), "403") || !strings.Contains(err.Error(), "may not be opened by impersonation") {
+		t.Errorf("an admin impersonating gamma's agent to open its tunnel: %v, want 403", err)
 	}
 
 	// Without its agent, gamma is named in a warning.

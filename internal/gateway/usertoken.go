@@ -61,10 +61,8 @@ func forwardableToken(r *http.Request) (string, bool) {
 	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
 		return "", false
 	}
-	for k := range r.Header {
-		if len(k) >= len("Impersonate-") && strings.EqualFold(k[:len("Impersonate-")], "Impersonate-") {
-			return "", false
-		}
+	if asksToImpersonate(r) {
+		return "", false
 	}
 	auth := r.Header.Values("Authorization")
 	if len(auth) != 1 {
@@ -103,4 +101,38 @@ func userToken(ctx context.Context) (string, bool) {
 		return "", false
 	}
 	return slot.token, true
+}
+
+// asksToImpersonate reports whether r carries an impersonation header.
+func asksToImpersonate(r *http.Request) bool {
+	for k := range r.Header {
+		if len(k) >= len("Impersonate-") && strings.EqualFold(k[:len("Impersonate-")], "Impersonate-") {
+			return true
+		}
+	}
+	return false
+}
+
+// impersonatedKey is the context key that marks a request that asked to
+// impersonate someone.
+type impersonatedKey struct{}
+
+// withImpersonationMark marks, before the filter chain (whose
+// impersonation filter replaces the user and removes the headers), a
+// request that asks to impersonate someone; it must wrap the whole chain.
+func withImpersonationMark(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if asksToImpersonate(r) {
+			r = r.WithContext(context.WithValue(r.Context(), impersonatedKey{}, true))
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// impersonated reports whether ctx's request asked to impersonate
+// someone: the user the filters settled on is then not the one who
+// authenticated.
+func impersonated(ctx context.Context) bool {
+	v, _ := ctx.Value(impersonatedKey{}).(bool)
+	return v
 }

@@ -147,7 +147,7 @@ type errorResponder struct{ cluster string }
 
 func (e errorResponder) Error(w http.ResponseWriter, r *http.Request, err error) {
 	klog.FromContext(r.Context()).Error(err, "Forwarding a tunnel request failed", "cluster", e.cluster, "path", r.URL.Path)
-	writeStatus(w, r, apierrors.NewServiceUnavailable(fmt.Sprintf("member %s's apiserver did not answer its agent: %v", e.cluster, err)))
+	writeStatus(w, r, apierrors.NewServiceUnavailable(fmt.Sprintf("member %s's apiserver did not answer its agent: %s (the agent's log has the details)", e.cluster, apiproxy.Unreachable(err))))
 }
 
 func writeStatus(w http.ResponseWriter, r *http.Request, err error) {
