@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
@@ -179,8 +180,20 @@ func filterFor(k *membercache.Kind, info *request.RequestInfo, opts metav1.ListO
 		if err := k.ValidateFieldSelector(sel); err != nil {
 			return f, apierrors.NewBadRequest(err.Error())
 		}
-		// metadata.name=NAME@member names the object NAME; the member is
-		// in f.Cluster (the filters took the request's name from it).
+		// metadata.name=NAME@member names the object NAME in that member
+		// (the filters usually took the request's name from it, but not
+		// for a /watch/ path).
+		for _, req := range sel.Requirements() {
+			if req.Field != "metadata.name" || (req.Operator != selection.Equals && req.Operator != selection.DoubleEquals) {
+				continue
+			}
+			if _, member := splitName(req.Value); member != "" {
+				if f.Cluster != "" && f.Cluster != member {
+					return f, apierrors.NewBadRequest(fmt.Sprintf("the request names member %s and member %s", f.Cluster, member))
+				}
+				f.Cluster = member
+			}
+		}
 		if sel, err = sel.Transform(func(field, value string) (string, string, error) {
 			if field == "metadata.name" {
 				value, _ = splitName(value)

@@ -137,6 +137,24 @@ func (h *memberHandler) route(w http.ResponseWriter, r *http.Request, info *requ
 			return
 		}
 	}
+	if streamSubresources[info.Subresource] && info.Verb != "create" {
+		// A WebSocket client opens exec with GET: the host would ask for
+		// create, on the name as requested and on the pod's own name
+		// (before the cache is read, so that the answer tells nothing of
+		// the pods to someone who may not).
+		for _, n := range slices.Compact([]string{info.Name, name}) {
+			if err := h.authorizeCreate(r, info, n); err != nil {
+				h.fail(w, r, err)
+				return
+			}
+		}
+	}
+	if info.Verb == "delete" {
+		if err := checkDeleteOptions(r, info.Name); err != nil {
+			h.fail(w, r, err)
+			return
+		}
+	}
 	entries, err := h.cache.Get(corev1.Resource("pods"), info.Namespace, name)
 	if err != nil {
 		h.fail(w, r, apierrors.NewInternalError(err))
@@ -146,16 +164,6 @@ func (h *memberHandler) route(w http.ResponseWriter, r *http.Request, info *requ
 	if err != nil {
 		h.fail(w, r, err)
 		return
-	}
-	if streamSubresources[info.Subresource] && info.Verb != "create" {
-		// A WebSocket client opens exec with GET: the host would ask for
-		// create, on the name as requested and on the pod's own name.
-		for _, n := range slices.Compact([]string{info.Name, name}) {
-			if err := h.authorizeCreate(r, info, n); err != nil {
-				h.fail(w, r, err)
-				return
-			}
-		}
 	}
 	rt, ok := h.members.route(e.Cluster)
 	if !ok {
