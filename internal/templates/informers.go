@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -68,7 +70,11 @@ func (c *Cache) discover(ctx context.Context) error {
 	var failed *discovery.ErrGroupDiscoveryFailed
 	partial := errors.As(err, &failed)
 	groupFailed := func(gv schema.GroupVersion) bool { return partial && failed.Groups[gv] != nil }
-	served := c.served.note(found, groupFailed, time.Now())
+	var failedGroups []schema.GroupVersion
+	if partial {
+		failedGroups = slices.Collect(maps.Keys(failed.Groups))
+	}
+	served := c.served.note(found, failedGroups, time.Now())
 	c.filter(ctx, found)
 	c.mu.Lock()
 	var dropped []*watched

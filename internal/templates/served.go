@@ -40,23 +40,34 @@ type servedKinds struct {
 	// discovery's time (the clock of a kind never seen served).
 	last  map[schema.GroupKind]time.Time
 	first time.Time
+	// failing are the groups whose discovery failed the latest time, and
+	// failed when each group last failed: while its group does not
+	// answer, a kind's absence says nothing.
+	failing map[string]bool
+	failed  map[string]time.Time
 	// crdDeleted are the kinds whose CRD the cache saw being deleted.
 	crdDeleted map[schema.GroupKind]bool
 }
 
-// note records a discovery's kinds; those of groups that failed to answer
-// (failed) stay as they were. It returns the kinds now served.
-func (s *servedKinds) note(found map[schema.GroupKind]Kind, failed func(schema.GroupVersion) bool, now time.Time) map[schema.GroupKind]Kind {
+// note records a discovery's kinds, and the group versions that failed to
+// answer (failedGroups); the kinds of those groups stay as they were. It
+// returns the kinds now served.
+func (s *servedKinds) note(found map[schema.GroupKind]Kind, failedGroups []schema.GroupVersion, now time.Time) map[schema.GroupKind]Kind {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.last == nil {
+		s.last, s.first, s.failed = map[schema.GroupKind]time.Time{}, now, map[string]time.Time{}
+	}
+	s.failing = map[string]bool{}
+	for _, gv := range failedGroups {
+		s.failing[gv.Group] = true
+		s.failed[gv.Group] = now
+	}
 	served := maps.Clone(found)
 	for gk, k := range s.kinds {
-		if _, ok := served[gk]; !ok && failed(k.GVK.GroupVersion()) {
+		if _, ok := served[gk]; !ok && s.failing[gk.Group] {
 			served[gk] = k
 		}
-	}
-	if s.last == nil {
-		s.last, s.first = map[schema.GroupKind]time.Time{}, now
 	}
 	for gk := range served {
 		s.last[gk] = now
@@ -75,15 +86,20 @@ func (s *servedKinds) kind(gk schema.GroupKind) (Kind, bool) {
 }
 
 // unservedFor returns how long gk has not been served, as far as this
-// process has seen (since its first discovery for a kind it never saw).
-func (s *servedKinds) unservedFor(gk schema.GroupKind, now time.Time) time.Duration {
+// process has seen (since its first discovery for a kind it never saw, or
+// since its group last failed to answer), and whether its group fails to
+// answer now (then its absence says nothing).
+func (s *servedKinds) unservedFor(gk schema.GroupKind, now time.Time) (time.Duration, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	since, ok := s.last[gk]
 	if !ok {
 		since = s.first
 	}
-	return now.Sub(since)
+	if f := s.failed[gk.Group]; f.After(since) {
+		since = f
+	}
+	return now.Sub(since), s.failing[gk.Group]
 }
 
 // noteCRD records a CRD being deleted (or deleted).
@@ -193,8 +209,11 @@ func (c *Cache) ReadUnwatched(ctx context.Context, reader client.Reader, ref v1a
 	case err != nil:
 		return nil, fmt.Errorf("cannot tell whether %s was removed: the CustomResourceDefinitions are not in the cache: %w", gk, err)
 	}
-	return nil, unservedFate(gk, crdState{found: found, deleting: deleting, sawDeleted: c.served.sawCRDDeleted(gk)},
-		c.served.unservedFor(gk, time.Now()), c.unservedGrace())
+	unserved, failing := c.served.unservedFor(gk, time.Now())
+	if failing {
+		return nil, &WaitError{After: c.interval, Err: fmt.Errorf("the host's discovery of group %q fails, so whether it serves %s is not known: %w", gk.Group, gk, ErrKindNotServed)}
+	}
+	return nil, unservedFate(gk, crdState{found: found, deleting: deleting, sawDeleted: c.served.sawCRDDeleted(gk)}, unserved, c.unservedGrace())
 }
 
 // crdState is what the cache knows of the CRD of a kind.

@@ -63,26 +63,37 @@ func TestServedKinds(t *testing.T) {
 		gizmo:  {GVK: gizmo.WithVersion("v1")},
 		widget: {GVK: widget.WithVersion("v2")},
 	}
-	none := func(schema.GroupVersion) bool { return false }
+	var none []schema.GroupVersion
 	s.note(kinds, none, t0)
 	if k, ok := s.kind(widget); !ok || k.GVK.Version != "v2" {
 		t.Fatalf("widget: %v %v", k, ok)
 	}
 	// A discovery where widgets' group failed to answer keeps Widget;
 	// Gizmo is no longer listed.
-	widgetsFailed := func(gv schema.GroupVersion) bool { return gv.Group == widget.Group }
-	got := s.note(map[schema.GroupKind]Kind{}, widgetsFailed, t0.Add(time.Minute))
+	// ... and one where a group without any kind listed yet fails too.
+	other := schema.GroupKind{Group: "other.example.com", Kind: "Other"}
+	failing := []schema.GroupVersion{widget.WithVersion("v2").GroupVersion(), {Group: other.Group, Version: "v1"}}
+	got := s.note(map[schema.GroupKind]Kind{}, failing, t0.Add(time.Minute))
 	if _, ok := got[widget]; !ok {
 		t.Error("a kind of a group that failed to answer was dropped")
 	}
 	if _, ok := got[gizmo]; ok {
 		t.Error("a kind no longer listed is still served")
 	}
-	if d := s.unservedFor(gizmo, t0.Add(2*time.Minute)); d != 2*time.Minute {
-		t.Errorf("gizmo unserved for %s, want 2m", d)
+	if d, failing := s.unservedFor(gizmo, t0.Add(2*time.Minute)); d != 2*time.Minute || failing {
+		t.Errorf("gizmo unserved for %s (group failing %v), want 2m, false", d, failing)
 	}
-	if d := s.unservedFor(schema.GroupKind{Group: "never.example.com", Kind: "X"}, t0.Add(2*time.Minute)); d != 2*time.Minute {
+	if d, _ := s.unservedFor(schema.GroupKind{Group: "never.example.com", Kind: "X"}, t0.Add(2*time.Minute)); d != 2*time.Minute {
 		t.Errorf("a kind never seen: unserved for %s, want since the first discovery (2m)", d)
+	}
+	if _, failing := s.unservedFor(other, t0.Add(2*time.Minute)); !failing {
+		t.Error("a kind of a group that fails to answer counts as unserved")
+	}
+	// The group answers again, without the kind: its clock starts when
+	// the group last failed.
+	s.note(map[schema.GroupKind]Kind{}, none, t0.Add(3*time.Minute))
+	if d, failing := s.unservedFor(other, t0.Add(4*time.Minute)); d != 3*time.Minute || failing {
+		t.Errorf("other unserved for %s (failing %v), want 3m since its group last failed", d, failing)
 	}
 
 	crd := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"group": "example.com", "names": map[string]any{"kind": "Gizmo"}}}}
@@ -94,7 +105,7 @@ func TestServedKinds(t *testing.T) {
 	if !s.sawCRDDeleted(gizmo) {
 		t.Error("a deleted CRD was not noted")
 	}
-	s.note(kinds, none, t0.Add(3*time.Minute))
+	s.note(kinds, none, t0.Add(5*time.Minute))
 	if s.sawCRDDeleted(gizmo) {
 		t.Error("a kind served again still counts its CRD as deleted")
 	}
