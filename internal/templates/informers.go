@@ -74,7 +74,7 @@ func (c *Cache) discover(ctx context.Context) error {
 	if partial {
 		failedGroups = slices.Collect(maps.Keys(failed.Groups))
 	}
-	served := c.served.note(found, failedGroups, time.Now())
+	served := c.served.note(found, failedGroups)
 	c.filter(ctx, found)
 	c.mu.Lock()
 	var dropped []*watched

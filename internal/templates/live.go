@@ -6,11 +6,10 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/dynamic"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 )
@@ -24,39 +23,44 @@ import (
 // ErrKindNotServed is returned when the host serves no version of a kind.
 var ErrKindNotServed = errors.New("the host does not serve this kind")
 
-// ReadLive reads the template ref names from the host, past the cache, in
-// the version the cache watches the kind in, or the host's latest
-// discovery prefers (a CRD upgrade may have removed the version ref
-// records). The controller-manager may list and watch every kind the cache
-// holds, but get only those its role names: a refused get is asked again
-// as a list by name. A missing object is a NotFound error (Gone); a kind
-// the host does not serve, ErrKindNotServed.
-func (c *Cache) ReadLive(ctx context.Context, reader client.Reader, ref v1alpha1.TemplateReference) (*unstructured.Unstructured, error) {
+// ReadLive reads the template ref names from the host, past the cache,
+// through the resource the cache watches the kind as, or the host's latest
+// discovery lists (a CRD upgrade may have removed the version ref records;
+// a mapping learned earlier may be stale). The controller-manager may list
+// and watch every kind the cache holds, but get only those its role names:
+// a refused get is asked again as a list by name. A missing object is a
+// NotFound error (Gone); a kind the host does not serve, ErrKindNotServed.
+func (c *Cache) ReadLive(ctx context.Context, ref v1alpha1.TemplateReference) (*unstructured.Unstructured, error) {
 	gk := KeyOfReference(ref).GroupKind()
-	gvk := schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)
-	if k, ok := c.Lookup(gk); ok {
-		gvk = k.GVK
-	} else if k, ok := c.served.kind(gk); ok {
-		gvk = k.GVK
+	k, ok := c.Lookup(gk)
+	if !ok {
+		k, ok = c.served.kind(gk)
 	}
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(gvk)
-	err := reader.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, u)
+	if !ok {
+		return nil, fmt.Errorf("read %s %s/%s: %w", ref.Kind, ref.Namespace, ref.Name, ErrKindNotServed)
+	}
+	var res dynamic.ResourceInterface = c.client.Resource(k.GVR)
+	if k.Namespaced {
+		res = c.client.Resource(k.GVR).Namespace(ref.Namespace)
+	}
+	u, err := res.Get(ctx, ref.Name, metav1.GetOptions{})
 	if apierrors.IsForbidden(err) {
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		err = reader.List(ctx, list, client.InNamespace(ref.Namespace), client.MatchingFields{"metadata.name": ref.Name})
-		switch {
-		case err == nil && len(list.Items) == 0:
-			err = apierrors.NewNotFound(schema.GroupResource{Group: gk.Group, Resource: ref.Kind}, ref.Name)
-		case err == nil:
-			u = &list.Items[0]
+		var list *unstructured.UnstructuredList
+		list, err = res.List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", ref.Name).String()})
+		if err == nil {
+			u, err = nil, apierrors.NewNotFound(k.GVR.GroupResource(), ref.Name)
+			for i := range list.Items {
+				if list.Items[i].GetName() == ref.Name { // a server may ignore the selector
+					u, err = &list.Items[i], nil
+					break
+				}
+			}
 		}
 	}
 	switch {
 	case err == nil:
 		return u, nil
-	case meta.IsNoMatchError(err) || pathNotFound(err):
+	case pathNotFound(err):
 		return nil, fmt.Errorf("read %s %s/%s: %w (%v)", ref.Kind, ref.Namespace, ref.Name, ErrKindNotServed, err)
 	case apierrors.IsNotFound(err):
 		return nil, err

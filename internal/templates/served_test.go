@@ -3,97 +3,72 @@ package templates
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 func TestUnservedFate(t *testing.T) {
 	gizmo := schema.GroupKind{Group: "example.com", Kind: "Gizmo"}
-	const grace = time.Minute
 	tests := []struct {
-		name     string
-		gk       schema.GroupKind
-		crd      crdState
-		unserved time.Duration
-		removed  bool
-		wait     time.Duration // of a WaitError
+		name    string
+		crd     crdState
+		removed bool
+		hint    string // in the error of an object kept
 	}{
-		{name: "CRD being deleted", gk: gizmo, crd: crdState{found: true, deleting: true}, removed: true},
-		{name: "CRD seen deleted", gk: gizmo, crd: crdState{sawDeleted: true}, removed: true},
-		{name: "CRD there, no version served", gk: gizmo, crd: crdState{found: true}, unserved: time.Hour},
-		{name: "CRD there after one seen deleted (a new one)", gk: gizmo, crd: crdState{found: true, sawDeleted: true}, unserved: time.Hour},
-		{name: "Kubernetes kind turned off", gk: schema.GroupKind{Group: "apps", Kind: "Deployment"}, unserved: time.Hour},
-		{name: "core kind", gk: schema.GroupKind{Kind: "ConfigMap"}, unserved: time.Hour},
-		{name: "no CRD, just unserved (an API registered again?)", gk: gizmo, unserved: 20 * time.Second, wait: 40 * time.Second},
-		{name: "no CRD, unserved long enough", gk: gizmo, unserved: grace, removed: true},
+		{name: "CRD being deleted", crd: crdState{found: true, deleting: true}, removed: true},
+		{name: "CRD seen deleted", crd: crdState{sawDeleted: true}, removed: true},
+		{name: "CRD there, no version served", crd: crdState{found: true}, hint: "no version served"},
+		{name: "a new CRD after one seen deleted", crd: crdState{found: true, sawDeleted: true}, hint: "no version served"},
+		{name: "no CRD, none seen deleted (down meanwhile, or an aggregated API)", hint: "flotilla.io/release=delete"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := unservedFate(tc.gk, tc.crd, tc.unserved, grace)
+			err := unservedFate(gizmo, tc.crd)
 			if tc.removed {
 				if err != nil {
 					t.Fatalf("%v, want removed", err)
 				}
 				return
 			}
-			if !errors.Is(err, ErrKindNotServed) {
-				t.Fatalf("%v, want ErrKindNotServed", err)
+			if !errors.Is(err, ErrKindNotServed) || !strings.Contains(err.Error(), tc.hint) {
+				t.Fatalf("%v, want ErrKindNotServed saying %q", err, tc.hint)
 			}
-			var w *WaitError
-			if got := errors.As(err, &w); got != (tc.wait > 0) || (got && w.After != tc.wait) {
-				t.Errorf("wait %v (%v), want %v", w, got, tc.wait)
-			}
-			if got := RetryAfter(err, time.Hour); tc.wait > 0 && got != tc.wait || tc.wait == 0 && got != time.Hour {
-				t.Errorf("RetryAfter = %s", got)
+			if got := RetryAfter(err, time.Hour); got != time.Hour {
+				t.Errorf("RetryAfter = %s, want the caller's", got)
 			}
 		})
+	}
+	if got := RetryAfter(&WaitError{After: time.Second, Err: ErrNotSynced}, time.Hour); got != time.Second {
+		t.Errorf("RetryAfter of a WaitError = %s, want its own", got)
 	}
 }
 
 func TestServedKinds(t *testing.T) {
 	var s servedKinds
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	gizmo := schema.GroupKind{Group: "example.com", Kind: "Gizmo"}
 	widget := schema.GroupKind{Group: "widgets.example.com", Kind: "Widget"}
 	kinds := map[schema.GroupKind]Kind{
 		gizmo:  {GVK: gizmo.WithVersion("v1")},
 		widget: {GVK: widget.WithVersion("v2")},
 	}
-	var none []schema.GroupVersion
-	s.note(kinds, none, t0)
+	s.note(kinds, nil)
 	if k, ok := s.kind(widget); !ok || k.GVK.Version != "v2" {
 		t.Fatalf("widget: %v %v", k, ok)
 	}
 	// A discovery where widgets' group failed to answer keeps Widget;
 	// Gizmo is no longer listed.
-	// ... and one where a group without any kind listed yet fails too.
-	other := schema.GroupKind{Group: "other.example.com", Kind: "Other"}
-	failing := []schema.GroupVersion{widget.WithVersion("v2").GroupVersion(), {Group: other.Group, Version: "v1"}}
-	got := s.note(map[schema.GroupKind]Kind{}, failing, t0.Add(time.Minute))
+	got := s.note(map[schema.GroupKind]Kind{}, []schema.GroupVersion{{Group: widget.Group, Version: "v2"}})
 	if _, ok := got[widget]; !ok {
 		t.Error("a kind of a group that failed to answer was dropped")
 	}
 	if _, ok := got[gizmo]; ok {
 		t.Error("a kind no longer listed is still served")
-	}
-	if d, failing := s.unservedFor(gizmo, t0.Add(2*time.Minute)); d != 2*time.Minute || failing {
-		t.Errorf("gizmo unserved for %s (group failing %v), want 2m, false", d, failing)
-	}
-	if d, _ := s.unservedFor(schema.GroupKind{Group: "never.example.com", Kind: "X"}, t0.Add(2*time.Minute)); d != 2*time.Minute {
-		t.Errorf("a kind never seen: unserved for %s, want since the first discovery (2m)", d)
-	}
-	if _, failing := s.unservedFor(other, t0.Add(2*time.Minute)); !failing {
-		t.Error("a kind of a group that fails to answer counts as unserved")
-	}
-	// The group answers again, without the kind: its clock starts when
-	// the group last failed.
-	s.note(map[schema.GroupKind]Kind{}, none, t0.Add(3*time.Minute))
-	if d, failing := s.unservedFor(other, t0.Add(4*time.Minute)); d != 3*time.Minute || failing {
-		t.Errorf("other unserved for %s (failing %v), want 3m since its group last failed", d, failing)
 	}
 
 	crd := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"group": "example.com", "names": map[string]any{"kind": "Gizmo"}}}}
@@ -105,9 +80,15 @@ func TestServedKinds(t *testing.T) {
 	if !s.sawCRDDeleted(gizmo) {
 		t.Error("a deleted CRD was not noted")
 	}
-	s.note(kinds, none, t0.Add(5*time.Minute))
+	// Kept only because its group fails to answer: the evidence stays.
+	s.noteCRD(&unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"group": widget.Group, "names": map[string]any{"kind": "Widget"}}}}, true)
+	s.note(map[schema.GroupKind]Kind{}, []schema.GroupVersion{{Group: widget.Group, Version: "v2"}})
+	if !s.sawCRDDeleted(widget) {
+		t.Error("a kind kept for its failing group lost its CRD's deletion")
+	}
+	s.note(kinds, nil)
 	if s.sawCRDDeleted(gizmo) {
-		t.Error("a kind served again still counts its CRD as deleted")
+		t.Error("a kind listed again still counts its CRD as deleted")
 	}
 }
 
@@ -133,5 +114,35 @@ func TestPathNotFound(t *testing.T) {
 				t.Errorf("Gone = %v, want %v", got, tc.gone)
 			}
 		})
+	}
+}
+
+func TestDefinedBy(t *testing.T) {
+	gizmo := schema.GroupKind{Group: "example.com", Kind: "Gizmo"}
+	crd := func(name, group, kind string, deleting bool) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"group": group, "names": map[string]any{"kind": kind}}}}
+		u.SetName(name)
+		if deleting {
+			now := metav1.Now()
+			u.SetDeletionTimestamp(&now)
+		}
+		return u
+	}
+	other := crd("widgets.example.com", "example.com", "Widget", true)
+	for _, tc := range []struct {
+		name            string
+		crds            []*unstructured.Unstructured
+		found, deleting bool
+	}{
+		{name: "none", crds: []*unstructured.Unstructured{other}},
+		{name: "one", crds: []*unstructured.Unstructured{other, crd("gizmos.example.com", "example.com", "Gizmo", false)}, found: true},
+		{name: "one being deleted", crds: []*unstructured.Unstructured{crd("gizmos.example.com", "example.com", "Gizmo", true)}, found: true, deleting: true},
+		{name: "two, one being deleted", crds: []*unstructured.Unstructured{
+			crd("gizmos.example.com", "example.com", "Gizmo", true), crd("gizmoes.example.com", "example.com", "Gizmo", false),
+		}, found: true},
+	} {
+		if found, deleting := definedBy(tc.crds, gizmo); found != tc.found || deleting != tc.deleting {
+			t.Errorf("%s: found %v deleting %v, want %v %v", tc.name, found, deleting, tc.found, tc.deleting)
+		}
 	}
 }

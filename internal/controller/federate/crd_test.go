@@ -3,6 +3,7 @@ package federate_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/controller/propagate"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
 
@@ -43,26 +45,32 @@ func TestDeletingACRDReleasesItsObjects(t *testing.T) {
 }
 
 // TestCRDDeletedWhileTheControllerManagerIsDown: the CRD is deleted, with
-// its objects, while the controller-manager is down. Started again, its
-// template cache never watches the kind, so no object's deletion reaches
-// it, and the host's garbage collector does not collect FederatedObjects
-// whose owner's kind is gone. The host, asked, says the kind is gone, and
-// the copies are deleted (kept for the object that asked) rather than
-// left running with their FederatedObjects for good.
+// its objects, while the controller-manager is down. Started again, it
+// never sees the kind nor its CRD's deletion, and the host's garbage
+// collector does not collect FederatedObjects whose owner's kind is gone.
+// Without evidence that the objects went (an aggregated API unregistered
+// looks the same), the copies stay: a FederatedObject deleted by hand
+// says so (CleanupWaiting, with what to do), one that recorded orphan
+// goes and keeps its copy, and the rest stay. Annotated
+// flotilla.io/release=delete and deleted, as the event says, they go and
+// take their copies.
 func TestCRDDeletedWhileTheControllerManagerIsDown(t *testing.T) {
 	startControlPlane(t)
+	ctx := context.Background()
 	gvr := schema.GroupVersionResource{Group: "crd-deletion-down.flotilla.io", Version: "v1", Resource: "gizmos"}
 	ns, crd, names := propagatedGizmos(t, gvr, 8)
+	foKey := func(name string) types.NamespacedName {
+		return types.NamespacedName{Namespace: ns, Name: name + ".gizmo." + gvr.Group}
+	}
+	const byHand = "gizmo-1"
 	plane.Restart(t, func() {
-		// Two FederatedObjects deleted by hand too: their cleanups, not
-		// federate, find the kind gone.
-		for _, name := range []string{keptGizmo, "gizmo-1"} {
-			fo := &v1alpha1.FederatedObject{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + ".gizmo." + gvr.Group}}
-			if err := admin.Delete(context.Background(), fo); err != nil {
+		for _, name := range []string{keptGizmo, byHand} {
+			fo := &v1alpha1.FederatedObject{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: foKey(name).Name}}
+			if err := admin.Delete(ctx, fo); err != nil {
 				t.Fatalf("delete FederatedObject %s: %v", fo.Name, err)
 			}
 		}
-		if err := admin.Delete(context.Background(), crd); err != nil {
+		if err := admin.Delete(ctx, crd); err != nil {
 			t.Fatalf("delete the host's CRD: %v", err)
 		}
 		testenv.Eventually(t, waitTimeout, "CRD "+crd.Name+" gone from the host", func(ctx context.Context) error {
@@ -72,7 +80,48 @@ func TestCRDDeletedWhileTheControllerManagerIsDown(t *testing.T) {
 			return nil
 		})
 	})
+	waitGone(t, foKey(keptGizmo)) // its record decides: orphan
+	testenv.Eventually(t, waitTimeout, "CleanupWaiting on "+foKey(byHand).String(), func(ctx context.Context) error {
+		e := findEvent(ctx, t, ns, "FederatedObject", foKey(byHand).Name, propagate.ReasonCleanupWaiting)
+		if e == nil {
+			return errNotYet
+		}
+		if !strings.Contains(e.Note, "flotilla.io/release=delete") {
+			return fmt.Errorf("event %q does not say what to do", e.Note)
+		}
+		return nil
+	})
+	testenv.Consistently(t, 6*time.Second, func() error { // three discoveries
+		return gizmoCopies(ctx, gvr, ns, names)
+	})
+	for _, name := range names[1:] {
+		key := foKey(name)
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			fo := &v1alpha1.FederatedObject{}
+			if err := admin.Get(ctx, key, fo); err != nil {
+				return err
+			}
+			metav1.SetMetaDataAnnotation(&fo.ObjectMeta, v1alpha1.AnnotationRelease, v1alpha1.ReleaseDelete)
+			return admin.Update(ctx, fo)
+		})
+		if err != nil {
+			t.Fatalf("annotate %s: %v", key, err)
+		}
+		if err := admin.Delete(ctx, &v1alpha1.FederatedObject{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name}}); err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+	}
 	waitGizmosReleased(t, gvr, ns, names)
+}
+
+// gizmoCopies checks that the member holds a copy of every Gizmo of names.
+func gizmoCopies(ctx context.Context, gvr schema.GroupVersionResource, ns string, names []string) error {
+	for _, name := range names {
+		if _, err := env.Cluster(memberName).Dynamic.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
+			return fmt.Errorf("member copy of %s: %w", name, err)
+		}
+	}
+	return nil
 }
 
 // TestUnservedCRDKeepsItsCopies: a CRD that stops serving its only
@@ -108,8 +157,8 @@ func TestUnservedCRDKeepsItsCopies(t *testing.T) {
 		return nil
 	})
 	// Longer than the template cache takes to drop the kind (a CRD change
-	// triggers a discovery) and than the two discoveries after which a
-	// kind no CRD defines counts as removed.
+	// triggers a discovery, and one runs every 2 s here) and ask what
+	// became of its objects.
 	testenv.Consistently(t, 10*time.Second, func() error {
 		return gizmosIntact(ctx, gvr, ns, names)
 	})
@@ -133,11 +182,8 @@ func gizmosIntact(ctx context.Context, gvr schema.GroupVersionResource, ns strin
 		if !fo.DeletionTimestamp.IsZero() {
 			return fmt.Errorf("FederatedObject of %s is being deleted", name)
 		}
-		if _, err := env.Cluster(memberName).Dynamic.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
-			return fmt.Errorf("member copy of %s: %w", name, err)
-		}
 	}
-	return nil
+	return gizmoCopies(ctx, gvr, ns, names)
 }
 
 // propagatedGizmos installs the Gizmo CRD of gvr on the host and the

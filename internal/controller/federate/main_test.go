@@ -58,8 +58,7 @@ func startControlPlane(t *testing.T) client.Client {
 		// stderr, which go test shows for failures.
 		opts := controlplane.Options(cluster.Name, federate.Name, schedule.Name, propagate.Name)
 		opts.Failover = testFailover
-		// A kind no CRD defines counts as removed once it has gone unserved
-		// for two discoveries (crd_test.go): keep that short.
+		// crd_test.go waits for kinds to come and go: discover often.
 		opts.TemplateDiscoveryInterval = 2 * time.Second
 		plane = controlplane.Start(t, env, opts)
 		m := env.Cluster(memberName)

@@ -60,9 +60,6 @@ type Reconciler struct {
 	// Dynamic removes the legacy finalizer from templates and reads
 	// namespaces.
 	Dynamic dynamic.Interface
-	// APIReader reads the host without a cache: a template whose kind
-	// the cache does not watch (default: the manager's).
-	APIReader client.Reader
 	// Templates is the host template cache.
 	Templates *templates.Cache
 	// Recorder records events on templates.
@@ -81,17 +78,14 @@ type Reconciler struct {
 	// finalizerNoted remembers, per template, the UID whose legacy
 	// finalizer could not be removed, so that is recorded once.
 	finalizerNoted sync.Map // templates.Key → string
-	// unwatchedNoted holds the UIDs of FederatedObjects whose wait for
-	// their host object's fate was logged (unwatched.go).
-	unwatchedNoted sync.Map
+	// unwatchedNoted holds the kinds no longer served whose objects'
+	// unknown fate was logged (unwatched.go), once each.
+	unwatchedNoted sync.Map // schema.GroupKind → bool
 }
 
 // SetupWithManager registers the controller with mgr.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.Templates.Subscribe(r.queue.Add)
-	if r.APIReader == nil {
-		r.APIReader = mgr.GetAPIReader()
-	}
 	return builder.TypedControllerManagedBy[templates.Key](mgr).
 		Named(Name).
 		WatchesRawSource(r.queue.Source()).

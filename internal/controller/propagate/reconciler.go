@@ -72,8 +72,9 @@ type Reconciler struct {
 	missing  sync.Map // cluster name → when a Ready cluster was first seen without a session
 	written  recent.Writes[*v1alpha1.FederatedObject]
 	// unknownFate holds the UIDs of FederatedObjects whose CleanupWaiting
-	// was recorded (once each).
-	unknownFate sync.Map
+	// was recorded (once each), unknownFateKinds the kinds it was logged
+	// for (once each).
+	unknownFate, unknownFateKinds sync.Map
 }
 
 // retryAfter is when a cluster whose copy failed is tried again (events

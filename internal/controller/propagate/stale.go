@@ -36,11 +36,13 @@ func (r *Reconciler) cacheBehind(ctx context.Context, fo *v1alpha1.FederatedObje
 	if r.APIReader == nil {
 		return false, nil
 	}
-	live, err := r.Templates.ReadLive(ctx, r.APIReader, fo.Spec.Template)
+	live, err := r.Templates.ReadLive(ctx, fo.Spec.Template)
 	switch {
-	case templates.Gone(err), errors.Is(err, templates.ErrKindNotServed):
-		// Gone, or its kind is (the cache stops watching it, and the
-		// cleanup then asks what became of it).
+	case templates.Gone(err):
+		return true, nil
+	case errors.Is(err, templates.ErrKindNotServed) && !r.Templates.Serves(templates.KeyOfReference(fo.Spec.Template).GroupKind()):
+		// The host no longer lists the kind: the cache stops watching it
+		// at once, and the cleanup then asks what became of the object.
 		return true, nil
 	case err != nil:
 		return false, err
@@ -65,10 +67,7 @@ func (r *Reconciler) cacheBehind(ctx context.Context, fo *v1alpha1.FederatedObje
 // CRD; what its final state asked for is in the cache's memory,
 // LastSeenOrphan). An error keeps the copies until the answer is known.
 func (r *Reconciler) unwatchedTemplate(ctx context.Context, fo *v1alpha1.FederatedObject) (*unstructured.Unstructured, error) {
-	if r.APIReader == nil {
-		return nil, fmt.Errorf("%s: %w", fo.Spec.Template.Kind, templates.ErrUnknownKind)
-	}
-	return r.Templates.ReadUnwatched(ctx, r.APIReader, fo.Spec.Template)
+	return r.Templates.ReadUnwatched(ctx, fo.Spec.Template)
 }
 
 // ReasonCleanupWaiting is the reason of the Warning event on a
@@ -86,7 +85,11 @@ func (r *Reconciler) noteUnknownFate(ctx context.Context, fo *v1alpha1.Federated
 		return
 	}
 	msg := fmt.Sprintf("the member copies stay until it is known whether the host object was removed: %v", err)
-	ctrl.LoggerFrom(ctx).Info("Cleanup waiting: "+msg, "kind", fo.Spec.Template.Kind, "retryAfter", templates.RetryAfter(err, 30*time.Second))
+	gk := templates.KeyOfReference(fo.Spec.Template).GroupKind()
+	if _, seen := r.unknownFateKinds.LoadOrStore(gk, true); !seen {
+		// Once per kind in the log: every object of it says the same.
+		ctrl.LoggerFrom(ctx).Info("Cleanup waiting: "+msg, "kind", gk, "retryAfter", templates.RetryAfter(err, 30*time.Second))
+	}
 	if r.Recorder != nil {
 		r.Recorder.Eventf(fo, nil, corev1.EventTypeWarning, ReasonCleanupWaiting, "Delete", "%s", msg)
 	}
