@@ -91,14 +91,7 @@ func BenchmarkCacheMemory(b *testing.B) {
 // BenchmarkCacheList lists 100,000 cached pods and writes them out as the
 // gateway does (no selector).
 func BenchmarkCacheList(b *testing.B) {
-	base := kwokPod(b)
-	ks, _ := ParseKinds([]string{"pods"})
-	c := New(ks, Options{})
-	for i := range benchPods {
-		if err := c.Set(podsGR, fmt.Sprintf("member-%d", i%3), syntheticPod(base, i)); err != nil {
-			b.Fatal(err)
-		}
-	}
+	c := benchCache(b)
 	b.ResetTimer()
 	for range b.N {
 		res, err := c.List(podsGR, ListOptions{})

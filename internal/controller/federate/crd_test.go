@@ -22,6 +22,7 @@ import (
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/controller/propagate"
 	"github.com/flotilla-io/flotilla/internal/testenv"
+	"github.com/flotilla-io/flotilla/test/workloads/crds"
 )
 
 // The tests of this file each make a custom kind of their own, Gizmo in
@@ -312,12 +313,7 @@ func installGizmos(t *testing.T, c *testenv.Cluster, crd *apiextensionsv1.Custom
 		if err := cl.Get(ctx, client.ObjectKey{Name: crd.Name}, got); err != nil {
 			return err
 		}
-		for _, cond := range got.Status.Conditions {
-			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-				return nil
-			}
-		}
-		return fmt.Errorf("conditions %+v", got.Status.Conditions)
+		return crds.Established(got)
 	})
 }
 
