@@ -204,6 +204,11 @@ const (
 	// AnnotationRetainReplicas: "true" leaves spec.replicas of the member
 	// copies to member-side actors (a member HPA).
 	AnnotationRetainReplicas = "flotilla.io/retain-replicas"
+	// AnnotationScaleDownLimit on a workload or its namespace: at most
+	// this percent of the workload's replicas may go in one change (the
+	// host's scale-down protection, config/admission); a federated HPA
+	// scales down in such steps.
+	AnnotationScaleDownLimit = "flotilla.io/scale-down-limit"
 	// AnnotationTakenOver, on a federated HorizontalPodAutoscaler, records
 	// the member HPAs it took over (deleted): a JSON list of their
 	// clusters, names and bounds, so that they can be recreated.

@@ -54,20 +54,24 @@ type Event struct {
 // change from the replicas at its start: current less what was added,
 // plus what was removed, in it).
 func upLimit(r Rules, current int32, events []Event, now time.Time) int32 {
-	limit := int32(-1)
+	// A period's start can be below zero (the replicas were lowered by
+	// hand after the autoscaler's own scale-up in it): its limit is then
+	// below current, which Decide reads as no scale-up, as Kubernetes
+	// does, not as no limit.
+	limit, set := int32(0), false
 	for _, rate := range r.Rates {
 		start := periodStart(events, current, now, rate.Period)
 		var allowed int32
 		if rate.Percent {
-			allowed = int32(math.Ceil(float64(start) * (1 + float64(rate.Value)/100)))
+			allowed = int32(min(math.Ceil(float64(start)*(1+float64(rate.Value)/100)), math.MaxInt32))
 		} else {
-			allowed = start + rate.Value
+			allowed = int32(min(int64(start)+int64(rate.Value), math.MaxInt32))
 		}
-		if limit < 0 || (r.Select == SelectMin && allowed < limit) || (r.Select != SelectMin && allowed > limit) {
-			limit = allowed
+		if !set || (r.Select == SelectMin && allowed < limit) || (r.Select != SelectMin && allowed > limit) {
+			limit, set = allowed, true
 		}
 	}
-	if limit < 0 {
+	if !set {
 		return math.MaxInt32
 	}
 	return limit

@@ -51,6 +51,12 @@ type Metric struct {
 	// scaling down (Kubernetes: the larger of the request and the target
 	// for a Utilization target); 0 means PerPod.
 	MissingAt int64
+	// Invalid says why the metric cannot be computed (a type a federated
+	// HPA does not read, a utilization without requests), "" when it
+	// can. An invalid metric asks for the current replicas: as in
+	// Kubernetes, it allows no scale-down, since what it measures may be
+	// what is busy, while the others may still scale up.
+	Invalid string
 }
 
 // Recommend returns the replicas one metric asks for, from current
@@ -61,6 +67,9 @@ type Metric struct {
 // metrics pipeline does not swing the workload.
 func Recommend(m Metric, current int32) (int32, string) {
 	u := m.Usage
+	if m.Invalid != "" {
+		return current, fmt.Sprintf("%s: %s (it allows no scale-down)", m.Name, m.Invalid)
+	}
 	if m.PerPod <= 0 {
 		return current, fmt.Sprintf("%s: no target per pod", m.Name)
 	}
@@ -90,7 +99,9 @@ func Recommend(m Metric, current int32) (int32, string) {
 	if ratio > 1 {
 		pods += u.Unready
 	}
-	want := int32(math.Ceil(ratio * float64(pods)))
+	// A target far below the usage (an averageValue of one byte, say)
+	// gives a ratio past int32: the maximum bounds it later.
+	want := int32(min(max(math.Ceil(ratio*float64(pods)), 0), math.MaxInt32))
 	if (ratio < 1 && want > current) || (ratio > 1 && want < current) {
 		return current, desc + " (the pods counted point the other way)"
 	}
@@ -134,6 +145,10 @@ type Policy struct {
 	// scale-up to double, or 4, per evaluation and a scale-down not at
 	// all (Up and Down are ignored).
 	Legacy bool
+	// DownStep, when set, is the most percent of the replicas one change
+	// may remove: the host's scale-down protection
+	// (flotilla.io/scale-down-limit), which would refuse a larger step.
+	DownStep *int32
 }
 
 // History is what Decide remembers of an HPA between passes.
@@ -152,6 +167,9 @@ type History struct {
 // returns the decision and the history to keep, this change included
 // (keep the old history if the change could not be made).
 func Decide(metrics []Metric, current int32, p Policy, h History, now time.Time) (Decision, History) {
+	if current > p.Max || current < p.Min {
+		return outOfBounds(current, p, h, now)
+	}
 	want := int32(0)
 	var why string
 	for i, m := range metrics {
@@ -226,17 +244,58 @@ func Decide(metrics []Metric, current int32, p Policy, h History, now time.Time)
 			d.Replicas, d.Limited = min(limit, current), "rate"
 		}
 	}
-	events := h.Events[:0:0]
-	period := longest(up, down)
-	for _, e := range h.Events {
+	d = protect(d, current, p)
+	return d, History{Recommendations: keep, Events: changes(h.Events, current, d.Replicas, longest(up, down), now)}
+}
+
+// outOfBounds is the decision for current replicas outside min and max
+// (the bounds were changed, or someone scaled the workload by hand): as
+// in Kubernetes, straight to the bound, whatever the metrics, windows and
+// rates say; only scale-down protection still bounds the step.
+func outOfBounds(current int32, p Policy, h History, now time.Time) (Decision, History) {
+	d := Decision{Replicas: p.Max, Limited: "max", Why: fmt.Sprintf("the current replicas (%d) are above the maximum (%d)", current, p.Max)}
+	if current < p.Min {
+		d = Decision{Replicas: p.Min, Limited: "min", Why: fmt.Sprintf("the current replicas (%d) are below the minimum (%d)", current, p.Min)}
+	}
+	d.Down = d.Replicas < current
+	d = protect(d, current, p)
+	up, down := DefaultUp, DefaultDown
+	if p.Up != nil {
+		up = *p.Up
+	}
+	if p.Down != nil {
+		down = *p.Down
+	}
+	return d, History{Recommendations: h.Recommendations, Events: changes(h.Events, current, d.Replicas, longest(up, down), now)}
+}
+
+// protect keeps a scale-down within the host's scale-down protection
+// (Policy.DownStep), which would refuse a larger step: the workload then
+// goes down in steps, one per pass, instead of not at all.
+func protect(d Decision, current int32, p Policy) Decision {
+	if p.DownStep == nil || d.Replicas >= current {
+		return d
+	}
+	floor := current - int32(int64(current)*int64(max(*p.DownStep, 0))/100)
+	if d.Replicas < floor {
+		d.Replicas, d.Limited = floor, "protection"
+		d.Why += fmt.Sprintf("; at most %d%% of the replicas may go in one step (flotilla.io/scale-down-limit)", *p.DownStep)
+	}
+	return d
+}
+
+// changes keeps the events within period and adds this pass's change.
+func changes(past []Event, current, replicas int32, period time.Duration, now time.Time) []Event {
+	events := past[:0:0]
+	for _, e := range past {
 		if now.Sub(e.At) <= period {
 			events = append(events, e)
 		}
 	}
-	if d.Replicas != current {
-		events = append(events, Event{At: now, Change: d.Replicas - current})
+	if replicas != current {
+		events = append(events, Event{At: now, Change: replicas - current})
 	}
-	return d, History{Recommendations: keep, Events: events}
+	return events
 }
 
 // Seed is the history to start from: the current replicas, as if

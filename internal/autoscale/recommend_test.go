@@ -180,3 +180,66 @@ func TestMissingPodsCountAtTheRequestWhenScalingDown(t *testing.T) {
 		t.Errorf("Recommend = %d (%s), want 8", got, why)
 	}
 }
+
+// TestBoundsLeftOutMetricsAndProtection: Kubernetes' rules for replicas
+// outside min and max and for metrics that cannot be read, a negative
+// period start, a ratio past int32, and the host's scale-down protection.
+func TestBoundsLeftOutMetricsAndProtection(t *testing.T) {
+	t0 := time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
+	cpu := func(used int64) Metric {
+		return Metric{Name: "cpu", PerPod: 500, Usage: Usage{Ready: 10, Used: used}}
+	}
+	pct := func(n int32) *int32 { return &n }
+	disabled := Rules{Select: SelectDisabled}
+	upByPercent := Rules{Rates: []Rate{{Percent: true, Value: 100, Period: 10 * time.Minute}}, Select: SelectMax}
+	busy := []Recommendation{{At: t0.Add(-time.Minute), Replicas: 30}} // inside the 5-minute window
+	tests := []struct {
+		name        string
+		metrics     []Metric
+		current     int32
+		policy      Policy
+		history     History
+		want        int32
+		wantLimited string
+	}{
+		{"max lowered below current: straight to it, past the window", []Metric{cpu(15000)}, 30,
+			Policy{Min: 1, Max: 10, DownWindow: 5 * time.Minute}, History{Recommendations: busy}, 10, "max"},
+		{"above max with scale-down disabled: still to max", []Metric{cpu(15000)}, 30,
+			Policy{Min: 1, Max: 10, Down: &disabled}, History{}, 10, "max"},
+		{"min raised above current: straight to it, past the rate", []Metric{cpu(500)}, 2,
+			Policy{Min: 12, Max: 30, Up: &Rules{Rates: []Rate{{Value: 1, Period: time.Minute}}, Select: SelectMax}}, History{}, 12, "min"},
+		{"below min with scale-up disabled: still to min", []Metric{cpu(500)}, 2,
+			Policy{Min: 5, Max: 30, Up: &disabled}, History{}, 5, "min"},
+		{"above max under scale-down protection: one allowed step", []Metric{cpu(15000)}, 30,
+			Policy{Min: 1, Max: 10, DownStep: pct(50)}, History{}, 15, "protection"},
+		{"a metric left out allows no scale-down", []Metric{cpu(1000), {Name: "memory", Invalid: "no request"}}, 10,
+			Policy{Min: 1, Max: 30}, History{}, 10, ""},
+		{"a metric left out still lets the others scale up", []Metric{cpu(10000), {Name: "memory", Invalid: "no request"}}, 10,
+			Policy{Min: 1, Max: 30}, History{}, 20, ""},
+		{"without scale-down protection: 10 straight down to 1", []Metric{cpu(500)}, 10,
+			Policy{Min: 1, Max: 30}, History{}, 1, ""},
+		{"scale-down protection of 50% steps 10 down to 5", []Metric{cpu(500)}, 10,
+			Policy{Min: 1, Max: 30, DownStep: pct(50)}, History{}, 5, "protection"},
+		{"scale-down protection of 50% keeps 3 at 2", []Metric{cpu(100)}, 3,
+			Policy{Min: 1, Max: 30, DownStep: pct(50)}, History{}, 2, "protection"},
+		{"scale-down protection of 0% allows no scale-down", []Metric{cpu(500)}, 10,
+			Policy{Min: 1, Max: 30, DownStep: pct(0)}, History{}, 10, "protection"},
+		{"replicas lowered by hand after the autoscaler's scale-up: no scale-up in the period", []Metric{cpu(20000)}, 5,
+			Policy{Min: 1, Max: 30, Up: &upByPercent}, History{Events: []Event{{At: t0.Add(-time.Minute), Change: 10}}}, 5, "rate"},
+		{"a ratio past int32 scales to max", []Metric{{Name: "memory", PerPod: 1, Usage: Usage{Ready: 10, Used: 1 << 40}}}, 10,
+			Policy{Min: 1, Max: 30, Up: &Rules{Rates: []Rate{{Value: 1000, Period: time.Second}}, Select: SelectMax}}, History{}, 30, "max"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, kept := Decide(tt.metrics, tt.current, tt.policy, tt.history, t0)
+			if d.Replicas != tt.want || d.Limited != tt.wantLimited {
+				t.Errorf("Decide = %d limited %q (%s), want %d limited %q", d.Replicas, d.Limited, d.Why, tt.want, tt.wantLimited)
+			}
+			if d.Replicas != tt.current {
+				if n := len(kept.Events); n == 0 || kept.Events[n-1].Change != d.Replicas-tt.current {
+					t.Errorf("events kept %+v, want the change %d last", kept.Events, d.Replicas-tt.current)
+				}
+			}
+		})
+	}
+}

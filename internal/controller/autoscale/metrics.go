@@ -2,9 +2,11 @@ package autoscale
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -26,7 +28,8 @@ import (
 // members (each reports its own: two requests per member, never one per
 // pod) and turns the HPA's Resource metrics into autoscale.Metrics, with
 // the status they show. problems name what was left out (a member that
-// did not report, a metric type other than Resource).
+// did not report, a metric type other than Resource); a metric left out
+// is among the metrics as Invalid, so that it holds scale-downs back.
 func (r *Reconciler) usage(ctx context.Context, hpa *autoscalingv2.HorizontalPodAutoscaler, tmpl *unstructured.Unstructured, fo *v1alpha1.FederatedObject) ([]autoscale.Metric, []autoscalingv2.MetricStatus, []string) {
 	var problems []string
 	if _, ok := workload.PodSelector(tmpl); !ok {
@@ -35,29 +38,14 @@ func (r *Reconciler) usage(ctx context.Context, hpa *autoscalingv2.HorizontalPod
 	total := map[corev1.ResourceName]autoscale.Usage{}
 	reported := 0
 	var unreported int32 // replicas placed on members that did not report
-	for _, p := range fo.Placement() {
-		sess := r.Pool.Get(p.Cluster)
-		if sess == nil {
-			problems = append(problems, p.Cluster+": not connected")
-			unreported += ptr.Deref(p.Replicas, 0)
-			continue
-		}
-		w, err := workloadOf(sess, tmpl)
-		if err != nil {
-			problems = append(problems, fmt.Sprintf("%s: %v", p.Cluster, err))
-			unreported += ptr.Deref(p.Replicas, 0)
-			continue
-		}
-		ctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
-		u, err := sess.PodUsage(ctx, w)
-		cancel()
-		if err != nil {
-			problems = append(problems, fmt.Sprintf("%s: %v", p.Cluster, err))
-			unreported += ptr.Deref(p.Replicas, 0)
+	for _, rep := range r.podUsage(ctx, tmpl, fo.Placement()) {
+		if rep.err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %v", rep.cluster, rep.err))
+			unreported += rep.replicas
 			continue
 		}
 		reported++
-		for name, v := range u {
+		for name, v := range rep.usage {
 			total[name] = total[name].Add(v)
 		}
 	}
@@ -67,9 +55,16 @@ func (r *Reconciler) usage(ctx context.Context, hpa *autoscalingv2.HorizontalPod
 	requests, unrequested := podRequests(tmpl)
 	var metrics []autoscale.Metric
 	var statuses []autoscalingv2.MetricStatus
+	// A metric left out still votes: for the current replicas, so that
+	// it allows no scale-down (Kubernetes' rule for a metric it cannot
+	// compute: what it measures may be what is busy).
+	leftOut := func(name, why string) {
+		problems = append(problems, why)
+		metrics = append(metrics, autoscale.Metric{Name: name, Invalid: why})
+	}
 	for _, m := range hpa.Spec.Metrics {
 		if m.Type != autoscalingv2.ResourceMetricSourceType || m.Resource == nil {
-			problems = append(problems, fmt.Sprintf("metric type %s is not supported by a federated HPA (Resource only)", m.Type))
+			leftOut(string(m.Type), fmt.Sprintf("metric type %s is not supported by a federated HPA (Resource only)", m.Type))
 			continue
 		}
 		name, target := m.Resource.Name, m.Resource.Target
@@ -83,7 +78,7 @@ func (r *Reconciler) usage(ctx context.Context, hpa *autoscalingv2.HorizontalPod
 		case target.Type == autoscalingv2.UtilizationMetricType && target.AverageUtilization != nil:
 			req := requests[name]
 			if req == 0 || unrequested[name] {
-				problems = append(problems, fmt.Sprintf("%s: %v", name, errNoRequest))
+				leftOut(string(name), fmt.Sprintf("%s: %v", name, errNoRequest))
 				continue
 			}
 			perPod = req * int64(*target.AverageUtilization) / 100
@@ -91,13 +86,67 @@ func (r *Reconciler) usage(ctx context.Context, hpa *autoscalingv2.HorizontalPod
 		case target.Type == autoscalingv2.AverageValueMetricType && target.AverageValue != nil:
 			perPod = amount(name, *target.AverageValue)
 		default:
-			problems = append(problems, fmt.Sprintf("%s: target type %s is not supported (Utilization or AverageValue)", name, target.Type))
+			leftOut(string(name), fmt.Sprintf("%s: target type %s is not supported (Utilization or AverageValue)", name, target.Type))
 			continue
 		}
 		metrics = append(metrics, autoscale.Metric{Name: string(name), Usage: u, PerPod: perPod, MissingAt: missingAt})
 		statuses = append(statuses, status(name, u, requests[name]))
 	}
 	return metrics, statuses, problems
+}
+
+// memberUsage is one member's report of the target's pods' usage.
+type memberUsage struct {
+	cluster  string
+	replicas int32 // placed there
+	usage    map[corev1.ResourceName]autoscale.Usage
+	err      error
+}
+
+// podUsage asks the placed members for their pods' usage, all at once:
+// one member that does not answer costs a pass memberCallTimeout, not
+// that for each member in turn. A member whose probe finds it
+// unreachable is not asked.
+func (r *Reconciler) podUsage(ctx context.Context, tmpl *unstructured.Unstructured, placement []v1alpha1.ClusterPlacement) []memberUsage {
+	out := make([]memberUsage, len(placement))
+	var wg sync.WaitGroup
+	for i, p := range placement {
+		out[i] = memberUsage{cluster: p.Cluster, replicas: ptr.Deref(p.Replicas, 0)}
+		sess, err := r.reachable(p.Cluster)
+		if err != nil {
+			out[i].err = err
+			continue
+		}
+		w, err := workloadOf(sess, tmpl)
+		if err != nil {
+			out[i].err = err
+			continue
+		}
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
+			defer cancel()
+			out[i].usage, out[i].err = sess.PodUsage(ctx, w)
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// errNotConnected: the member has no usable session.
+var errNotConnected = errors.New("not connected")
+
+// reachable returns the member's session, or why it is not asked: not
+// connected, or unreachable by its last probes (a call would only wait
+// for memberCallTimeout).
+func (r *Reconciler) reachable(cluster string) (member.Member, error) {
+	sess := r.Pool.Get(cluster)
+	if sess == nil {
+		return nil, errNotConnected
+	}
+	if snap := sess.Snapshot(); snap.HealthKnown && snap.Health.Health == member.Unreachable {
+		return nil, fmt.Errorf("unreachable (%s)", snap.Health.Reason)
+	}
+	return sess, nil
 }
 
 // workloadOf names the target for a member.

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -47,7 +48,7 @@ const Name = "autoscale"
 
 // +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers/status,verbs=patch
-// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets,verbs=patch
+// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;replicasets,verbs=patch
 // +kubebuilder:rbac:groups=flotilla.io,resources=federatedobjects,verbs=get;list;watch
 // +kubebuilder:rbac:groups=flotilla.io,resources=federatedobjects/status,verbs=patch
 // +kubebuilder:rbac:groups=flotilla.io,resources=propagationpolicies;clusterpropagationpolicies,verbs=get;list;watch
@@ -181,6 +182,9 @@ func (r *Reconciler) evaluate(ctx context.Context, hpa *autoscalingv2.Horizontal
 		return fail(autoscalingv2.AbleToScale, "FailedGetScale", fmt.Sprintf("the target %s %s does not exist on the host", ref.Kind, ref.Name))
 	}
 	current, ok := workload.Replicas(tmpl)
+	if workload.IsJob(tmpl.GroupVersionKind().GroupKind()) {
+		ok = false // its completions are work to do, not replicas to scale
+	}
 	if !ok {
 		return fail(autoscalingv2.AbleToScale, "FailedGetScale", fmt.Sprintf("the target %s %s has no replicas to scale", ref.Kind, ref.Name))
 	}
@@ -203,7 +207,7 @@ func (r *Reconciler) evaluate(ctx context.Context, hpa *autoscalingv2.Horizontal
 	if b, err := r.takeOver(ctx, hpa, tmpl, fo); err != nil || b != nil {
 		if err != nil {
 			st, _ = fail(autoscalingv2.AbleToScale, "FailedTakeOver", err.Error())
-			return st, takeOverRetry
+			return st, r.retryTakeOver(hpa, "FailedTakeOver", err.Error())
 		}
 		if b.warn {
 			st, _ = fail(autoscalingv2.AbleToScale, b.reason, b.message)
@@ -211,7 +215,7 @@ func (r *Reconciler) evaluate(ctx context.Context, hpa *autoscalingv2.Horizontal
 		}
 		setCondition(&st, autoscalingv2.AbleToScale, corev1.ConditionFalse, b.reason, b.message, now)
 		setCondition(&st, autoscalingv2.ScalingActive, corev1.ConditionFalse, b.reason, b.message, now)
-		return st, takeOverRetry
+		return st, r.retryTakeOver(hpa, b.reason, b.message)
 	}
 	setCondition(&st, autoscalingv2.AbleToScale, corev1.ConditionTrue, "SucceededGetScale", "the federated target's replicas can be scaled", now)
 	st.CurrentReplicas = current
@@ -222,7 +226,7 @@ func (r *Reconciler) evaluate(ctx context.Context, hpa *autoscalingv2.Horizontal
 
 	metrics, current2, problems := r.usage(ctx, hpa, tmpl, fo)
 	st.CurrentMetrics = current2
-	if len(metrics) == 0 {
+	if !slices.ContainsFunc(metrics, func(m autoscale.Metric) bool { return m.Invalid == "" }) {
 		msg := "no resource metric could be read"
 		if len(problems) > 0 {
 			msg += ": " + joinProblems(problems)
@@ -236,7 +240,11 @@ func (r *Reconciler) evaluate(ctx context.Context, hpa *autoscalingv2.Horizontal
 	}
 	setCondition(&st, autoscalingv2.ScalingActive, corev1.ConditionTrue, "ValidMetricFound", msg, now)
 
-	d, undo := r.decide(hpa, metrics, current, now)
+	step, err := r.downStep(ctx, tmpl)
+	if err != nil {
+		return fail(autoscalingv2.AbleToScale, "FailedGetScale", err.Error())
+	}
+	d, undo := r.decide(hpa, metrics, current, step, now)
 	st.DesiredReplicas = d.Replicas
 	if d.Limited == "min" || d.Limited == "max" || d.Limited == "rate" || d.Limited == "disabled" {
 		setCondition(&st, autoscalingv2.ScalingLimited, corev1.ConditionTrue, limitReason(d.Limited, d.Down), d.Why, now)
@@ -249,6 +257,7 @@ func (r *Reconciler) evaluate(ctx context.Context, hpa *autoscalingv2.Horizontal
 	if err := r.scale(ctx, tmpl, d.Replicas); err != nil {
 		undo()
 		setCondition(&st, autoscalingv2.AbleToScale, corev1.ConditionFalse, "FailedUpdateScale", err.Error(), now)
+		keepTransition(&st, hpa.Status, autoscalingv2.AbleToScale) // set True above in this pass
 		r.event(hpa, corev1.EventTypeWarning, "FailedRescale", err.Error())
 		return st, 0
 	}
@@ -319,8 +328,9 @@ func policyOf(hpa *autoscalingv2.HorizontalPodAutoscaler) autoscale.Policy {
 // decide runs autoscale.Decide with the HPA's bounds, windows and
 // scaling policies, keeping the history of recommendations and changes;
 // the func returned forgets the change if it could not be made.
-func (r *Reconciler) decide(hpa *autoscalingv2.HorizontalPodAutoscaler, metrics []autoscale.Metric, current int32, now time.Time) (autoscale.Decision, func()) {
+func (r *Reconciler) decide(hpa *autoscalingv2.HorizontalPodAutoscaler, metrics []autoscale.Metric, current int32, step *int32, now time.Time) (autoscale.Decision, func()) {
 	p := policyOf(hpa)
+	p.DownStep = step
 	key := types.NamespacedName{Namespace: hpa.Namespace, Name: hpa.Name}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -364,14 +374,20 @@ func rules(b *autoscalingv2.HPAScalingRules, def autoscale.Rules) *autoscale.Rul
 	return &out
 }
 
-// scale sets the host object's replicas (a merge patch of spec.replicas,
-// which scale-down protection may refuse).
+// scale sets the host object's replicas (a merge patch at the kind's
+// replicas path, spec.replicas or its WorkloadInterpreter's; scale-down
+// protection may refuse it).
 func (r *Reconciler) scale(ctx context.Context, tmpl *unstructured.Unstructured, replicas int32) error {
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(tmpl.GroupVersionKind())
 	obj.SetNamespace(tmpl.GetNamespace())
 	obj.SetName(tmpl.GetName())
-	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"replicas": replicas}})
+	var body any = replicas
+	path := workload.ReplicasPath(tmpl)
+	for i := len(path) - 1; i >= 0; i-- {
+		body = map[string]any{path[i]: body}
+	}
+	patch, err := json.Marshal(body)
 	if err != nil {
 		return err
 	}
@@ -428,3 +444,54 @@ func (r *Reconciler) now() time.Time {
 
 // errNoRequest says a Utilization target needs the pods' request.
 var errNoRequest = errors.New("the pod template requests none of the resource")
+
+// retryTakeOver is when to look again at a take-over that did not finish:
+// soon while it makes progress, at the interval once it reports the
+// same thing as the pass before (a member away for hours, a delete the
+// member forbids), so that a stuck take-over does not list every
+// member's HPAs every takeOverRetry.
+func (r *Reconciler) retryTakeOver(hpa *autoscalingv2.HorizontalPodAutoscaler, reason, message string) time.Duration {
+	if c := findCondition(hpa.Status, autoscalingv2.AbleToScale); c != nil && c.Reason == reason && c.Message == message {
+		return cmp.Or(r.Interval, DefaultInterval)
+	}
+	return takeOverRetry
+}
+
+// downStep is the host's scale-down protection of the target
+// (config/admission/scale-down-protection.yaml): the most percent of its
+// replicas one change may remove, read as the admission policy reads
+// it (the workload's annotation flotilla.io/scale-down-limit, else its
+// namespace's; a value that is not 0–999 counts as 50), or nil where
+// none applies (not set, or a kind the policy does not cover).
+func (r *Reconciler) downStep(ctx context.Context, tmpl *unstructured.Unstructured) (*int32, error) {
+	gk := tmpl.GroupVersionKind().GroupKind()
+	if gk.Group != "apps" || (gk.Kind != "Deployment" && gk.Kind != "StatefulSet" && gk.Kind != "ReplicaSet") {
+		return nil, nil
+	}
+	text, ok := tmpl.GetAnnotations()[v1alpha1.AnnotationScaleDownLimit]
+	if !ok {
+		ns := &corev1.Namespace{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Name: tmpl.GetNamespace()}, ns); err != nil {
+			return nil, fmt.Errorf("read the scale-down limit of namespace %s: %w", tmpl.GetNamespace(), err)
+		}
+		if text, ok = ns.Annotations[v1alpha1.AnnotationScaleDownLimit]; !ok {
+			return nil, nil
+		}
+	}
+	step := int32(50)
+	if n, err := strconv.Atoi(text); err == nil && len(text) <= 3 && strings.Trim(text, "0123456789") == "" {
+		step = int32(n)
+	}
+	return &step, nil
+}
+
+// keepTransition keeps the previous status's transition time for the
+// condition typ when its status is the same as before the pass (set
+// twice in one pass, the second setting would otherwise count as a
+// transition).
+func keepTransition(st *autoscalingv2.HorizontalPodAutoscalerStatus, prev autoscalingv2.HorizontalPodAutoscalerStatus, typ autoscalingv2.HorizontalPodAutoscalerConditionType) {
+	old, cur := findCondition(prev, typ), findCondition(*st, typ)
+	if old != nil && cur != nil && old.Status == cur.Status {
+		cur.LastTransitionTime = old.LastTransitionTime
+	}
+}

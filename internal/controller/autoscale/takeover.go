@@ -79,9 +79,9 @@ func (r *Reconciler) takeOver(ctx context.Context, hpa *autoscalingv2.Horizontal
 	var unknown, managed, awaiting []string
 	works := map[string]member.Workload{}
 	for _, p := range placement {
-		sess := r.Pool.Get(p.Cluster)
-		if sess == nil {
-			unknown = append(unknown, p.Cluster+": not connected")
+		sess, err := r.reachable(p.Cluster)
+		if err != nil {
+			unknown = append(unknown, fmt.Sprintf("%s: %v", p.Cluster, err))
 			continue
 		}
 		w, err := workloadOf(sess, tmpl)
