@@ -237,6 +237,10 @@ func Done(m Member, revision string) bool {
 		m.Updated == m.SpecReplicas && m.Total == m.SpecReplicas
 }
 
+// Using is what a copy takes from the budget outside any share: its
+// replicas that are unavailable and its pods above its replicas.
+func Using(m Member) (unavailable, surplus int32) { return lacking(m), above(m) }
+
 // lacking is how many of a copy's replicas are unavailable.
 func lacking(m Member) int32 {
 	if !m.Usable || !m.HasCopy {

@@ -45,17 +45,21 @@ func staged(in Input, out *v1alpha1.RolloutStatus, waiting []int) []int {
 		return nil
 	}
 	reached := slices.IndexFunc(in.Stages, func(s Stage) bool { return s.Name == out.Reached })
-	if current > reached && current > 0 {
-		gate := in.Stages[current-1]
+	// Every gate between the stage last let in and the current one must
+	// be open, not only the current one's: stages in between that have
+	// nothing to roll (no placed cluster, or all done at once) do not
+	// take their gates, or an earlier one's, away.
+	for g := max(reached, 0); g < current; g++ {
+		gate := in.Stages[g]
 		switch gate.After {
 		case v1alpha1.GateApproval:
-			if in.Approved < current {
+			if in.Approved <= g {
 				out.Stage, out.Gate = gate.Name, v1alpha1.GateApproval
 				return nil
 			}
 		case v1alpha1.GatePause:
-			until := doneAt(in, out, current-1).Add(gate.Pause)
-			if in.Resumed < current && in.Now.Before(until) {
+			until := doneAt(in, out, g).Add(gate.Pause)
+			if in.Resumed <= g && in.Now.Before(until) {
 				out.Stage, out.Gate, out.PausedUntil = gate.Name, v1alpha1.GatePause, &metav1.Time{Time: until}
 				return nil
 			}
@@ -73,11 +77,13 @@ func staged(in Input, out *v1alpha1.RolloutStatus, waiting []int) []int {
 	return admissible
 }
 
-// doneAt is when a stage's last cluster became Done.
+// doneAt is when the last cluster of a stage, or of the stages before
+// it, became Done (a stage without clusters is done when those before
+// it are).
 func doneAt(in Input, out *v1alpha1.RolloutStatus, stage int) time.Time {
 	var at time.Time
 	for i, c := range out.Clusters {
-		if in.Members[i].Stage == stage && c.Since.After(at) {
+		if in.Members[i].Stage <= stage && c.Since.After(at) {
 			at = c.Since.Time
 		}
 	}
@@ -86,9 +92,9 @@ func doneAt(in Input, out *v1alpha1.RolloutStatus, stage int) time.Time {
 
 // halted says why the rollout of the current stage (and those before,
 // whose clusters are all Done) must stop admitting: a halt recorded for
-// this revision stays until resumed; a copy that exceeded its progress
-// deadline, or a stage whose availability fell below its
-// minAvailablePercent, halts it. Resuming through a stage lifts the halts
+// this revision stays until resumed; a copy of this revision that
+// exceeded its progress deadline, or a stage whose availability (of its
+// copies of this revision) fell below its minAvailablePercent, halts it. Resuming through a stage lifts the halts
 // of that stage and those before it, not later ones.
 func halted(in Input, current int) string {
 	if in.Resumed > current {
@@ -102,10 +108,15 @@ func halted(in Input, current int) string {
 	for s := in.Resumed; s <= current; s++ {
 		var replicas, available int32
 		for _, m := range in.Members {
-			if m.Stage != s || !m.Usable || m.Leaving {
+			// Only copies of this revision count: a copy still stuck or
+			// short of pods on the revision before (the one a fix or an
+			// abort replaces) says nothing about this one, and counting it
+			// would halt the fix, or hold back the very clusters an abort
+			// must roll back.
+			if m.Stage != s || !m.Usable || m.Leaving || m.Revision != in.Revision {
 				continue
 			}
-			if m.Stuck {
+			if m.Stuck && m.Observed {
 				why = append(why, fmt.Sprintf("stage %s: the copy in %s exceeded its progress deadline", in.Stages[s].Name, m.Cluster))
 			}
 			if m.HasCopy {

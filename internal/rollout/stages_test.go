@@ -61,6 +61,42 @@ func TestStagedPlan(t *testing.T) {
 		}(), Members: []Member{inStage(steady("a", 10, "r2"), 0), inStage(held("b", 10, "r2"), 1)}},
 		want: "a=Done b=Waiting", stage: "canary", gate: v1alpha1.GatePause, pauseLeft: 40 * time.Second,
 	}, {
+		name: "a stage with nothing to roll keeps the canary's approval gate",
+		in: Input{Revision: "r2", Budget: budget, Stages: []Stage{{Name: "canary", After: v1alpha1.GateApproval}, {Name: "europe"}, {Name: "rest"}},
+			Previous: plan("r2", budget, "a=Rolling(3/3)", "c=Waiting"),
+			Members:  []Member{inStage(steady("a", 10, "r2"), 0), inStage(held("c", 10, "r2"), 2)}},
+		want: "a=Done(3/3) c=Waiting", stage: "canary", gate: v1alpha1.GateApproval,
+	}, {
+		name: "an empty stage's pause counts from the stage before it",
+		in: Input{Revision: "r2", Budget: budget, Now: t0,
+			Stages: []Stage{{Name: "canary"}, {Name: "europe", After: v1alpha1.GatePause, Pause: time.Minute}, {Name: "rest"}},
+			Previous: func() *v1alpha1.RolloutStatus {
+				p := plan("r2", budget, "a=Done", "c=Waiting")
+				p.Reached = "canary"
+				p.Clusters[0].Since.Time = t0.Add(-20 * time.Second)
+				return p
+			}(), Members: []Member{inStage(steady("a", 10, "r2"), 0), inStage(held("c", 10, "r2"), 2)}},
+		want: "a=Done c=Waiting", stage: "europe", gate: v1alpha1.GatePause, pauseLeft: 40 * time.Second,
+	}, {
+		name: "approved through the canary: the stage after the empty one rolls",
+		in: Input{Revision: "r2", Budget: budget, Approved: 1, Stages: []Stage{{Name: "canary", After: v1alpha1.GateApproval}, {Name: "europe"}, {Name: "rest"}},
+			Previous: plan("r2", budget, "a=Done", "c=Waiting"),
+			Members:  []Member{inStage(steady("a", 10, "r2"), 0), inStage(held("c", 10, "r2"), 2)}},
+		want: "a=Done c=Rolling(3/3)", stage: "rest",
+	}, {
+		name: "a fix is not halted by the copy stuck on the revision it replaces",
+		in: Input{Revision: "r3", Budget: budget, Stages: canary, Previous: func() *v1alpha1.RolloutStatus {
+			p := plan("r2", budget, "a=Rolling(3/3)", "b=Waiting")
+			p.Halted = "stage canary: the copy in a exceeded its progress deadline"
+			return p
+		}(), Members: []Member{inStage(stuck(held("a", 10, "r2")), 0), inStage(held("b", 10, "r2"), 1)}},
+		want: "a=Rolling(3/3) b=Waiting", stage: "canary",
+	}, {
+		name: "an abort rolls back a canary that fell below its minimum on the aborted revision",
+		in: Input{Revision: "r1", Budget: budget, Stages: guarded, Previous: plan("r2", budget, "a=Done", "b=Waiting"),
+			Members: []Member{inStage(unavailable(steady("a", 10, "r2"), 5), 0), inStage(held("b", 10, "r2"), 1)}},
+		want: "a=Rolling(3/0) b=Waiting", stage: "canary",
+	}, {
 		name: "resumed: the pause ends early",
 		in: Input{Revision: "r2", Budget: budget, Stages: paused, Resumed: 1, Now: t0, Previous: plan("r2", budget, "a=Done", "b=Waiting"),
 			Members: []Member{inStage(steady("a", 10, "r2"), 0), inStage(held("b", 10, "r2"), 1)}},

@@ -42,7 +42,7 @@ const (
 // stands.
 func condition(plan *v1alpha1.RolloutStatus, paused bool, members []rollout.Member) metav1.Condition {
 	var rolling, waiting, stalled []string
-	done := 0
+	done, shares := 0, 0
 	for _, c := range plan.Clusters {
 		switch c.State {
 		case v1alpha1.RolloutDone:
@@ -50,6 +50,7 @@ func condition(plan *v1alpha1.RolloutStatus, paused bool, members []rollout.Memb
 		case v1alpha1.RolloutRolling:
 			if c.MaxSurge+c.MaxUnavailable > 0 {
 				rolling = append(rolling, fmt.Sprintf("%s (surge %d, unavailable %d)", c.Cluster, c.MaxSurge, c.MaxUnavailable))
+				shares++
 			} else {
 				rolling = append(rolling, c.Cluster)
 			}
@@ -79,6 +80,11 @@ func condition(plan *v1alpha1.RolloutStatus, paused bool, members []rollout.Memb
 	}
 	if len(waiting) > 0 {
 		parts = append(parts, "waiting: "+strings.Join(waiting, ", "))
+		if shares == 0 && plan.Gate == "" && plan.Halted == "" && !paused {
+			if using := budgetUsers(members); using != "" {
+				parts = append(parts, "no budget left to admit them: "+using)
+			}
+		}
 	}
 	if len(stalled) > 0 {
 		parts = append(parts, "stalled: "+strings.Join(stalled, ", "))
@@ -103,4 +109,23 @@ func condition(plan *v1alpha1.RolloutStatus, paused bool, members []rollout.Memb
 	}
 	cond.Message = strings.Join(parts, "; ")
 	return cond
+}
+
+// budgetUsers names the copies whose unavailable replicas or extra pods
+// use up the budget when nobody can be admitted (a Pending pod with
+// maxSurge 0, say), so that a rollout waiting for them says so.
+func budgetUsers(members []rollout.Member) string {
+	var out []string
+	for _, m := range members {
+		unavailable, surplus := rollout.Using(m)
+		switch {
+		case unavailable > 0 && surplus > 0:
+			out = append(out, fmt.Sprintf("%s (%d unavailable, %d above its replicas)", m.Cluster, unavailable, surplus))
+		case unavailable > 0:
+			out = append(out, fmt.Sprintf("%s (%d unavailable)", m.Cluster, unavailable))
+		case surplus > 0:
+			out = append(out, fmt.Sprintf("%s (%d above its replicas)", m.Cluster, surplus))
+		}
+	}
+	return strings.Join(out, ", ")
 }
