@@ -213,3 +213,69 @@ func TestGraceRestartsWhenADisruptionEnds(t *testing.T) {
 		})
 	}
 }
+
+// TestGraceRestartsWhenSuppressionGivesWayToAZoneHold: members come back
+// one by one after an outage of the control plane's network. The
+// federation-wide suppression ends while the last member's zone is still
+// partly down, so its hold turns into ZonePartialDisruption; its grace
+// period restarts then, and once the zone is Normal it is evicted a grace
+// period later, not at once.
+func TestGraceRestartsWhenSuppressionGivesWayToAZoneHold(t *testing.T) {
+	since := metav1.NewTime(tNow.Add(-10 * time.Minute))
+	unreachable := healthView{known: true, taintKey: v1alpha1.TaintUnreachable}
+	scheme, err := hostscheme.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	member := func(name, zone string, ready bool) *v1alpha1.MemberCluster {
+		mc := &v1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelTopologyZone: zone}}}
+		mc.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue}}
+		if !ready {
+			mc.Status.Conditions[0].Status = metav1.ConditionUnknown
+			mc.Spec.Taints = []corev1.Taint{{Key: v1alpha1.TaintUnreachable, Effect: corev1.TaintEffectNoSchedule, TimeAdded: &since}}
+		}
+		return mc
+	}
+	last := member("c", "z1", false)
+	last.Status.Conditions = append(last.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionEvictionHeld, Status: metav1.ConditionTrue, Reason: reasonSuppressed, LastTransitionTime: since})
+	neighbour := member("d", "z1", false)
+	r := &Reconciler{Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(member("a", "z2", true), member("b", "z3", true), member("e", "z1", true), neighbour, last).Build(), Failover: DefaultFailover()}
+	ctx := context.Background()
+
+	plan, h, _, err := r.evictionPlan(ctx, last, unreachable, tNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h == nil || h.reason != reasonZonePartial || !plan.restartGrace {
+		t.Fatalf("hold %+v, restart %v; want held by the zone with the grace period restarted", h, plan.restartGrace)
+	}
+	taints, _ := renderTaints(last.Spec.Taints, unreachable, plan, tNow)
+	if addedNoExecute(last.Spec.Taints, taints) != nil {
+		t.Fatalf("evicted while its zone is partly down: %v", taints)
+	}
+	last.Spec.Taints = taints
+	renderHeld(&last.Status, h, 0, tNow) // the zone's hold keeps the condition's transition time
+
+	// The neighbour comes back: the zone is Normal 10 s later.
+	neighbour.Status.Conditions[0].Status, neighbour.Spec.Taints = metav1.ConditionTrue, nil
+	if err := r.Client.Update(ctx, neighbour); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []struct {
+		at      time.Duration
+		evicted bool
+	}{{10 * time.Second, false}, {31 * time.Second, true}} {
+		now := tNow.Add(step.at)
+		plan, h, _, err := r.evictionPlan(ctx, last, unreachable, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if plan.restartGrace {
+			t.Errorf("+%s: the grace period restarted again", step.at)
+		}
+		after, _ := renderTaints(last.Spec.Taints, unreachable, plan, now)
+		if evicted := addedNoExecute(last.Spec.Taints, after) != nil; evicted != step.evicted {
+			t.Errorf("+%s: evicted %v (hold %+v), want %v", step.at, evicted, h, step.evicted)
+		}
+	}
+}

@@ -121,32 +121,46 @@ func unhealthySince(taints []corev1.Taint, now time.Time) time.Time {
 // managed taints keep their TimeAdded, except that plan.restartGrace moves
 // the NoSchedule taint's to now (the grace period counts from it); a NoExecute taint already there
 // stays while the member is not Ready even when eviction is no longer
-// allowed (what moved stays moved). Unknown health keeps the current
-// managed taints. next is how long until a NoExecute taint is due (zero
-// when none is).
+// allowed (what moved stays moved). A member that goes from one unhealthy
+// state to the other (an apiserver that alternately refuses connections
+// and fails) is the same failure: its managed taints take the new key
+// and keep their TimeAdded, the earliest of each effect, so neither the
+// grace period nor an eviction starts over. Unknown health keeps the
+// current managed taints. next is how long until a NoExecute taint is due
+// (zero when none is).
 func renderTaints(current []corev1.Taint, snap healthView, plan evictionPlan, now time.Time) (out []corev1.Taint, next time.Duration) {
 	if !snap.known {
 		return current, 0
 	}
 	want := snap.taintKey
 	since := unhealthySince(current, now)
-	var haveSchedule, haveExecute bool
+	schedule, execute := -1, -1 // indexes in out of the managed taints kept
 	for _, t := range current {
 		switch {
 		case !managedKey(t.Key):
 			out = append(out, t)
-		case t.Key != want:
-			// The member is healthy, or in the other unhealthy state.
-		case t.Effect == corev1.TaintEffectNoSchedule && !haveSchedule:
+			continue
+		case want == "":
+			continue // healthy: the managed taints go
+		}
+		t.Key = want
+		kept := &schedule
+		switch t.Effect {
+		case corev1.TaintEffectNoSchedule:
 			if plan.restartGrace {
 				added := metav1.NewTime(now)
 				t.TimeAdded = &added
 			}
+		case corev1.TaintEffectNoExecute:
+			kept = &execute
+		default:
+			continue
+		}
+		if *kept < 0 {
+			*kept = len(out)
 			out = append(out, t)
-			haveSchedule = true
-		case t.Effect == corev1.TaintEffectNoExecute && !haveExecute:
-			out = append(out, t)
-			haveExecute = true
+		} else if k := &out[*kept]; t.TimeAdded != nil && (k.TimeAdded == nil || t.TimeAdded.Before(k.TimeAdded)) {
+			k.TimeAdded = t.TimeAdded
 		}
 	}
 	if want == "" {
@@ -155,11 +169,11 @@ func renderTaints(current []corev1.Taint, snap healthView, plan evictionPlan, no
 	if plan.restartGrace {
 		since = now
 	}
-	if !haveSchedule {
+	if schedule < 0 {
 		added := metav1.NewTime(now)
 		out = append(out, corev1.Taint{Key: want, Effect: corev1.TaintEffectNoSchedule, TimeAdded: &added})
 	}
-	if haveExecute || !plan.allowed {
+	if execute >= 0 || !plan.allowed {
 		return out, 0
 	}
 	if due := since.Add(plan.grace); now.Before(due) {
@@ -178,21 +192,15 @@ type healthView struct {
 	taintKey string
 }
 
-// addedNoExecute returns the managed NoExecute taint in after that before
-// did not have, if any.
+// addedNoExecute returns the managed NoExecute taint in after when before
+// had none (under either managed key: one that only changed its key is
+// no new eviction), if any.
 func addedNoExecute(before, after []corev1.Taint) *corev1.Taint {
+	if hasNoExecute(before) {
+		return nil
+	}
 	for i := range after {
-		t := &after[i]
-		if !managedKey(t.Key) || t.Effect != corev1.TaintEffectNoExecute {
-			continue
-		}
-		found := false
-		for _, b := range before {
-			if b.Key == t.Key && b.Effect == t.Effect {
-				found = true
-			}
-		}
-		if !found {
+		if t := &after[i]; managedKey(t.Key) && t.Effect == corev1.TaintEffectNoExecute {
 			return t
 		}
 	}
@@ -236,7 +244,7 @@ func (r *Reconciler) evictionPlan(ctx context.Context, mc *v1alpha1.MemberCluste
 	}
 	members := membersOf(list.Items, mc.Name, view.taintKey == "")
 	r.observeZones(zoneStates(members, r.Failover.UnhealthyZoneThreshold))
-	if r.Failover.Disabled || view.taintKey == "" || hasNoExecute(mc.Spec.Taints, view.taintKey) {
+	if r.Failover.Disabled || view.taintKey == "" || hasNoExecute(mc.Spec.Taints) {
 		return plan, nil, 0, nil
 	}
 	if pending(mc) {
@@ -246,11 +254,13 @@ func (r *Reconciler) evictionPlan(ctx context.Context, mc *v1alpha1.MemberCluste
 	}
 	since := unhealthySince(mc.Spec.Taints, now)
 	d := decideBrakes(r.Failover, members, mc.Name, since, now)
-	if d.allowed && suppressedSince(mc.Status.Conditions, since) {
+	if (d.hold == nil || d.hold.reason != reasonSuppressed) && suppressedSince(mc.Status.Conditions, since) {
 		// The disruption that held mc back ends now. Members come back
 		// one by one, and the last must not be evicted at once for having
 		// been not Ready longer than the grace period while the disruption
-		// made that no fault of its own: its grace period starts again.
+		// made that no fault of its own: its grace period starts again,
+		// also when another brake (its zone's partial disruption) holds
+		// it now, since that brake's end would otherwise evict it at once.
 		since, plan.restartGrace = now, true
 		d = decideBrakes(r.Failover, members, mc.Name, since, now)
 	}
@@ -287,10 +297,12 @@ func (r *Reconciler) returnClusterToken() {
 	}
 }
 
-// hasNoExecute reports whether taints hold key with effect NoExecute.
-func hasNoExecute(taints []corev1.Taint, key string) bool {
+// hasNoExecute reports whether taints hold a managed taint with effect
+// NoExecute (under either key: a member evicted while unreachable that is
+// now not ready is still evicted).
+func hasNoExecute(taints []corev1.Taint) bool {
 	for _, t := range taints {
-		if t.Key == key && t.Effect == corev1.TaintEffectNoExecute {
+		if managedKey(t.Key) && t.Effect == corev1.TaintEffectNoExecute {
 			return true
 		}
 	}

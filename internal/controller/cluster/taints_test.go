@@ -27,6 +27,9 @@ func TestRenderTaints(t *testing.T) {
 	notReady := func(at *metav1.Time) corev1.Taint {
 		return corev1.Taint{Key: v1alpha1.TaintNotReady, Effect: corev1.TaintEffectNoSchedule, TimeAdded: at}
 	}
+	notReadyNoExecute := func(at *metav1.Time) corev1.Taint {
+		return corev1.Taint{Key: v1alpha1.TaintNotReady, Effect: corev1.TaintEffectNoExecute, TimeAdded: at}
+	}
 	tests := []struct {
 		name     string
 		current  []corev1.Taint
@@ -71,10 +74,10 @@ func TestRenderTaints(t *testing.T) {
 			want:    []corev1.Taint{unreachable(&earlier), operator},
 		},
 		{
-			name:    "unreachable replaces not-ready",
+			name:    "unreachable replaces not-ready, keeping its start",
 			current: []corev1.Taint{operator, notReady(&earlier)},
 			snap:    known(obsUnreachable),
-			want:    []corev1.Taint{operator, unreachable(&now)},
+			want:    []corev1.Taint{operator, unreachable(&earlier)},
 		},
 		{
 			name:    "not ready adds its taint",
@@ -89,10 +92,31 @@ func TestRenderTaints(t *testing.T) {
 			want:    []corev1.Taint{operator, notReady(&now)},
 		},
 		{
-			name:    "not ready replaces unreachable",
+			name:    "not ready replaces unreachable, keeping its start",
 			current: []corev1.Taint{unreachable(&earlier)},
 			snap:    known(obsNotReady),
-			want:    []corev1.Taint{notReady(&now)},
+			want:    []corev1.Taint{notReady(&earlier)},
+		},
+		{
+			name:    "an evicted member that turns not ready stays evicted, from the same start",
+			current: []corev1.Taint{unreachable(&earlier), operator2, unreachableNoExecute(&earlier)},
+			snap:    known(obsNotReady),
+			plan:    evictionPlan{allowed: false, grace: time.Second},
+			want:    []corev1.Taint{notReady(&earlier), operator2, notReadyNoExecute(&earlier)},
+		},
+		{
+			name:     "a change of state within the grace period: NoExecute still due from the first start",
+			current:  []corev1.Taint{unreachable(&earlier)},
+			snap:     known(obsNotReady),
+			plan:     evictionPlan{allowed: true, grace: tNow.Sub(tEarlier) + 10*time.Second},
+			want:     []corev1.Taint{notReady(&earlier)},
+			wantNext: 10 * time.Second,
+		},
+		{
+			name:    "both keys at once collapse to the current one with the earliest start",
+			current: []corev1.Taint{unreachable(&now), notReady(&earlier)},
+			snap:    known(obsNotReady),
+			want:    []corev1.Taint{notReady(&earlier)},
 		},
 		{
 			name:    "duplicates of the managed taint collapse to the first",
@@ -134,7 +158,7 @@ func TestRenderTaints(t *testing.T) {
 			current: []corev1.Taint{notReady(&earlier)},
 			snap:    known(obsUnreachable),
 			plan:    evictionPlan{allowed: true, grace: time.Minute},
-			want:    []corev1.Taint{unreachable(&now), unreachableNoExecute(&now)},
+			want:    []corev1.Taint{unreachable(&earlier), unreachableNoExecute(&now)},
 		},
 		{
 			name:    "eviction not allowed (disruption): no NoExecute however long",
