@@ -140,7 +140,7 @@ func (p *Profile) Schedule(ctx context.Context, u *Unit, clusters []*v1alpha1.Me
 	sort.Slice(placement, func(i, j int) bool { return placement[i].Cluster < placement[j].Cluster })
 	res.Placement = placement
 	res.Message = fmt.Sprintf("%d/%d clusters%s", len(placement), res.Total, reasons(res.Excluded, "; excluded: "))
-	if notes, _ := state[notesKey].([]string); len(notes) > 0 {
+	if notes := Notes(state); len(notes) > 0 {
 		res.Message += "; " + strings.Join(notes, "; ")
 	}
 	return res, nil
@@ -154,6 +154,12 @@ const notesKey = "framework/notes"
 func Note(state CycleState, format string, args ...any) {
 	notes, _ := state[notesKey].([]string)
 	state[notesKey] = append(notes, fmt.Sprintf(format, args...))
+}
+
+// Notes returns the notes plugins left in state.
+func Notes(state CycleState) []string {
+	notes, _ := state[notesKey].([]string)
+	return notes
 }
 
 func clamp(v int64) int64 { return min(max(v, 0), MaxScore) }

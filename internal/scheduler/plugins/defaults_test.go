@@ -72,7 +72,7 @@ func TestDefaultProfileFromSchedule(t *testing.T) {
 		{name: "min gives a zero-weight cluster replicas", placement: policy(divide(weight("member-1", 1), bounded("member-2", 0, n(2), nil))),
 			replicas: n(6), clusters: three(), want: "member-1=4 member-2=2", msg: "2/3 clusters"},
 		{name: "maximums that cannot hold the total", placement: policy(divide(bounded("member-1", 1, nil, n(1)), bounded("member-2", 1, nil, n(2))), names("member-1", "member-2")),
-			replicas: n(10), clusters: three(), want: "member-1=1 member-2=2", msg: "2/3 clusters; excluded: 1 not in clusterNames", excluded: "member-3"},
+			replicas: n(10), clusters: three(), want: "member-1=1 member-2=2", msg: "2/3 clusters; excluded: 1 not in clusterNames; 3 of 10 replicas placed: no chosen cluster can take the other 7 (maxReplicas, NoSchedule taints)", excluded: "member-3"},
 		{name: "NoSchedule cluster holding 3 keeps at most 3 on scale up", placement: policy(divide()), replicas: n(15), clusters: three(taints(unreachable)),
 			current: "member-1=3 member-2=3 member-3=3", want: "member-1=6 member-2=6 member-3=3", msg: "3/3 clusters"},
 		{name: "NoSchedule cluster holding 3 shrinks on scale down", placement: policy(divide()), replicas: n(3), clusters: three(taints(unreachable)),
@@ -87,7 +87,7 @@ func TestDefaultProfileFromSchedule(t *testing.T) {
 		{name: "total 0 keeps the weighted clusters with 0, unlisted ones are not placed", placement: policy(divide(weight("member-1", 1))),
 			replicas: n(0), clusters: three(), want: "member-1=0", msg: "1/3 clusters"},
 		{name: "capped weighted clusters do not spill into unlisted ones", placement: policy(divide(bounded("member-1", 1, nil, n(1)), bounded("member-2", 1, nil, n(2)))),
-			replicas: n(10), clusters: three(), want: "member-1=1 member-2=2", msg: "2/3 clusters"},
+			replicas: n(10), clusters: three(), want: "member-1=1 member-2=2", msg: "2/3 clusters; 3 of 10 replicas placed: no chosen cluster can take the other 7 (maxReplicas, NoSchedule taints)"},
 		{name: "divide without replicas behaves like duplicate", placement: policy(divide(weight("member-1", 1))), clusters: three(taints(unreachable)),
 			want: "member-1 member-2", msg: "2/3 clusters; excluded: 1 untolerated taint flotilla.io/unreachable", excluded: "member-3"},
 	})

@@ -116,7 +116,7 @@ func (*Plugin) Name() string { return Name }
 
 // Replicas returns the placement: the chosen clusters, with their replicas
 // for a Divide object.
-func (p *Plugin) Replicas(ctx context.Context, _ framework.CycleState, u *framework.Unit, chosen []framework.ScoredCluster) ([]v1alpha1.ClusterPlacement, *framework.Status) {
+func (p *Plugin) Replicas(ctx context.Context, state framework.CycleState, u *framework.Unit, chosen []framework.ScoredCluster) ([]v1alpha1.ClusterPlacement, *framework.Status) {
 	if u.Placement == nil || !u.Divide() {
 		out := make([]v1alpha1.ClusterPlacement, len(chosen))
 		for i, c := range chosen {
@@ -169,6 +169,12 @@ func (p *Plugin) Replicas(ctx context.Context, _ framework.CycleState, u *framew
 	}
 	if left := total - sum(plan); left > 0 {
 		overLimits(left, plan, ts, u.Key)
+	}
+	if placed := sum(plan); placed < total && placed > 0 {
+		// Placed where nothing can take them (a failed cluster's share
+		// while the others are cordoned): say so, or the decision reads
+		// as complete.
+		framework.Note(state, "%d of %d replicas placed: no chosen cluster can take the other %d (maxReplicas, NoSchedule taints)", placed, total, total-placed)
 	}
 	out := make([]v1alpha1.ClusterPlacement, 0, len(ts))
 	counts := make([]int32, len(ts)) // one allocation for every Replicas pointer

@@ -1,6 +1,7 @@
 package replicas
 
 import (
+	"context"
 	"maps"
 	"strings"
 	"testing"
@@ -256,5 +257,37 @@ func TestNew(t *testing.T) {
 		if got := p.(*Plugin).defaultCap; got != tt.cap || p.Name() != Name {
 			t.Errorf("New(%s): cap %v name %q, want %v %q", tt.args, got, p.Name(), tt.cap, Name)
 		}
+	}
+}
+
+// TestShortfallIsNoted: replicas no chosen cluster can take leave a note
+// in the decision's message, so that Scheduled=True does not read as the
+// whole workload placed.
+func TestShortfallIsNoted(t *testing.T) {
+	p, err := New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cordoned := func(name string) *v1alpha1.MemberCluster {
+		return mc(name, taint("example.com/maintenance", corev1.TaintEffectNoSchedule))
+	}
+	for _, tt := range []struct {
+		name   string
+		chosen []framework.ScoredCluster
+		want   string
+	}{
+		{"a failed cluster's share has nowhere to go", ranked(cordoned("B"), cordoned("C")), "6 of 9 replicas placed: no chosen cluster can take the other 3"},
+		{"all placed: no note", ranked(mc("B"), cordoned("C")), ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			state := framework.CycleState{}
+			if _, st := p.(framework.ReplicasPlugin).Replicas(context.Background(), state, divide(9, current("A=3", "B=3", "C=3")), tt.chosen); !st.IsSuccess() {
+				t.Fatalf("status %+v", st)
+			}
+			notes := strings.Join(framework.Notes(state), "; ")
+			if tt.want == "" && notes != "" || !strings.Contains(notes, tt.want) {
+				t.Errorf("notes %q, want %q", notes, tt.want)
+			}
+		})
 	}
 }
