@@ -279,3 +279,53 @@ func TestGraceRestartsWhenSuppressionGivesWayToAZoneHold(t *testing.T) {
 		}
 	}
 }
+
+// TestClustersPerMinuteAcrossARestart: a controller-manager that starts
+// (a restart, a new leader) while a member was tainted NoExecute 20 s
+// ago waits the rest of that member's minute before the next eviction.
+func TestClustersPerMinuteAcrossARestart(t *testing.T) {
+	since := metav1.NewTime(tNow.Add(-time.Minute))
+	evicted := metav1.NewTime(tNow.Add(-20 * time.Second))
+	var objs []*v1alpha1.MemberCluster
+	for i := 1; i <= 5; i++ {
+		mc := &v1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("m%d", i), Labels: map[string]string{corev1.LabelTopologyZone: fmt.Sprintf("z%d", i)}}}
+		ready := metav1.ConditionTrue
+		if i >= 4 {
+			ready = metav1.ConditionUnknown
+			mc.Spec.Taints = []corev1.Taint{{Key: v1alpha1.TaintUnreachable, Effect: corev1.TaintEffectNoSchedule, TimeAdded: &since}}
+		}
+		if i == 4 {
+			mc.Spec.Taints = append(mc.Spec.Taints, corev1.Taint{Key: v1alpha1.TaintUnreachable, Effect: corev1.TaintEffectNoExecute, TimeAdded: &evicted})
+		}
+		mc.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: ready}}
+		objs = append(objs, mc)
+	}
+	scheme, err := hostscheme.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := fake.NewClientBuilder().WithScheme(scheme)
+	for _, o := range objs {
+		b = b.WithObjects(o)
+	}
+	r := &Reconciler{Client: b.Build(), Failover: DefaultFailover()} // fresh: its bucket starts now
+	view := healthView{known: true, taintKey: v1alpha1.TaintUnreachable}
+	for _, s := range []struct {
+		at          time.Duration
+		wantHold    string
+		wantRecheck time.Duration
+	}{{0, reasonRateLimited, 40 * time.Second}, {40 * time.Second, "", 0}} {
+		plan, h, recheck, err := r.evictionPlan(context.Background(), objs[4], view, tNow.Add(s.at))
+		if err != nil {
+			t.Fatal(err)
+		}
+		gotHold := ""
+		if h != nil {
+			gotHold = h.reason
+		}
+		// Within a second: a taint's TimeAdded is kept to the second.
+		if gotHold != s.wantHold || (recheck-s.wantRecheck).Abs() > time.Second || plan.allowed != (s.wantHold == "") {
+			t.Errorf("+%s: allowed %v, hold %q, recheck %s; want hold %q, recheck %s", s.at, plan.allowed, gotHold, recheck, s.wantHold, s.wantRecheck)
+		}
+	}
+}

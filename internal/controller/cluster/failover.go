@@ -277,7 +277,7 @@ func (r *Reconciler) evictionPlan(ctx context.Context, mc *v1alpha1.MemberCluste
 		}
 		return plan, d.hold, 0, nil
 	}
-	if wait := r.takeClusterToken(now); wait > 0 {
+	if wait := r.takeClusterToken(now, list.Items); wait > 0 {
 		clusterRateLimited.WithLabelValues(mc.Name).Inc()
 		return plan, &hold{reason: reasonRateLimited, message: fmt.Sprintf(
 			"member clusters are tainted NoExecute at most %g a minute (--eviction-clusters-per-minute) and another one was moments ago: this one waits for its turn",
@@ -310,18 +310,43 @@ func hasNoExecute(taints []corev1.Taint) bool {
 }
 
 // takeClusterToken takes a token of the clusters-per-minute bucket, or
-// returns how long until one is available.
-func (r *Reconciler) takeClusterToken(now time.Time) time.Duration {
+// returns how long until one is available. The bucket starts as if the
+// newest eviction among members (their managed NoExecute taints) had
+// just taken its token, so that a controller-manager restarting, or a
+// new leader, during a wide failover keeps the pace instead of evicting
+// one more member at once.
+func (r *Reconciler) takeClusterToken(now time.Time, members []v1alpha1.MemberCluster) time.Duration {
 	r.brakeMu.Lock()
 	defer r.brakeMu.Unlock()
 	if r.clusterBucket == nil {
 		r.clusterBucket = ratelimit.NewBucket(r.Failover.ClustersPerMinute, 1)
+		if last := newestEviction(members); !last.IsZero() && !last.After(now) {
+			r.clusterBucket.Take(last)
+		}
 	}
 	if wait := r.clusterBucket.Wait(now); wait > 0 {
 		return wait
 	}
 	r.clusterBucket.Take(now)
 	return 0
+}
+
+// newestEviction is the latest TimeAdded of the members' managed NoExecute
+// taints (zero for none), leaving out members not accepted (tainted at
+// once, without a token).
+func newestEviction(members []v1alpha1.MemberCluster) time.Time {
+	var last time.Time
+	for i := range members {
+		if pending(&members[i]) {
+			continue
+		}
+		for _, t := range members[i].Spec.Taints {
+			if managedKey(t.Key) && t.Effect == corev1.TaintEffectNoExecute && t.TimeAdded != nil && t.TimeAdded.After(last) {
+				last = t.TimeAdded.Time
+			}
+		}
+	}
+	return last
 }
 
 // setHeld records why mc's eviction is held back (nil: it is not), with
