@@ -51,9 +51,9 @@ type Metric struct {
 	// scaling down (Kubernetes: the larger of the request and the target
 	// for a Utilization target); 0 means PerPod.
 	MissingAt int64
-	// Invalid says why the metric cannot be computed (a type a federated
-	// HPA does not read, a utilization without requests), "" when it
-	// can. An invalid metric asks for the current replicas: as in
+	// Invalid says why the metric cannot be computed, naming it (a type
+	// a federated HPA does not read, a utilization without requests), ""
+	// when it can. An invalid metric asks for the current replicas: as in
 	// Kubernetes, it allows no scale-down, since what it measures may be
 	// what is busy, while the others may still scale up.
 	Invalid string
@@ -68,7 +68,7 @@ type Metric struct {
 func Recommend(m Metric, current int32) (int32, string) {
 	u := m.Usage
 	if m.Invalid != "" {
-		return current, fmt.Sprintf("%s: %s (it allows no scale-down)", m.Name, m.Invalid)
+		return current, m.Invalid + " (it allows no scale-down)"
 	}
 	if m.PerPod <= 0 {
 		return current, fmt.Sprintf("%s: no target per pod", m.Name)

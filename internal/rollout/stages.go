@@ -93,8 +93,9 @@ func doneAt(in Input, out *v1alpha1.RolloutStatus, stage int) time.Time {
 // halted says why the rollout of the current stage (and those before,
 // whose clusters are all Done) must stop admitting: a halt recorded for
 // this revision stays until resumed; a copy of this revision that
-// exceeded its progress deadline, or a stage whose availability (of its
-// copies of this revision) fell below its minAvailablePercent, halts it. Resuming through a stage lifts the halts
+// exceeded its progress deadline, or a stage whose availability fell
+// below its minAvailablePercent (copies of another revision counting as
+// available), halts it. Resuming through a stage lifts the halts
 // of that stage and those before it, not later ones.
 func halted(in Input, current int) string {
 	if in.Resumed > current {
@@ -108,20 +109,25 @@ func halted(in Input, current int) string {
 	for s := in.Resumed; s <= current; s++ {
 		var replicas, available int32
 		for _, m := range in.Members {
-			// Only copies of this revision count: a copy still stuck or
-			// short of pods on the revision before (the one a fix or an
-			// abort replaces) says nothing about this one, and counting it
-			// would halt the fix, or hold back the very clusters an abort
-			// must roll back.
-			if m.Stage != s || !m.Usable || m.Leaving || m.Revision != in.Revision {
+			if m.Stage != s || !m.Usable || m.Leaving {
 				continue
 			}
-			if m.Stuck && m.Observed {
+			// A copy of another revision (the one a fix or an abort
+			// replaces, not rolled yet) says nothing about this one: it
+			// is not stuck on it, and it counts as fully available, or
+			// its trouble would halt the fix, or hold back the very
+			// clusters an abort must roll back.
+			ours := m.Revision == in.Revision
+			if m.Stuck && m.Observed && ours {
 				why = append(why, fmt.Sprintf("stage %s: the copy in %s exceeded its progress deadline", in.Stages[s].Name, m.Cluster))
 			}
 			if m.HasCopy {
 				replicas += m.SpecReplicas
-				available += min(m.Available, m.SpecReplicas)
+				if ours {
+					available += min(m.Available, m.SpecReplicas)
+				} else {
+					available += m.SpecReplicas
+				}
 			}
 		}
 		if p := in.Stages[s].MinAvailablePercent; p > 0 && replicas > 0 && int64(available)*100 < int64(p)*int64(replicas) {

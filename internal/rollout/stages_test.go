@@ -97,6 +97,11 @@ func TestStagedPlan(t *testing.T) {
 			Members: []Member{inStage(unavailable(steady("a", 10, "r2"), 5), 0), inStage(held("b", 10, "r2"), 1)}},
 		want: "a=Rolling(3/0) b=Waiting", stage: "canary",
 	}, {
+		name: "a stage's copies of the revision before count as available",
+		in: Input{Revision: "r2", Budget: Budget{Surge: 0, Unavailable: 1}, Stages: guarded, Previous: plan("r2", Budget{Surge: 0, Unavailable: 1}, "a=Rolling(0/1)", "b=Waiting", "c=Waiting"),
+			Members: []Member{inStage(unavailable(held("a", 4, "r2"), 1), 0), inStage(held("b", 4, "r1"), 0), inStage(held("c", 4, "r1"), 1)}},
+		want: "a=Rolling(0/1) b=Waiting c=Waiting", stage: "canary",
+	}, {
 		name: "resumed: the pause ends early",
 		in: Input{Revision: "r2", Budget: budget, Stages: paused, Resumed: 1, Now: t0, Previous: plan("r2", budget, "a=Done", "b=Waiting"),
 			Members: []Member{inStage(steady("a", 10, "r2"), 0), inStage(held("b", 10, "r2"), 1)}},

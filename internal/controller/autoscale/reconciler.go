@@ -207,7 +207,7 @@ func (r *Reconciler) evaluate(ctx context.Context, hpa *autoscalingv2.Horizontal
 	if b, err := r.takeOver(ctx, hpa, tmpl, fo); err != nil || b != nil {
 		if err != nil {
 			st, _ = fail(autoscalingv2.AbleToScale, "FailedTakeOver", err.Error())
-			return st, r.retryTakeOver(hpa, "FailedTakeOver", err.Error())
+			return st, r.retryTakeOver(hpa, "FailedTakeOver", err.Error(), true)
 		}
 		if b.warn {
 			st, _ = fail(autoscalingv2.AbleToScale, b.reason, b.message)
@@ -215,7 +215,7 @@ func (r *Reconciler) evaluate(ctx context.Context, hpa *autoscalingv2.Horizontal
 		}
 		setCondition(&st, autoscalingv2.AbleToScale, corev1.ConditionFalse, b.reason, b.message, now)
 		setCondition(&st, autoscalingv2.ScalingActive, corev1.ConditionFalse, b.reason, b.message, now)
-		return st, r.retryTakeOver(hpa, b.reason, b.message)
+		return st, r.retryTakeOver(hpa, b.reason, b.message, b.slow)
 	}
 	setCondition(&st, autoscalingv2.AbleToScale, corev1.ConditionTrue, "SucceededGetScale", "the federated target's replicas can be scaled", now)
 	st.CurrentReplicas = current
@@ -232,13 +232,18 @@ func (r *Reconciler) evaluate(ctx context.Context, hpa *autoscalingv2.Horizontal
 			msg += ": " + joinProblems(problems)
 		}
 		setCondition(&st, autoscalingv2.ScalingActive, corev1.ConditionFalse, "FailedGetResourceMetric", msg, now)
-		return st, 0
+		if p := policyOf(hpa); current >= p.Min && current <= p.Max {
+			return st, 0
+		}
+		// Replicas outside the bounds go to the bound without metrics,
+		// as in Kubernetes.
+	} else {
+		msg := "the replicas are computed from resource usage summed over every member"
+		if len(problems) > 0 {
+			msg += "; left out: " + joinProblems(problems)
+		}
+		setCondition(&st, autoscalingv2.ScalingActive, corev1.ConditionTrue, "ValidMetricFound", msg, now)
 	}
-	msg := "the replicas are computed from resource usage summed over every member"
-	if len(problems) > 0 {
-		msg += "; left out: " + joinProblems(problems)
-	}
-	setCondition(&st, autoscalingv2.ScalingActive, corev1.ConditionTrue, "ValidMetricFound", msg, now)
 
 	step, err := r.downStep(ctx, tmpl)
 	if err != nil {
@@ -246,7 +251,7 @@ func (r *Reconciler) evaluate(ctx context.Context, hpa *autoscalingv2.Horizontal
 	}
 	d, undo := r.decide(hpa, metrics, current, step, now)
 	st.DesiredReplicas = d.Replicas
-	if d.Limited == "min" || d.Limited == "max" || d.Limited == "rate" || d.Limited == "disabled" {
+	if d.Limited == "min" || d.Limited == "max" || d.Limited == "rate" || d.Limited == "disabled" || d.Limited == "protection" {
 		setCondition(&st, autoscalingv2.ScalingLimited, corev1.ConditionTrue, limitReason(d.Limited, d.Down), d.Why, now)
 	} else {
 		setCondition(&st, autoscalingv2.ScalingLimited, corev1.ConditionFalse, "DesiredWithinRange", d.Why, now)
@@ -446,12 +451,12 @@ func (r *Reconciler) now() time.Time {
 var errNoRequest = errors.New("the pod template requests none of the resource")
 
 // retryTakeOver is when to look again at a take-over that did not finish:
-// soon while it makes progress, at the interval once it reports the
-// same thing as the pass before (a member away for hours, a delete the
-// member forbids), so that a stuck take-over does not list every
-// member's HPAs every takeOverRetry.
-func (r *Reconciler) retryTakeOver(hpa *autoscalingv2.HorizontalPodAutoscaler, reason, message string) time.Duration {
-	if c := findCondition(hpa.Status, autoscalingv2.AbleToScale); c != nil && c.Reason == reason && c.Message == message {
+// soon while it makes progress; at the interval when it waits for what
+// may take long (slow: an error, such as a delete the member forbids, or
+// a member away) and reported the same the pass before, so that a stuck
+// take-over does not list every member's HPAs every takeOverRetry.
+func (r *Reconciler) retryTakeOver(hpa *autoscalingv2.HorizontalPodAutoscaler, reason, message string, slow bool) time.Duration {
+	if c := findCondition(hpa.Status, autoscalingv2.AbleToScale); slow && c != nil && c.Reason == reason && c.Message == message {
 		return cmp.Or(r.Interval, DefaultInterval)
 	}
 	return takeOverRetry
@@ -461,8 +466,9 @@ func (r *Reconciler) retryTakeOver(hpa *autoscalingv2.HorizontalPodAutoscaler, r
 // (config/admission/scale-down-protection.yaml): the most percent of its
 // replicas one change may remove, read as the admission policy reads
 // it (the workload's annotation flotilla.io/scale-down-limit, else its
-// namespace's; a value that is not 0–999 counts as 50), or nil where
-// none applies (not set, or a kind the policy does not cover).
+// namespace's, an empty value on the workload included; a value that is
+// not 0–999 counts as 50), or nil where none applies (not set, empty, or
+// a kind the policy does not cover).
 func (r *Reconciler) downStep(ctx context.Context, tmpl *unstructured.Unstructured) (*int32, error) {
 	gk := tmpl.GroupVersionKind().GroupKind()
 	if gk.Group != "apps" || (gk.Kind != "Deployment" && gk.Kind != "StatefulSet" && gk.Kind != "ReplicaSet") {
@@ -474,9 +480,10 @@ func (r *Reconciler) downStep(ctx context.Context, tmpl *unstructured.Unstructur
 		if err := r.Client.Get(ctx, client.ObjectKey{Name: tmpl.GetNamespace()}, ns); err != nil {
 			return nil, fmt.Errorf("read the scale-down limit of namespace %s: %w", tmpl.GetNamespace(), err)
 		}
-		if text, ok = ns.Annotations[v1alpha1.AnnotationScaleDownLimit]; !ok {
-			return nil, nil
-		}
+		text = ns.Annotations[v1alpha1.AnnotationScaleDownLimit]
+	}
+	if text == "" {
+		return nil, nil
 	}
 	step := int32(50)
 	if n, err := strconv.Atoi(text); err == nil && len(text) <= 3 && strings.Trim(text, "0123456789") == "" {

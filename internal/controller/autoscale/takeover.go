@@ -51,6 +51,7 @@ const awaitReports = time.Minute
 type blocker struct {
 	reason, message string
 	warn            bool // a Warning event (the user must act), not a step
+	slow            bool // waits for what may take long (a member away)
 }
 
 // takenOver is one member HPA a federated HPA took over.
@@ -171,7 +172,7 @@ func (r *Reconciler) takeOver(ctx context.Context, hpa *autoscalingv2.Horizontal
 		unknown = append(unknown, c+": its agent has not reported its HPAs")
 	}
 	if len(unknown) > 0 {
-		return &blocker{reason: ReasonTakingOver, message: "waiting to see every member's HPAs before taking the replicas over: " + strings.Join(unknown, "; ")}, nil
+		return &blocker{reason: ReasonTakingOver, slow: true, message: "waiting to see every member's HPAs before taking the replicas over: " + strings.Join(unknown, "; ")}, nil
 	}
 	return r.takeReplicas(ctx, tmpl, fo, works)
 }
@@ -191,7 +192,7 @@ func (r *Reconciler) takeReplicas(ctx context.Context, tmpl *unstructured.Unstru
 		}
 		sess := r.Pool.Get(p.Cluster)
 		if sess == nil {
-			return &blocker{reason: ReasonTakingOver, message: fmt.Sprintf("waiting for %s to connect", p.Cluster)}, nil
+			return &blocker{reason: ReasonTakingOver, slow: true, message: fmt.Sprintf("waiting for %s to connect", p.Cluster)}, nil
 		}
 		live, state := sess.ManagedObject(works[p.Cluster].GVR, tmpl.GetNamespace(), tmpl.GetName())
 		n, ok := int32(0), false

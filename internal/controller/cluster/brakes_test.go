@@ -329,3 +329,74 @@ func TestClustersPerMinuteAcrossARestart(t *testing.T) {
 		}
 	}
 }
+
+// TestGraceRestartsAfterASuppressionThatCameBack: suppressed, then held
+// by its zone (the grace period restarts), then suppressed again, then
+// everything but the member is back: the grace period restarts again at
+// the end of the second suppression, so the member is not evicted at
+// once.
+func TestGraceRestartsAfterASuppressionThatCameBack(t *testing.T) {
+	since := metav1.NewTime(tNow.Add(-10 * time.Minute))
+	unreachable := healthView{known: true, taintKey: v1alpha1.TaintUnreachable}
+	scheme, err := hostscheme.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	member := func(name, zone string) *v1alpha1.MemberCluster {
+		mc := &v1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelTopologyZone: zone}}}
+		mc.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue}}
+		return mc
+	}
+	setReady := func(mc *v1alpha1.MemberCluster, ready bool) {
+		mc.Status.Conditions[0].Status, mc.Spec.Taints = metav1.ConditionTrue, nil
+		if !ready {
+			mc.Status.Conditions[0].Status = metav1.ConditionUnknown
+			mc.Spec.Taints = []corev1.Taint{{Key: v1alpha1.TaintUnreachable, Effect: corev1.TaintEffectNoSchedule, TimeAdded: &since}}
+		}
+	}
+	a, b, d, e, last := member("a", "z2"), member("b", "z3"), member("d", "z1"), member("e", "z1"), member("c", "z1")
+	setReady(last, false)
+	renderHeld(&last.Status, &hold{reason: reasonSuppressed}, 0, since.Time)
+	r := &Reconciler{Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(a, b, d, e, last).Build(), Failover: DefaultFailover()}
+	ctx := context.Background()
+	// look decides at now, writes the taints and the condition as the
+	// reconciler does, and reports the hold and whether it evicted.
+	look := func(now time.Time, others map[*v1alpha1.MemberCluster]bool) (string, bool) {
+		t.Helper()
+		for mc, ready := range others {
+			setReady(mc, ready)
+			if err := r.Client.Update(ctx, mc); err != nil {
+				t.Fatal(err)
+			}
+		}
+		plan, h, _, err := r.evictionPlan(ctx, last, unreachable, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		taints, _ := renderTaints(last.Spec.Taints, unreachable, plan, now)
+		evicted := addedNoExecute(last.Spec.Taints, taints) != nil
+		last.Spec.Taints = taints
+		renderHeld(&last.Status, h, 0, now)
+		if h == nil {
+			return "", evicted
+		}
+		return h.reason, evicted
+	}
+	steps := []struct {
+		at       time.Duration
+		others   map[*v1alpha1.MemberCluster]bool
+		wantHold string
+		evicted  bool
+	}{
+		{0, map[*v1alpha1.MemberCluster]bool{d: false}, reasonZonePartial, false},                         // suppression gives way to the zone's hold: restart
+		{40 * time.Second, map[*v1alpha1.MemberCluster]bool{a: false, b: false}, reasonSuppressed, false}, // suppressed again
+		{2 * time.Minute, map[*v1alpha1.MemberCluster]bool{a: true, b: true, d: true}, "", false},         // all but c back: a fresh grace period
+		{2*time.Minute + 31*time.Second, nil, "", true},
+	}
+	for _, s := range steps {
+		hold, evicted := look(tNow.Add(s.at), s.others)
+		if hold != s.wantHold || evicted != s.evicted {
+			t.Errorf("+%s: hold %q, evicted %v; want hold %q, evicted %v (taints %v)", s.at, hold, evicted, s.wantHold, s.evicted, last.Spec.Taints)
+		}
+	}
+}

@@ -402,11 +402,17 @@ func (r *Reconciler) observeZones(zones map[string]zone) {
 }
 
 // renderHeld sets the EvictionHeld condition while a member's eviction is
-// held back and removes it otherwise.
+// held back and removes it otherwise. Its transition time is when the
+// hold of its reason began: a new reason starts it again (suppressedSince
+// asks when the federation-wide hold began, which a zone's hold in
+// between must not hide).
 func renderHeld(st *v1alpha1.MemberClusterStatus, h *hold, generation int64, now time.Time) {
 	if h == nil {
 		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionEvictionHeld)
 		return
+	}
+	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionEvictionHeld); c != nil && c.Reason != h.reason {
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionEvictionHeld)
 	}
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
 		Type: v1alpha1.ConditionEvictionHeld, Status: metav1.ConditionTrue, Reason: h.reason,
