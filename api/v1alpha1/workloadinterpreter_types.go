@@ -41,8 +41,9 @@ type ReplicasRule struct {
 	// share.
 	Path FieldPath `json:"path"`
 	// Default is the count of an object without the field (the kind's API
-	// default, 1 for most workloads).
+	// default); 1 when left out, as for most workloads.
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:default=1
 	// +optional
 	Default *int32 `json:"default,omitempty"`
 }

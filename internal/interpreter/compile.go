@@ -51,6 +51,10 @@ type rolloutRule struct {
 	paused, maxSurge, maxUnavailable, partition []string
 	defaultSurge, defaultUnavailable            *intstr.IntOrString
 	updated, available                          *program
+	// integerPartition: the kind's schema makes the partition a plain
+	// integer, which "100%" would not fit (a hold writes the largest
+	// int32 there instead).
+	integerPartition bool
 }
 
 // schemaAnswer is what the kind's schema says of a field.
@@ -103,7 +107,10 @@ func Compile(spec *v1alpha1.WorkloadInterpreterSpec, opts Options) (*Interpreter
 		errs = append(errs, field.Required(fld.Child("target", "kind"), ""))
 	}
 	if r := spec.Replicas; r != nil {
-		in.hasReplicas, in.replicas = true, splitPath(r.Path)
+		// An object without the field runs the kind's API default: 1
+		// for most workloads, when the rule names none (0 would scale
+		// every such workload to nothing in every member).
+		in.hasReplicas, in.replicas, in.defaultReplicas = true, splitPath(r.Path), 1
 		if r.Default != nil {
 			in.defaultReplicas = *r.Default
 		}
@@ -148,6 +155,7 @@ func Compile(spec *v1alpha1.WorkloadInterpreterSpec, opts Options) (*Interpreter
 		if len(in.rollout.paused) == 0 {
 			errs = append(errs, field.Required(rf.Child("paused"), "the field that holds a copy"))
 		}
+		in.rollout.integerPartition = c.schema != nil && len(in.rollout.partition) > 0 && integerOnly(c.schema, in.rollout.partition)
 		errs = append(errs, c.checkPath(rf.Child("paused"), r.Paused, "boolean")...)
 		for _, b := range []struct {
 			name string

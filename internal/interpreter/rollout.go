@@ -2,6 +2,7 @@ package interpreter
 
 import (
 	"fmt"
+	"math"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -26,13 +27,18 @@ func (in *Interpreter) RolloutPaused(obj *unstructured.Unstructured) bool {
 
 // SetRolloutPaused holds a copy on the pods it runs: its paused field
 // true and, when the rule has a partition field, a partition of 100% (so
-// that pods added while held start on the old template too).
+// that pods added while held start on the old template too), or, for a
+// partition the kind's schema makes a plain integer, the largest int32.
 func (in *Interpreter) SetRolloutPaused(obj *unstructured.Unstructured) error {
 	if in.rollout == nil {
 		return fmt.Errorf("%s has no rollout rule", in.kind)
 	}
 	if len(in.rollout.partition) > 0 {
-		if err := unstructured.SetNestedField(obj.Object, "100%", in.rollout.partition...); err != nil {
+		var all any = "100%"
+		if in.rollout.integerPartition {
+			all = int64(math.MaxInt32)
+		}
+		if err := unstructured.SetNestedField(obj.Object, all, in.rollout.partition...); err != nil {
 			return err
 		}
 	}

@@ -97,6 +97,20 @@ func openToDyn(s *structuralschema.Structural) *structuralschema.Structural {
 	return s
 }
 
+// integerOnly reports whether the field at p is a plain integer (not an
+// int-or-string), as far as the schema says.
+func integerOnly(s *structuralschema.Structural, p []string) bool {
+	node := s
+	for _, name := range p {
+		prop, ok := node.Properties[name]
+		if !ok {
+			return false
+		}
+		node = &prop
+	}
+	return node.Type == "integer" && !node.XIntOrString
+}
+
 // checkPath checks that a field path exists in the schema and has the
 // wanted shape ("integer", "number", "object", "collection", or "" for
 // any). A field under an open part of the schema is not checked.
