@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/override"
@@ -191,20 +192,41 @@ func RetainsReplicas(tmpl *unstructured.Unstructured) bool {
 
 // Sanitize drops from a template what the host's apiserver assigned and a
 // member must assign for itself: every object's server-set metadata and
-// status, a Service's cluster IPs and node ports, and a Job's generated
-// selector and the labels that carry the host Job's UID.
+// status, the annotations a member's workload controllers keep (a
+// template exported from a cluster carries that cluster's), a Service's
+// cluster IPs and node ports, and a Job's generated selector and the
+// labels that carry the host Job's UID.
 func Sanitize(obj *unstructured.Unstructured) {
 	for _, f := range []string{"uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "managedFields", "selfLink", "ownerReferences", "finalizers"} {
 		unstructured.RemoveNestedField(obj.Object, "metadata", f)
 	}
 	unstructured.RemoveNestedField(obj.Object, "status")
 	gvk := obj.GroupVersionKind()
+	if owned := controllerAnnotations[gvk.GroupKind()]; len(owned) > 0 {
+		if a := obj.GetAnnotations(); a != nil {
+			for _, k := range owned {
+				delete(a, k)
+			}
+			if len(a) == 0 {
+				a = nil
+			}
+			obj.SetAnnotations(a)
+		}
+	}
 	switch {
 	case gvk.Group == "" && gvk.Kind == "Service":
 		sanitizeService(obj)
 	case gvk.Group == "batch" && gvk.Kind == "Job":
 		sanitizeJob(obj)
 	}
+}
+
+// controllerAnnotations are the annotations a member's own controllers
+// set on workloads of a kind: copying the template's would fight them, a
+// write on every change they make.
+var controllerAnnotations = map[schema.GroupKind][]string{
+	{Group: "apps", Kind: "Deployment"}: {"deployment.kubernetes.io/revision"},
+	{Group: "apps", Kind: "DaemonSet"}:  {"deprecated.daemonset.template.generation"},
 }
 
 func sanitizeService(obj *unstructured.Unstructured) {

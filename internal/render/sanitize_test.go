@@ -191,3 +191,29 @@ func TestRenderLeavesTemplateAlone(t *testing.T) {
 		})
 	}
 }
+
+// TestSanitizeControllerAnnotations: the annotations a member's workload
+// controllers keep are not copied (a template exported from a cluster
+// carries its revision), the others are.
+func TestSanitizeControllerAnnotations(t *testing.T) {
+	for _, tt := range []struct {
+		apiVersion, kind string
+		in, want         map[string]any
+	}{
+		{"apps/v1", "Deployment", map[string]any{"deployment.kubernetes.io/revision": "7", "note": "keep"}, map[string]any{"note": "keep"}},
+		{"apps/v1", "Deployment", map[string]any{"deployment.kubernetes.io/revision": "7"}, nil},
+		{"apps/v1", "DaemonSet", map[string]any{"deprecated.daemonset.template.generation": "3", "note": "keep"}, map[string]any{"note": "keep"}},
+		{"v1", "ConfigMap", map[string]any{"deployment.kubernetes.io/revision": "7"}, map[string]any{"deployment.kubernetes.io/revision": "7"}},
+	} {
+		obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": tt.apiVersion, "kind": tt.kind,
+			"metadata": map[string]any{"name": "x", "namespace": "shop", "annotations": tt.in}}}
+		Sanitize(obj)
+		got, _, _ := unstructured.NestedMap(obj.Object, "metadata", "annotations")
+		if len(got) == 0 && tt.want == nil {
+			continue
+		}
+		if !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s annotations %v, want %v", tt.kind, got, tt.want)
+		}
+	}
+}
