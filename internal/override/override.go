@@ -23,10 +23,19 @@ type Source struct {
 	// Namespaced is true for a namespace's OverridePolicy: it may change
 	// only the metadata of an RBAC object (see Apply).
 	Namespaced bool
+	// Unreadable, when set, says why the policy cannot tell whether it
+	// applies (a label selector that does not parse): Apply fails with
+	// it, so that the copy keeps the overrides it has rather than losing
+	// them in silence. Rule is -1 when the policy's resource selectors
+	// are the ones at fault.
+	Unreadable string
 }
 
 // name names the source for error messages, e.g. "OverridePolicy/web/eu rule 0".
 func (s Source) name() string {
+	if s.Rule < 0 {
+		return s.Policy
+	}
 	return fmt.Sprintf("%s rule %d", s.Policy, s.Rule)
 }
 
@@ -54,6 +63,9 @@ func Apply(obj *unstructured.Unstructured, sources []Source) error {
 	before := identityOf(work)
 	var firstChange map[string]string // identity field -> source that first changed it
 	for _, src := range sources {
+		if src.Unreadable != "" {
+			return fmt.Errorf("%s: %s; the copy keeps what it has until the policy is fixed", src.name(), src.Unreadable)
+		}
 		var grants map[string]any
 		if src.Namespaced {
 			grants = grantsOf(work)

@@ -159,6 +159,33 @@ func SelectsAny(selectors []v1alpha1.ResourceSelector, obj *unstructured.Unstruc
 	return false
 }
 
+// unreadableSelector says why a policy's selectors cannot tell whether
+// they select obj (a selector that matches obj's kind, namespace and name
+// has a label selector that does not parse), or "" when they can. Such a
+// selector selects nothing in Selects; an override policy is then not
+// ignored in silence (its overrides would vanish from every copy) but
+// fails the copies it may change.
+func unreadableSelector(selectors []v1alpha1.ResourceSelector, obj *unstructured.Unstructured, policyNamespace string) string {
+	if policyNamespace != "" && obj.GetNamespace() != policyNamespace {
+		return ""
+	}
+	for i, s := range selectors {
+		if s.LabelSelector == nil {
+			continue
+		}
+		if _, err := metav1.LabelSelectorAsSelector(s.LabelSelector); err == nil {
+			continue
+		}
+		bare := s
+		bare.LabelSelector = nil
+		if Selects(bare, obj, policyNamespace == "") {
+			_, err := metav1.LabelSelectorAsSelector(s.LabelSelector)
+			return fmt.Sprintf("resourceSelectors[%d].labelSelector cannot be read (%v)", i, err)
+		}
+	}
+	return ""
+}
+
 // Selects reports whether one selector selects obj. The selector's version
 // is not compared: a kind is the same object in every version the host
 // serves. The namespace field counts only for cluster policies.

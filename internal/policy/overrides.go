@@ -22,18 +22,32 @@ func Overrides(obj *unstructured.Unstructured, cluster *v1alpha1.MemberCluster, 
 	cops = slices.Clone(cops)
 	slices.SortFunc(cops, func(a, b v1alpha1.ClusterOverridePolicy) int { return strings.Compare(a.Name, b.Name) })
 	for _, p := range cops {
-		if !p.DeletionTimestamp.IsZero() || !SelectsAny(p.Spec.ResourceSelectors, obj, "") {
+		if !p.DeletionTimestamp.IsZero() {
 			continue
 		}
-		out = append(out, rulesFor(cluster, "ClusterOverridePolicy/"+p.Name, false, p.Spec.Rules)...)
+		name := "ClusterOverridePolicy/" + p.Name
+		if why := unreadableSelector(p.Spec.ResourceSelectors, obj, ""); why != "" {
+			out = append(out, override.Source{Policy: name, Rule: -1, Unreadable: why})
+			continue
+		}
+		if SelectsAny(p.Spec.ResourceSelectors, obj, "") {
+			out = append(out, rulesFor(cluster, name, false, p.Spec.Rules)...)
+		}
 	}
 	ops = slices.Clone(ops)
 	slices.SortFunc(ops, func(a, b v1alpha1.OverridePolicy) int { return strings.Compare(a.Name, b.Name) })
 	for _, p := range ops {
-		if obj.GetNamespace() == "" || !p.DeletionTimestamp.IsZero() || !SelectsAny(p.Spec.ResourceSelectors, obj, p.Namespace) {
+		if obj.GetNamespace() == "" || !p.DeletionTimestamp.IsZero() {
 			continue
 		}
-		out = append(out, rulesFor(cluster, fmt.Sprintf("OverridePolicy/%s/%s", p.Namespace, p.Name), true, p.Spec.Rules)...)
+		name := fmt.Sprintf("OverridePolicy/%s/%s", p.Namespace, p.Name)
+		if why := unreadableSelector(p.Spec.ResourceSelectors, obj, p.Namespace); why != "" {
+			out = append(out, override.Source{Policy: name, Rule: -1, Namespaced: true, Unreadable: why})
+			continue
+		}
+		if SelectsAny(p.Spec.ResourceSelectors, obj, p.Namespace) {
+			out = append(out, rulesFor(cluster, name, true, p.Spec.Rules)...)
+		}
 	}
 	return out
 }
@@ -41,6 +55,13 @@ func Overrides(obj *unstructured.Unstructured, cluster *v1alpha1.MemberCluster, 
 func rulesFor(cluster *v1alpha1.MemberCluster, policy string, namespaced bool, rules []v1alpha1.OverrideRule) []override.Source {
 	var out []override.Source
 	for i, r := range rules {
+		if sel := r.TargetClusters.ClusterSelector; sel != nil {
+			if _, err := metav1.LabelSelectorAsSelector(sel); err != nil {
+				out = append(out, override.Source{Policy: policy, Rule: i, Namespaced: namespaced,
+					Unreadable: fmt.Sprintf("targetClusters.clusterSelector cannot be read (%v)", err)})
+				continue
+			}
+		}
 		if TargetsCluster(r.TargetClusters, cluster) {
 			out = append(out, override.Source{Policy: policy, Rule: i, Overriders: r.Overriders, Namespaced: namespaced})
 		}

@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -205,6 +206,51 @@ func TestTargetsCluster(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := TargetsCluster(tt.target, eu1); got != tt.want {
 				t.Errorf("TargetsCluster = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestUnreadableSelectorsFailTheCopy: an override policy whose selectors
+// cannot be read (an operator in the wrong case) is not skipped in
+// silence, which would strip its overrides from every copy: the copies it
+// may change get a source that fails, naming the policy and the field.
+func TestUnreadableSelectorsFailTheCopy(t *testing.T) {
+	web := deployment("shop", "web", map[string]string{"app": "web"})
+	eu1 := memberCluster("member-1", map[string]string{"region": "eu"})
+	typo := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "region", Operator: "exists"}}}
+	badResources := deployments
+	badResources.LabelSelector = typo
+	otherKind := v1alpha1.ResourceSelector{APIVersion: "v1", Kind: "ConfigMap", LabelSelector: typo}
+	for _, tt := range []struct {
+		name string
+		cops []v1alpha1.ClusterOverridePolicy
+		ops  []v1alpha1.OverridePolicy
+		want string // the unreadable source's text, "" for none
+	}{
+		{"a rule's clusterSelector", []v1alpha1.ClusterOverridePolicy{cop("mirror", []v1alpha1.ResourceSelector{deployments}, rule("a", v1alpha1.ClusterTarget{ClusterSelector: typo}))}, nil,
+			"targetClusters.clusterSelector cannot be read"},
+		{"a resource selector that may select the object", nil, []v1alpha1.OverridePolicy{op("shop", "mirror", []v1alpha1.ResourceSelector{badResources}, rule("a", everywhere))},
+			"resourceSelectors[0].labelSelector cannot be read"},
+		{"a resource selector of another kind is not the object's business", []v1alpha1.ClusterOverridePolicy{cop("cm", []v1alpha1.ResourceSelector{otherKind}, rule("a", everywhere))}, nil, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srcs := Overrides(web, eu1, tt.cops, tt.ops)
+			var got string
+			for _, s := range srcs {
+				if s.Unreadable != "" {
+					got = s.Unreadable
+				}
+			}
+			if tt.want == "" && got != "" || !strings.Contains(got, tt.want) {
+				t.Fatalf("unreadable %q, want %q (sources %v)", got, tt.want, describe(srcs))
+			}
+			if tt.want == "" {
+				return
+			}
+			err := override.Apply(web, srcs)
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "mirror") {
+				t.Errorf("Apply = %v, want an error naming the policy and %q", err, tt.want)
 			}
 		})
 	}
