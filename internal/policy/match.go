@@ -37,6 +37,12 @@ type Decision struct {
 	// a policy that may not select it, and why. No policy propagates the
 	// object then (Chosen is nil).
 	NotApplicable string
+	// Unreadable, when set, names a policy whose label selector cannot be
+	// read and may select the object, so that which policy propagates it
+	// cannot be decided (Chosen is nil): the object's federation stays as
+	// it is until the policy is fixed, rather than passing to another
+	// policy, or to none, because of a typo.
+	Unreadable string
 }
 
 // Select returns the policy that propagates obj, or nil. It is Decide
@@ -65,7 +71,34 @@ func Decide(obj *unstructured.Unstructured, pps []v1alpha1.PropagationPolicy, cp
 	if d, ok := byLabel(obj, pps, cpps); ok {
 		return d
 	}
+	if why := unreadablePolicy(obj, pps, cpps); why != "" {
+		return Decision{Unreadable: why}
+	}
 	return Decision{Chosen: bySelectors(obj, pps, cpps)}
+}
+
+// unreadablePolicy names the first policy (by name) whose selectors cannot
+// tell whether they select obj, and why; "" when there is none.
+func unreadablePolicy(obj *unstructured.Unstructured, pps []v1alpha1.PropagationPolicy, cpps []v1alpha1.ClusterPropagationPolicy) string {
+	for i := range pps {
+		p := &pps[i]
+		if p.Namespace != obj.GetNamespace() || !p.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if why := unreadableSelector(p.Spec.ResourceSelectors, obj, p.Namespace); why != "" {
+			return fmt.Sprintf("PropagationPolicy %s/%s: %s", p.Namespace, p.Name, why)
+		}
+	}
+	for i := range cpps {
+		p := &cpps[i]
+		if !p.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if why := unreadableSelector(p.Spec.ResourceSelectors, obj, ""); why != "" {
+			return fmt.Sprintf("ClusterPropagationPolicy %s: %s", p.Name, why)
+		}
+	}
+	return ""
 }
 
 // notSelected explains a label naming a policy whose selectors do not

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -282,4 +283,31 @@ func TestIgnored(t *testing.T) {
 func ownedBy(u *unstructured.Unstructured, apiVersion, kind string, controller bool) *unstructured.Unstructured {
 	u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: "web", UID: "1", Controller: &controller}})
 	return u
+}
+
+// TestDecideWithAnUnreadablePolicy: a policy whose label selector cannot
+// be read and may select the object leaves the decision open (the
+// object's federation stays as it is) instead of passing the object to
+// another policy, or to none; one for another kind changes nothing.
+func TestDecideWithAnUnreadablePolicy(t *testing.T) {
+	web := deployment("shop", "web", map[string]string{"app": "web"})
+	typo := deployments
+	typo.LabelSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "in", Values: []string{"web"}}}}
+	cmTypo := selector("v1", "ConfigMap")
+	cmTypo.LabelSelector = typo.LabelSelector
+	fallback := cpp("everything", 0, deployments)
+
+	d := Decide(web, []v1alpha1.PropagationPolicy{pp("shop", "web", 10, typo)}, []v1alpha1.ClusterPropagationPolicy{fallback})
+	if d.Chosen != nil || d.Unreadable == "" {
+		t.Fatalf("Decide = chosen %+v, unreadable %q; want no choice and the reason", d.Chosen, d.Unreadable)
+	}
+	for _, want := range []string{"PropagationPolicy shop/web", "resourceSelectors[0].labelSelector"} {
+		if !strings.Contains(d.Unreadable, want) {
+			t.Errorf("Unreadable %q does not name %q", d.Unreadable, want)
+		}
+	}
+	d = Decide(web, []v1alpha1.PropagationPolicy{pp("shop", "cm", 10, cmTypo)}, []v1alpha1.ClusterPropagationPolicy{fallback})
+	if d.Unreadable != "" || d.Chosen == nil || d.Chosen.Ref.Name != "everything" {
+		t.Errorf("a typo in a ConfigMap selector: chosen %+v, unreadable %q; want the fallback chosen", d.Chosen, d.Unreadable)
+	}
 }

@@ -42,6 +42,11 @@ const Name = "federate"
 // a template whose policy label names a policy that may not select it.
 const ReasonPolicyNotApplicable = "PolicyNotApplicable"
 
+// ReasonPolicyUnreadable is the reason of the Warning event recorded on
+// a template when a policy that may select it has a label selector that
+// cannot be read: its federation stays as it is until the policy is fixed.
+const ReasonPolicyUnreadable = "PolicyUnreadable"
+
 // Permissions: manage FederatedObjects; read policies. Reading the
 // templates is granted with the template kinds (package templates);
 // patching them, only to remove the finalizer of earlier versions, only by
@@ -149,6 +154,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, key templates.Key) (reconcil
 	decision, err := r.choose(ctx, tmpl)
 	if err != nil {
 		return reconcile.Result{}, err
+	}
+	if decision.Unreadable != "" {
+		// Which policy propagates it cannot be decided: leave its
+		// federation as it is (its FederatedObject, placement and copies)
+		// until the policy is fixed, whose change wakes it.
+		r.noteOnce(ctx, key, tmpl, ReasonPolicyUnreadable, decision.Unreadable+"; the object's federation stays as it is until the policy is fixed")
+		return reconcile.Result{}, nil
 	}
 	chosen := decision.Chosen
 	follower := false
@@ -263,12 +275,18 @@ func (r *Reconciler) noteNotApplicable(ctx context.Context, key templates.Key, t
 	if follower {
 		msg = why + "; it only follows the workloads that reference it"
 	}
-	seen := string(tmpl.GetUID()) + "|" + msg
+	r.noteOnce(ctx, key, tmpl, ReasonPolicyNotApplicable, msg)
+}
+
+// noteOnce records a Warning event with reason and msg on tmpl, once per
+// template and message.
+func (r *Reconciler) noteOnce(ctx context.Context, key templates.Key, tmpl *unstructured.Unstructured, reason, msg string) {
+	seen := string(tmpl.GetUID()) + "|" + reason + "|" + msg
 	if prev, loaded := r.notApplicable.Swap(key, seen); loaded && prev == seen {
 		return
 	}
-	ctrl.LoggerFrom(ctx).Info("Policy label not applicable; not propagating the object", "object", key, "reason", msg)
-	r.event(tmpl, corev1.EventTypeWarning, ReasonPolicyNotApplicable, "Propagate", msg)
+	ctrl.LoggerFrom(ctx).Info("Not deciding the object's policy", "object", key, "reason", reason, "message", msg)
+	r.event(tmpl, corev1.EventTypeWarning, reason, "Propagate", msg)
 }
 
 // followerKinds are the kinds that follow workloads.
