@@ -182,9 +182,41 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if apierrors.IsConflict(err) {
 			return reconcile.Result{RequeueAfter: 200 * time.Millisecond}, nil
 		}
+		if apierrors.IsInvalid(err) {
+			r.reportRefused(ctx, req.NamespacedName, tmpl, err)
+		}
 		return reconcile.Result{}, err
 	}
 	return result, nil
+}
+
+// reportRefused records a Warning event StatusRefused on tmpl when the
+// host refuses its aggregated status (a value that does not fit the
+// kind's schema, such as a WorkloadInterpreter status rule yielding the
+// wrong type): no field of the host's status is updated until it is
+// fixed, which the log alone would not tell the user. At most once per
+// ruleReportEvery per object.
+func (r *Reconciler) reportRefused(ctx context.Context, key types.NamespacedName, tmpl *unstructured.Unstructured, err error) {
+	const rule = "status patch refused"
+	now := time.Now()
+	if r.now != nil {
+		now = r.now()
+	}
+	if prev, ok := r.ruleErrors.Load(key); ok {
+		if p := prev.(ruleFailure); p.uid == tmpl.GetUID() && p.rule == rule && now.Sub(p.reported) < ruleReportEvery {
+			return
+		}
+	}
+	r.ruleErrors.Store(key, ruleFailure{uid: tmpl.GetUID(), rule: rule, reported: now})
+	ctrl.LoggerFrom(ctx).Info("The host refused the aggregated status", "kind", tmpl.GetKind(), "object", klog.KObj(tmpl), "error", err.Error())
+	if r.Recorder == nil {
+		return
+	}
+	note := fmt.Sprintf("The host refused the status aggregated from the members, so none of this object's status fields is updated (check the status rules of the %s WorkloadInterpreter, if any): %v", tmpl.GetKind(), err)
+	if len(note) > maxNote {
+		note = truncate(note, maxNote-3) + "..."
+	}
+	r.Recorder.Eventf(tmpl, nil, corev1.EventTypeWarning, "StatusRefused", "AggregateStatus", "%s", note)
 }
 
 // ruleFailure is a status rule that failed on a template, and when it was

@@ -72,3 +72,34 @@ func TestReportRuleOncePerFailure(t *testing.T) {
 		}
 	}
 }
+
+// TestReportRefusedOncePerObject: a status the host refuses is reported
+// once per object and period, as a Warning StatusRefused that says no
+// status field is updated.
+func TestReportRefusedOncePerObject(t *testing.T) {
+	rec := events.NewFakeRecorder(10)
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	r := &Reconciler{Recorder: rec, now: func() time.Time { return now }}
+	key := types.NamespacedName{Namespace: "demo", Name: "web.cloneset.apps.kruise.io"}
+	tmpl := &unstructured.Unstructured{}
+	tmpl.SetKind("CloneSet")
+	tmpl.SetNamespace("demo")
+	tmpl.SetName("web")
+	tmpl.SetUID("uid-1")
+	refused := errors.New(`CloneSet.apps.kruise.io "web" is invalid: status.replicas: Invalid value: "string": status.replicas in body must be of type integer`)
+	for i, want := range []int{1, 0} {
+		r.reportRefused(t.Context(), key, tmpl, refused)
+		got := 0
+		for len(rec.Events) > 0 {
+			e := <-rec.Events
+			got++
+			if !strings.HasPrefix(e, "Warning StatusRefused ") || !strings.Contains(e, "none of this object's status fields is updated") {
+				t.Errorf("event %q", e)
+			}
+		}
+		if got != want {
+			t.Errorf("pass %d: %d events, want %d", i, got, want)
+		}
+		now = now.Add(time.Minute)
+	}
+}
