@@ -71,34 +71,49 @@ func Decide(obj *unstructured.Unstructured, pps []v1alpha1.PropagationPolicy, cp
 	if d, ok := byLabel(obj, pps, cpps); ok {
 		return d
 	}
-	if why := unreadablePolicy(obj, pps, cpps); why != "" {
+	best := bySelectors(obj, pps, cpps)
+	if why := unreadablePolicy(obj, pps, cpps, best); why != "" {
 		return Decision{Unreadable: why}
 	}
-	return Decision{Chosen: bySelectors(obj, pps, cpps)}
+	return Decision{Chosen: best}
 }
 
-// unreadablePolicy names the first policy (by name) whose selectors cannot
-// tell whether they select obj, and why; "" when there is none.
-func unreadablePolicy(obj *unstructured.Unstructured, pps []v1alpha1.PropagationPolicy, cpps []v1alpha1.ClusterPropagationPolicy) string {
+// unreadablePolicy names the first policy (by precedence) whose selectors
+// cannot tell whether they select obj and that would win over best (the
+// readable policy chosen, nil for none), and why; "" when there is none.
+// A policy best outranks cannot change the choice, typo or not.
+func unreadablePolicy(obj *unstructured.Unstructured, pps []v1alpha1.PropagationPolicy, cpps []v1alpha1.ClusterPropagationPolicy, best *Chosen) string {
+	var found *Chosen
+	var why string
+	consider := func(c Chosen, w string) {
+		if w == "" || (best != nil && precedes(*best, c) <= 0) || (found != nil && precedes(*found, c) <= 0) {
+			return
+		}
+		found, why = &c, w
+	}
 	for i := range pps {
 		p := &pps[i]
 		if p.Namespace != obj.GetNamespace() || !p.DeletionTimestamp.IsZero() {
 			continue
 		}
-		if why := unreadableSelector(p.Spec.ResourceSelectors, obj, p.Namespace); why != "" {
-			return fmt.Sprintf("PropagationPolicy %s/%s: %s", p.Namespace, p.Name, why)
-		}
+		c := Chosen{Ref: v1alpha1.PolicyReference{Kind: KindPropagationPolicy, Namespace: p.Namespace, Name: p.Name}, Spec: &p.Spec}
+		consider(c, unreadableSelector(p.Spec.ResourceSelectors, obj, p.Namespace))
 	}
 	for i := range cpps {
 		p := &cpps[i]
 		if !p.DeletionTimestamp.IsZero() {
 			continue
 		}
-		if why := unreadableSelector(p.Spec.ResourceSelectors, obj, ""); why != "" {
-			return fmt.Sprintf("ClusterPropagationPolicy %s: %s", p.Name, why)
-		}
+		c := Chosen{Ref: v1alpha1.PolicyReference{Kind: KindClusterPropagationPolicy, Name: p.Name}, Spec: &p.Spec}
+		consider(c, unreadableSelector(p.Spec.ResourceSelectors, obj, ""))
 	}
-	return ""
+	if found == nil {
+		return ""
+	}
+	if found.Ref.Kind == KindPropagationPolicy {
+		return fmt.Sprintf("PropagationPolicy %s/%s: %s", found.Ref.Namespace, found.Ref.Name, why)
+	}
+	return fmt.Sprintf("ClusterPropagationPolicy %s: %s", found.Ref.Name, why)
 }
 
 // notSelected explains a label naming a policy whose selectors do not
@@ -118,6 +133,9 @@ func byLabel(obj *unstructured.Unstructured, pps []v1alpha1.PropagationPolicy, c
 			if len(p.Spec.ResourceSelectors) == 0 || SelectsAny(p.Spec.ResourceSelectors, obj, ns) {
 				return Decision{Chosen: &Chosen{Ref: v1alpha1.PolicyReference{Kind: KindPropagationPolicy, Namespace: ns, Name: name}, Spec: &p.Spec}}, true
 			}
+			if why := unreadableSelector(p.Spec.ResourceSelectors, obj, ns); why != "" {
+				return Decision{Unreadable: fmt.Sprintf("PropagationPolicy %s/%s: %s", ns, name, why)}, true
+			}
 			return Decision{NotApplicable: fmt.Sprintf("label %s=%s names PropagationPolicy %s/%s, %s",
 				v1alpha1.LabelPropagationPolicy, name, ns, name, notSelected)}, true
 		}
@@ -131,6 +149,9 @@ func byLabel(obj *unstructured.Unstructured, pps []v1alpha1.PropagationPolicy, c
 			sels := p.Spec.ResourceSelectors
 			if (len(sels) == 0 && ns == "") || SelectsAny(sels, obj, "") {
 				return Decision{Chosen: &Chosen{Ref: v1alpha1.PolicyReference{Kind: KindClusterPropagationPolicy, Name: name}, Spec: &p.Spec}}, true
+			}
+			if why := unreadableSelector(sels, obj, ""); why != "" {
+				return Decision{Unreadable: fmt.Sprintf("ClusterPropagationPolicy %s: %s", name, why)}, true
 			}
 			why := notSelected
 			if len(sels) == 0 {
@@ -162,19 +183,24 @@ func bySelectors(obj *unstructured.Unstructured, pps []v1alpha1.PropagationPolic
 	if len(candidates) == 0 {
 		return nil
 	}
-	best := slices.MinFunc(candidates, func(a, b Chosen) int {
-		if c := cmp.Compare(b.Spec.Priority, a.Spec.Priority); c != 0 {
-			return c
-		}
-		if a.Ref.Kind != b.Ref.Kind { // PropagationPolicy first
-			if a.Ref.Kind == KindPropagationPolicy {
-				return -1
-			}
-			return 1
-		}
-		return cmp.Compare(a.Ref.Name, b.Ref.Name)
-	})
+	best := slices.MinFunc(candidates, precedes)
 	return &best
+}
+
+// precedes orders candidate policies: negative when a wins over b (the
+// higher priority, then a PropagationPolicy over a
+// ClusterPropagationPolicy, then the first name).
+func precedes(a, b Chosen) int {
+	if c := cmp.Compare(b.Spec.Priority, a.Spec.Priority); c != 0 {
+		return c
+	}
+	if a.Ref.Kind != b.Ref.Kind { // PropagationPolicy first
+		if a.Ref.Kind == KindPropagationPolicy {
+			return -1
+		}
+		return 1
+	}
+	return cmp.Compare(a.Ref.Name, b.Ref.Name)
 }
 
 // SelectsAny reports whether any selector selects obj. policyNamespace is

@@ -310,4 +310,17 @@ func TestDecideWithAnUnreadablePolicy(t *testing.T) {
 	if d.Unreadable != "" || d.Chosen == nil || d.Chosen.Ref.Name != "everything" {
 		t.Errorf("a typo in a ConfigMap selector: chosen %+v, unreadable %q; want the fallback chosen", d.Chosen, d.Unreadable)
 	}
+	// A typo in a policy the chosen one outranks changes nothing.
+	lowTypo := cpp("catch-all", 0, typo)
+	d = Decide(web, []v1alpha1.PropagationPolicy{pp("shop", "web", 10, deployments)}, []v1alpha1.ClusterPropagationPolicy{lowTypo})
+	if d.Unreadable != "" || d.Chosen == nil || d.Chosen.Ref.Name != "web" {
+		t.Errorf("a typo in a lower-priority policy: chosen %+v, unreadable %q; want web chosen", d.Chosen, d.Unreadable)
+	}
+	// An object that names the policy with the typo by label keeps its
+	// federation too.
+	labelled := deployment("shop", "web", map[string]string{"app": "web", v1alpha1.LabelPropagationPolicy: "web"})
+	d = Decide(labelled, []v1alpha1.PropagationPolicy{pp("shop", "web", 0, typo)}, []v1alpha1.ClusterPropagationPolicy{fallback})
+	if d.Chosen != nil || d.NotApplicable != "" || !strings.Contains(d.Unreadable, "PropagationPolicy shop/web") {
+		t.Errorf("labelled for the policy with the typo: chosen %+v, not applicable %q, unreadable %q; want unreadable", d.Chosen, d.NotApplicable, d.Unreadable)
+	}
 }

@@ -55,6 +55,9 @@ func Overrides(obj *unstructured.Unstructured, cluster *v1alpha1.MemberCluster, 
 func rulesFor(cluster *v1alpha1.MemberCluster, policy string, namespaced bool, rules []v1alpha1.OverrideRule) []override.Source {
 	var out []override.Source
 	for i, r := range rules {
+		if names := r.TargetClusters.ClusterNames; len(names) > 0 && !slices.Contains(names, cluster.Name) {
+			continue // never this cluster's, whatever its selector says
+		}
 		if sel := r.TargetClusters.ClusterSelector; sel != nil {
 			if _, err := metav1.LabelSelectorAsSelector(sel); err != nil {
 				out = append(out, override.Source{Policy: policy, Rule: i, Namespaced: namespaced,

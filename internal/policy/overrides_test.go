@@ -233,6 +233,8 @@ func TestUnreadableSelectorsFailTheCopy(t *testing.T) {
 		{"a resource selector that may select the object", nil, []v1alpha1.OverridePolicy{op("shop", "mirror", []v1alpha1.ResourceSelector{badResources}, rule("a", everywhere))},
 			"resourceSelectors[0].labelSelector cannot be read"},
 		{"a resource selector of another kind is not the object's business", []v1alpha1.ClusterOverridePolicy{cop("cm", []v1alpha1.ResourceSelector{otherKind}, rule("a", everywhere))}, nil, ""},
+		{"a rule for other clusters by name is not this cluster's business", []v1alpha1.ClusterOverridePolicy{cop("mirror", []v1alpha1.ResourceSelector{deployments},
+			rule("a", v1alpha1.ClusterTarget{ClusterNames: []string{"member-2"}, ClusterSelector: typo}))}, nil, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			srcs := Overrides(web, eu1, tt.cops, tt.ops)

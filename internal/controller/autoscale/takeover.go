@@ -159,7 +159,7 @@ func (r *Reconciler) takeOver(ctx context.Context, hpa *autoscalingv2.Horizontal
 			r.event(hpa, corev1.EventTypeNormal, "TakenOver", fmt.Sprintf("taking over the member HPAs %s (deleted; a pull member's by its agent); bounds together: min %d, max %d; this HPA: min %d, max %d",
 				describe(record), sumBounds(record, true), sumBounds(record, false), policyOf(hpa).Min, hpa.Spec.MaxReplicas))
 		}
-		return &blocker{reason: ReasonTakingOver, message: "deleting the member HPAs " + describe(record)}, nil
+		return &blocker{reason: ReasonTakingOver, slow: true, message: "deleting the member HPAs " + describe(record)}, nil
 	}
 	if !render.RetainsReplicas(tmpl) {
 		return nil, nil
@@ -200,7 +200,7 @@ func (r *Reconciler) takeReplicas(ctx context.Context, tmpl *unstructured.Unstru
 			n, ok = workload.Replicas(live)
 		}
 		if !ok {
-			return &blocker{reason: ReasonTakingOver, message: fmt.Sprintf("waiting for the replicas of the copy in %s", p.Cluster)}, nil
+			return &blocker{reason: ReasonTakingOver, slow: true, message: fmt.Sprintf("waiting for the replicas of the copy in %s", p.Cluster)}, nil
 		}
 		counts[p.Cluster] = n
 		sum += n

@@ -3,6 +3,7 @@ package federate
 import (
 	"context"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -42,8 +43,17 @@ func policySource[T client.Object](mgr ctrl.Manager, r *Reconciler, obj T) sourc
 			if err != nil {
 				continue // not discovered or not synced: its informer's events come later
 			}
+			// A label selector that cannot be read may have frozen any
+			// object of the kind (PolicyUnreadable): its fix, or the
+			// policy's deletion, wakes them all.
+			match := s
+			if s.LabelSelector != nil {
+				if _, err := metav1.LabelSelectorAsSelector(s.LabelSelector); err != nil {
+					match.LabelSelector = nil
+				}
+			}
 			for _, o := range objs {
-				if policy.Selects(s, o, ref.Namespace == "") {
+				if policy.Selects(match, o, ref.Namespace == "") {
 					keys = append(keys, templates.KeyOf(o))
 				}
 			}

@@ -75,6 +75,10 @@ type Reconciler struct {
 	// its template (ruleFailure), so that the event is recorded once per
 	// new failure rather than on every pass.
 	ruleErrors sync.Map
+	// refusals: FederatedObject → when the host last refused its
+	// template's aggregated status (ruleFailure), apart from ruleErrors so
+	// that neither report resets the other's period.
+	refusals sync.Map
 	// now is the clock of reportRule (time.Now when nil).
 	now func() time.Time
 }
@@ -115,6 +119,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, fo, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.ruleErrors.Delete(req.NamespacedName)
+			r.refusals.Delete(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -202,12 +207,12 @@ func (r *Reconciler) reportRefused(ctx context.Context, key types.NamespacedName
 	if r.now != nil {
 		now = r.now()
 	}
-	if prev, ok := r.ruleErrors.Load(key); ok {
-		if p := prev.(ruleFailure); p.uid == tmpl.GetUID() && p.rule == rule && now.Sub(p.reported) < ruleReportEvery {
+	if prev, ok := r.refusals.Load(key); ok {
+		if p := prev.(ruleFailure); p.uid == tmpl.GetUID() && now.Sub(p.reported) < ruleReportEvery {
 			return
 		}
 	}
-	r.ruleErrors.Store(key, ruleFailure{uid: tmpl.GetUID(), rule: rule, reported: now})
+	r.refusals.Store(key, ruleFailure{uid: tmpl.GetUID(), rule: rule, reported: now})
 	ctrl.LoggerFrom(ctx).Info("The host refused the aggregated status", "kind", tmpl.GetKind(), "object", klog.KObj(tmpl), "error", err.Error())
 	if r.Recorder == nil {
 		return

@@ -88,6 +88,14 @@ func TestReportRefusedOncePerObject(t *testing.T) {
 	tmpl.SetUID("uid-1")
 	refused := errors.New(`CloneSet.apps.kruise.io "web" is invalid: status.replicas: Invalid value: "string": status.replicas in body must be of type integer`)
 	for i, want := range []int{1, 0} {
+		// A status rule failing in the same passes does not reset the
+		// refusal's period.
+		r.reportRule(t.Context(), key, tmpl, errors.New("status.replicas: a member reports a string, not a number"))
+		for len(rec.Events) > 0 {
+			if e := <-rec.Events; !strings.HasPrefix(e, "Warning StatusRuleFailed ") {
+				t.Errorf("event %q", e)
+			}
+		}
 		r.reportRefused(t.Context(), key, tmpl, refused)
 		got := 0
 		for len(rec.Events) > 0 {
