@@ -126,6 +126,11 @@ const (
 	// (flotilla.io/suspend): the copy is neither written nor deleted, and
 	// member-side edits are kept until it resumes.
 	PropagationSuspended PropagationReason = "Suspended"
+	// PropagationNamespaceDeleting: the host object's namespace is being
+	// deleted: the copy is neither written nor deleted until the host
+	// object goes (its deletion decides about the copy then), so that the
+	// namespace's policies, deleted first, change nothing in the members.
+	PropagationNamespaceDeleting PropagationReason = "NamespaceDeleting"
 )
 
 // ClusterPropagationStatus is the state of one cluster's copy.

@@ -9,9 +9,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/testenv"
@@ -20,9 +22,12 @@ import (
 // TestNamespaceDeletionSparesAProtectedWorkload: deleting a propagated
 // namespace that holds a Deployment protected from deletion leaves the
 // Deployment's copy and the member namespace running: the namespace
-// controller deletes the Deployment's FederatedObject and policy (by hand
-// here too, not to wait for the host's namespace controller), whose cleanup
-// then waits for the Deployment. Once the protection is lifted and the
+// controller deletes the Deployment's FederatedObject and policies (by
+// hand here too, not to wait for the host's namespace controller; the
+// OverridePolicy first, which the namespace controller may do too), whose
+// cleanup then waits for the Deployment. The copy keeps what the deleted
+// OverridePolicy set: the object is frozen (NamespaceDeleting) from the
+// namespace's deletion on. Once the protection is lifted and the
 // Deployment deleted, its copy goes; the member namespace goes only when
 // the host's is gone.
 func TestNamespaceDeletionSparesAProtectedWorkload(t *testing.T) {
@@ -47,6 +52,26 @@ func TestNamespaceDeletionSparesAProtectedWorkload(t *testing.T) {
 	waitForCluster(t, nsFO, v1alpha1.PropagationOK)
 	dep, foKey := propagatedDeployment(t, ns)
 	annotate(t, *dep, v1alpha1.AnnotationDeletionProtection, "true")
+	op := &v1alpha1.OverridePolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "site"}, Spec: v1alpha1.OverrideSpec{
+		ResourceSelectors: deploymentsIn(ns),
+		Rules: []v1alpha1.OverrideRule{{Overriders: v1alpha1.Overriders{
+			Labels: &v1alpha1.MapOverrider{Set: map[string]string{"example.com/site": "edge"}},
+		}}},
+	}}
+	if err := admin.Create(ctx, op); err != nil {
+		t.Fatal(err)
+	}
+	overridden := func(ctx context.Context) error {
+		d, err := env.Cluster(memberName).Client.AppsV1().Deployments(ns).Get(ctx, dep.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if got := d.Labels["example.com/site"]; got != "edge" {
+			return fmt.Errorf("the copy's override label is %q, want edge", got)
+		}
+		return nil
+	}
+	testenv.Eventually(t, waitTimeout, "the override reaches the copy", overridden)
 
 	// kubectl delete namespace: the namespace controller deletes the
 	// policy and the FederatedObject (its deletion of the Deployment is
@@ -54,6 +79,21 @@ func TestNamespaceDeletionSparesAProtectedWorkload(t *testing.T) {
 	if err := host.Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	if err := admin.Delete(ctx, op); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	// Unless the namespace controller deleted it first, the FederatedObject
+	// says why nothing changes.
+	testenv.Eventually(t, waitTimeout, "the FederatedObject frozen or deleted", func(ctx context.Context) error {
+		fo := &v1alpha1.FederatedObject{}
+		if err := admin.Get(ctx, foKey, fo); err != nil || !fo.DeletionTimestamp.IsZero() {
+			return client.IgnoreNotFound(err)
+		}
+		if c := meta.FindStatusCondition(fo.Status.Conditions, v1alpha1.ConditionPropagated); c == nil || c.Reason != string(v1alpha1.PropagationNamespaceDeleting) {
+			return fmt.Errorf("Propagated: %+v", c)
+		}
+		return overridden(ctx)
+	})
 	if err := admin.Delete(ctx, &v1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}); err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}
@@ -62,8 +102,8 @@ func TestNamespaceDeletionSparesAProtectedWorkload(t *testing.T) {
 	}
 	member := env.Cluster(memberName).Client.CoreV1().Namespaces()
 	testenv.Consistently(t, 5*time.Second, func() error {
-		if ok, err := memberCopy(ctx, *dep); !ok || err != nil {
-			return fmt.Errorf("the protected Deployment's copy: present %v, %v", ok, err)
+		if err := overridden(ctx); err != nil {
+			return fmt.Errorf("the protected Deployment's copy: %w", err)
 		}
 		if n, err := member.Get(ctx, ns, metav1.GetOptions{}); err != nil || n.DeletionTimestamp != nil {
 			return fmt.Errorf("the member namespace is being deleted: %v", err)

@@ -137,7 +137,10 @@ func (r *Reconciler) propagate(ctx context.Context, fo *v1alpha1.FederatedObject
 		return reconcile.Result{}, err
 	}
 	if v1alpha1.Suspended(tmpl.GetAnnotations()) {
-		return r.suspend(ctx, fo, tmpl, env)
+		return r.suspend(ctx, fo, tmpl, env, suspended)
+	}
+	if r.namespaceDeleting(tmpl) {
+		return r.suspend(ctx, fo, tmpl, env, namespaceDeleting)
 	}
 	key := types.NamespacedName{Namespace: fo.Namespace, Name: fo.Name}
 	results := r.syncAll(ctx, fo, tmpl, env)

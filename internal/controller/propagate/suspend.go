@@ -16,18 +16,53 @@ import (
 	"github.com/flotilla-io/flotilla/internal/controller/fedobj"
 )
 
-// suspendedMessage is each cluster's message while the object is
-// suspended.
-const suspendedMessage = "federation suspended (" + v1alpha1.AnnotationSuspend + `: "true" on the host object): the copy is neither written nor deleted; member-side edits are kept until it resumes`
+// freeze is a pass that writes nothing to and deletes nothing from the
+// members: what it is for and how it is reported.
+type freeze struct {
+	// reason is each cluster's state and the Propagated condition's reason.
+	reason v1alpha1.PropagationReason
+	// clusterMessage is each cluster's message.
+	clusterMessage string
+	// conditionMessage is the Propagated condition's message; %d is the
+	// number of clusters.
+	conditionMessage string
+	// action is the event's action.
+	action string
+	// tellAgents says whether pull members' agents are told to stop
+	// correcting their copies too.
+	tellAgents bool
+}
 
-// suspend is the pass of a suspended object: nothing is written to or
-// deleted from a member, so that member-side edits made in an emergency
-// stay; pull members' agents are told the same (member.Member.Suspend).
-// Every cluster with a copy or a place is reported Suspended, keeping
-// what was recorded of it (an evicted copy's LeftAt), and the Propagated
-// condition says why. Removing the annotation brings the normal pass
-// back, which applies the federation's fields again.
-func (r *Reconciler) suspend(ctx context.Context, fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured, env *environment) (reconcile.Result, error) {
+// suspended is the freeze of an object annotated flotilla.io/suspend.
+var suspended = freeze{
+	reason:           v1alpha1.PropagationSuspended,
+	clusterMessage:   "federation suspended (" + v1alpha1.AnnotationSuspend + `: "true" on the host object): the copy is neither written nor deleted; member-side edits are kept until it resumes`,
+	conditionMessage: "federation suspended by " + v1alpha1.AnnotationSuspend + " on the host object: the copies in %d clusters are left as the members hold them; remove the annotation to resume",
+	action:           "Suspend",
+	tellAgents:       true,
+}
+
+// namespaceDeleting is the freeze of an object whose namespace is being
+// deleted. The namespace controller deletes the namespace's policies in
+// no particular order, before or after this FederatedObject: a normal
+// pass in between would strip the namespace's overrides from copies that
+// stay (a workload protected from deletion, or one that keeps its copies).
+var namespaceDeleting = freeze{
+	reason:           v1alpha1.PropagationNamespaceDeleting,
+	clusterMessage:   "the host object's namespace is being deleted: the copy is neither written nor deleted until the host object goes",
+	conditionMessage: "the host object's namespace is being deleted: the copies in %d clusters are left as they are until the host object goes, whose deletion decides about them",
+	action:           "Freeze",
+}
+
+// suspend is the pass of a suspended object (or of one whose namespace is
+// being deleted, as f says): nothing is written to or deleted from a
+// member, so that member-side edits made in an emergency stay; pull
+// members' agents are told the same when f asks (member.Member.Suspend).
+// Every cluster with a copy or a place is reported with f's reason,
+// keeping what was recorded of it (an evicted copy's LeftAt), and the
+// Propagated condition says why. The end of the freeze brings the normal
+// pass back, which applies the federation's fields again.
+func (r *Reconciler) suspend(ctx context.Context, fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured, env *environment, f freeze) (reconcile.Result, error) {
 	prev := map[string]v1alpha1.ClusterPropagationStatus{}
 	var clusters []string
 	for _, c := range fo.Status.Clusters {
@@ -44,21 +79,23 @@ func (r *Reconciler) suspend(ctx context.Context, fo *v1alpha1.FederatedObject, 
 	st := v1alpha1.FederatedObjectStatus{ObservedGeneration: fo.Generation}
 	for _, c := range clusters {
 		cs := prev[c]
-		cs.Cluster, cs.Reason, cs.Message = c, v1alpha1.PropagationSuspended, suspendedMessage
-		if err := r.suspendCopy(ctx, tmpl, env.clusters[c], c); err != nil {
-			cs.Message += "; " + err.Error()
-			problems = append(problems, c+": "+err.Error())
+		cs.Cluster, cs.Reason, cs.Message = c, f.reason, f.clusterMessage
+		if f.tellAgents {
+			if err := r.suspendCopy(ctx, tmpl, env.clusters[c], c); err != nil {
+				cs.Message += "; " + err.Error()
+				problems = append(problems, c+": "+err.Error())
+			}
 		}
 		st.Clusters = append(st.Clusters, cs)
 	}
-	cond := metav1.Condition{Type: v1alpha1.ConditionPropagated, Status: metav1.ConditionFalse, Reason: string(v1alpha1.PropagationSuspended), ObservedGeneration: fo.Generation,
-		Message: fmt.Sprintf("federation suspended by %s on the host object: the copies in %d clusters are left as the members hold them; remove the annotation to resume", v1alpha1.AnnotationSuspend, len(clusters))}
+	cond := metav1.Condition{Type: v1alpha1.ConditionPropagated, Status: metav1.ConditionFalse, Reason: string(f.reason), ObservedGeneration: fo.Generation,
+		Message: fmt.Sprintf(f.conditionMessage, len(clusters))}
 	if len(problems) > 0 {
 		cond.Message += "; " + strings.Join(problems, "; ")
 	}
 	st.Conditions = []metav1.Condition{fedobj.Condition(fo.Status, cond)}
 	if c := meta.FindStatusCondition(fo.Status.Conditions, v1alpha1.ConditionPropagated); c == nil || c.Reason != cond.Reason {
-		r.event(tmpl, corev1.EventTypeNormal, string(v1alpha1.PropagationSuspended), "Suspend", cond.Message)
+		r.event(tmpl, corev1.EventTypeNormal, string(f.reason), f.action, cond.Message)
 	}
 	if err := r.writeStatus(ctx, fo, st); err != nil {
 		return reconcile.Result{}, err
