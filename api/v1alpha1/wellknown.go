@@ -64,8 +64,15 @@ const SignerAgent = "flotilla.io/agent"
 // (the common name of its client certificate): AgentUserPrefix + NAME.
 const AgentUserPrefix = "flotilla:agent:"
 
-// AgentGroup is the one organization (group) of agents' certificates.
+// AgentGroup is the organization (group) agents ask for in their
+// certificate requests.
 const AgentGroup = "flotilla:agents"
+
+// AgentMemberGroupPrefix starts the second organization (group) the hub
+// adds to every agent certificate it signs: AgentMemberGroupPrefix + the
+// MemberCluster's UID. A renewal made with the certificate of an earlier
+// MemberCluster of the same name (removed and joined again) is refused.
+const AgentMemberGroupPrefix = "flotilla:member-uid:"
 
 // AgentBootstrapServiceAccount is the ServiceAccount, in a pull member's
 // hub namespace, of its bootstrap credential: it may only create

@@ -93,10 +93,14 @@ type certSource struct {
 	dialer    *connrotation.Dialer
 	now       func() time.Time
 
-	mu       sync.RWMutex
-	cur      *tls.Certificate
-	renewAt  time.Time
-	lastErr  error         // of the last failed attempt, nil after a success
+	mu      sync.RWMutex
+	cur     *tls.Certificate
+	renewAt time.Time
+	lastErr error // of the last failed attempt, nil after a success
+	// stale is set when the hub refused a renewal made with the current
+	// certificate because it was signed for an earlier MemberCluster of
+	// this name: the next request uses the bootstrap credential.
+	stale    bool
 	ready    chan struct{} // closed once cur is set
 	readyOne sync.Once
 }
@@ -109,8 +113,11 @@ func newCertSource(cluster string, bootstrap *rest.Config, store certStore, life
 		ready:  make(chan struct{}),
 	}
 	// A stored certificate counts while it is valid by this machine's
-	// clock; an expired one is replaced with the bootstrap credential.
-	if c, err := store.Current(); err == nil && c.Leaf != nil && s.now().Before(c.Leaf.NotAfter) {
+	// clock and names this cluster (a certificate directory reused for a
+	// member joined under a new name holds the old name's); any other is
+	// replaced with the bootstrap credential.
+	if c, err := store.Current(); err == nil && c.Leaf != nil && s.now().Before(c.Leaf.NotAfter) &&
+		c.Leaf.Subject.CommonName == agentcert.Subject(cluster).CommonName {
 		s.set(c, s.now(), false)
 	}
 	return s
@@ -261,7 +268,7 @@ func (s *certSource) renew(ctx context.Context, logger logr.Logger) error {
 		return explainRefusal(err, how)
 	}
 	logger.Info("Asked the hub for the agent's certificate", "csr", created.Name, "credential", how)
-	certPEM, err := s.await(ctx, cs, created, logger)
+	certPEM, err := s.await(ctx, cs, created, how, logger)
 	if err != nil {
 		return err
 	}
@@ -287,6 +294,9 @@ func (s *certSource) renew(ctx context.Context, logger logr.Logger) error {
 	old, _ := s.current()
 	rotated := old != nil
 	s.set(c, now, true)
+	s.mu.Lock()
+	s.stale = false
+	s.mu.Unlock()
 	if rotated {
 		// Open connections keep the old certificate: reconnect.
 		s.dialer.CloseAll()
@@ -299,7 +309,10 @@ func (s *certSource) renew(ctx context.Context, logger logr.Logger) error {
 // requester is the client that asks for a certificate: the current
 // certificate while it is valid, else the bootstrap credential.
 func (s *certSource) requester() (kubernetes.Interface, string, error) {
-	if cur, _ := s.current(); cur != nil && s.now().Before(cur.Leaf.NotAfter) {
+	s.mu.RLock()
+	stale := s.stale
+	s.mu.RUnlock()
+	if cur, _ := s.current(); cur != nil && s.now().Before(cur.Leaf.NotAfter) && !stale {
 		cfg, err := s.restConfig(s.bootstrap)
 		if err != nil {
 			return nil, "", err
@@ -311,8 +324,11 @@ func (s *certSource) requester() (kubernetes.Interface, string, error) {
 	return cs, "bootstrap", err
 }
 
-// await polls the request until the hub signs or denies it.
-func (s *certSource) await(ctx context.Context, cs kubernetes.Interface, csr *certificatesv1.CertificateSigningRequest, logger logr.Logger) ([]byte, error) {
+// await polls the request until the hub signs or denies it, or refuses
+// the credential it was made with (how), which may expire or lose its
+// rights while the request waits: the next attempt then asks anew, with
+// the bootstrap credential if the certificate has expired.
+func (s *certSource) await(ctx context.Context, cs kubernetes.Interface, csr *certificatesv1.CertificateSigningRequest, how string, logger logr.Logger) ([]byte, error) {
 	interval := pollFirst
 	var reminded time.Time
 	for {
@@ -320,12 +336,19 @@ func (s *certSource) await(ctx context.Context, cs kubernetes.Interface, csr *ce
 		switch {
 		case apierrors.IsNotFound(err):
 			return nil, fmt.Errorf("certificate signing request %s was deleted before it was signed (the hub deletes requests of members not accepted after an hour); asking again", csr.Name)
+		case apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err):
+			return nil, fmt.Errorf("read certificate signing request %s: %w", csr.Name, explainRefusal(err, how))
 		case err != nil:
 			logger.Error(err, "Reading the certificate signing request failed; retrying", "csr", csr.Name)
 		case got.UID != csr.UID:
 			return nil, fmt.Errorf("certificate signing request %s was replaced by another", csr.Name)
 		default:
 			for _, c := range got.Status.Conditions {
+				if c.Type == certificatesv1.CertificateDenied && c.Reason == agentcert.ReasonEarlierMember {
+					s.mu.Lock()
+					s.stale = true
+					s.mu.Unlock()
+				}
 				if c.Type == certificatesv1.CertificateDenied || c.Type == certificatesv1.CertificateFailed {
 					return nil, fmt.Errorf("certificate signing request %s was %s (%s: %s)", csr.Name, map[bool]string{true: "denied", false: "failed"}[c.Type == certificatesv1.CertificateDenied], c.Reason, c.Message)
 				}

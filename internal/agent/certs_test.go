@@ -2,12 +2,16 @@ package agent_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -207,8 +211,12 @@ func TestCertificateBootstrapAcceptAndRotate(t *testing.T) {
 	waitCondition(t, name, v1alpha1.ConditionAccepted, metav1.ConditionTrue, v1alpha1.ReasonAccepted)
 	waitCondition(t, name, v1alpha1.ConditionReady, metav1.ConditionTrue)
 	first, certCfg := storedCertificate(t, dir, bootstrap)
-	if first.Subject.CommonName != v1alpha1.AgentUserPrefix+name || len(first.Subject.Organization) != 1 || first.Subject.Organization[0] != v1alpha1.AgentGroup {
-		t.Errorf("certificate subject %v", first.Subject)
+	joined := &v1alpha1.MemberCluster{}
+	if err := admin.Get(ctx, types.NamespacedName{Name: name}, joined); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{v1alpha1.AgentGroup, agentcert.MemberGroup(joined.UID)}; first.Subject.CommonName != v1alpha1.AgentUserPrefix+name || !slices.Equal(first.Subject.Organization, want) {
+		t.Errorf("certificate subject %v, want organizations %q", first.Subject, want)
 	}
 	if got := first.NotAfter.Sub(agentcert.IssuedAt(first)); got > certLifetime+time.Second {
 		t.Errorf("certificate valid for %s after signing, want at most the signer's %s", got, certLifetime)
@@ -277,6 +285,65 @@ func TestCertificateBootstrapAcceptAndRotate(t *testing.T) {
 		}
 		return nil
 	})
+
+	// Joined again under the same name (another cluster, say): the old
+	// certificate's user name is bound again, but the hub does not renew
+	// it, so it cannot outlive its lifetime.
+	joinBootstrap(t, name)
+	if err := join.Accept(ctx, env.Host.Config, name, true); err != nil {
+		t.Fatal(err)
+	}
+	oldCert, err := kubernetes.NewForConfig(certCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var renewal *certificatesv1.CertificateSigningRequest
+	testenv.Eventually(t, waitTimeout, "a renewal with the old certificate is created", func(ctx context.Context) error {
+		renewal, err = oldCert.CertificatesV1().CertificateSigningRequests().Create(ctx, certificateRequest(t, name), metav1.CreateOptions{})
+		return err
+	})
+	var denied *certificatesv1.CertificateSigningRequestCondition
+	testenv.Eventually(t, waitTimeout, "the renewal with the old certificate answered", func(ctx context.Context) error {
+		got, err := oldCert.CertificatesV1().CertificateSigningRequests().Get(ctx, renewal.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if len(got.Status.Certificate) > 0 {
+			t.Errorf("the hub signed a renewal made with the certificate of the earlier %s", name)
+			return nil
+		}
+		for _, c := range got.Status.Conditions {
+			if c.Type == certificatesv1.CertificateDenied {
+				denied = &c
+				return nil
+			}
+		}
+		return fmt.Errorf("conditions %+v", got.Status.Conditions)
+	})
+	if denied != nil && (denied.Reason != agentcert.ReasonEarlierMember || !strings.Contains(denied.Message, "earlier MemberCluster")) {
+		t.Errorf("denied with %s: %q, want %s naming the earlier MemberCluster", denied.Reason, denied.Message, agentcert.ReasonEarlierMember)
+	}
+}
+
+// certificateRequest is a request for cluster's agent certificate with a
+// new key, as an agent makes it.
+func certificateRequest(t *testing.T, cluster string) *certificatesv1.CertificateSigningRequest {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: agentcert.Subject(cluster)}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &certificatesv1.CertificateSigningRequest{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "flotilla-agent-" + cluster + "-"},
+		Spec: certificatesv1.CertificateSigningRequestSpec{
+			Request:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
+			SignerName: v1alpha1.SignerAgent, Usages: agentcert.Usages,
+		},
+	}
 }
 
 // TestCertificateDeniedAndBadBootstrap: a denied request shows on the

@@ -11,6 +11,7 @@ import (
 	"encoding/pem"
 	"math/big"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -143,7 +144,7 @@ func TestSign(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := s.Sign(req, time.Hour, now)
+	data, err := s.Sign(req, "uid-1", time.Hour, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,8 +158,9 @@ func TestSign(t *testing.T) {
 	if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
 		t.Errorf("the certificate does not verify as a client certificate: %v", err)
 	}
-	if cert.Subject.String() != Subject("edge-1").String() || cert.IsCA {
-		t.Errorf("subject %v CA %v", cert.Subject, cert.IsCA)
+	if want := []string{v1alpha1.AgentGroup, v1alpha1.AgentMemberGroupPrefix + "uid-1"}; cert.Subject.CommonName != Subject("edge-1").CommonName ||
+		!slices.Equal(cert.Subject.Organization, want) || cert.IsCA {
+		t.Errorf("subject %v (organizations %q, want %q) CA %v", cert.Subject, cert.Subject.Organization, want, cert.IsCA)
 	}
 	if !IssuedAt(cert).Equal(now) || !cert.NotAfter.Equal(now.Add(time.Hour)) {
 		t.Errorf("issued %s until %s, want %s until %s", IssuedAt(cert), cert.NotAfter, now, now.Add(time.Hour))
@@ -171,7 +173,7 @@ func TestSign(t *testing.T) {
 	}
 	// Never past the CA's own expiry.
 	short := testCA(t, now.Add(30*time.Minute))
-	data, err = short.Sign(req, time.Hour, now)
+	data, err = short.Sign(req, "uid-1", time.Hour, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,4 +218,26 @@ func FuzzCheck(f *testing.F) {
 			t.Fatalf("Check passed %q for %q from %q", parsed.Subject, cluster, user)
 		}
 	})
+}
+
+func TestStaleRenewal(t *testing.T) {
+	agent := v1alpha1.AgentUserPrefix + "edge-1"
+	for _, tt := range []struct {
+		name     string
+		username string
+		groups   []string
+		want     bool
+	}{
+		{"bootstrap credential", BootstrapUser("edge-1"), []string{"system:serviceaccounts"}, false},
+		{"certificate of this member", agent, []string{v1alpha1.AgentGroup, MemberGroup("uid-now"), "system:authenticated"}, false},
+		{"certificate of an earlier member of the name", agent, []string{v1alpha1.AgentGroup, MemberGroup("uid-before"), "system:authenticated"}, true},
+		{"certificate from before member groups", agent, []string{v1alpha1.AgentGroup, "system:authenticated"}, false},
+		{"another cluster's agent", v1alpha1.AgentUserPrefix + "edge-2", []string{MemberGroup("uid-before")}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := StaleRenewal("edge-1", "uid-now", tt.username, tt.groups); got != tt.want {
+				t.Errorf("StaleRenewal = %v, want %v", got, tt.want)
+			}
+		})
+	}
 }

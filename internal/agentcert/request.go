@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
@@ -135,4 +136,25 @@ func checkKey(req *x509.CertificateRequest) error {
 		return fmt.Errorf("public key type %T is not allowed", req.PublicKey)
 	}
 	return nil
+}
+
+// ReasonEarlierMember is the reason with which the hub denies a
+// StaleRenewal; an agent told so asks with its bootstrap credential next.
+const ReasonEarlierMember = "EarlierMemberCluster"
+
+// StaleRenewal reports whether a request from cluster's agent (a renewal)
+// was made with a certificate signed for another MemberCluster of the same
+// name than the one with UID member: one removed and joined again, whose
+// old agent may still run. A certificate from before member groups (none
+// in groups) is renewed, into one with the group.
+func StaleRenewal(cluster string, member types.UID, username string, groups []string) bool {
+	if username != v1alpha1.AgentUserPrefix+cluster {
+		return false
+	}
+	for _, g := range groups {
+		if uid, ok := strings.CutPrefix(g, v1alpha1.AgentMemberGroupPrefix); ok && uid != string(member) {
+			return true
+		}
+	}
+	return false
 }

@@ -4,14 +4,19 @@ import (
 	"crypto"
 	"crypto/rand"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
 	"fmt"
 	"math/big"
 	"os"
+	"slices"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/keyutil"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 )
 
 // Backdate is how far before the signing time a certificate's validity
@@ -84,10 +89,11 @@ func (s *Signer) Lifetime(requested time.Duration) time.Duration {
 	return max
 }
 
-// Sign issues a client certificate for req's key and subject, valid from
+// Sign issues a client certificate for req's key and subject, with the
+// member's UID group (MemberGroup) added to its organizations, valid from
 // Backdate before now for Backdate plus the lifetime (never past the CA's
 // own expiry), and returns it PEM-encoded. req must have passed Check.
-func (s *Signer) Sign(req *x509.CertificateRequest, lifetime time.Duration, now time.Time) ([]byte, error) {
+func (s *Signer) Sign(req *x509.CertificateRequest, member types.UID, lifetime time.Duration, now time.Time) ([]byte, error) {
 	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
 	if err != nil {
 		return nil, fmt.Errorf("serial number: %w", err)
@@ -98,7 +104,7 @@ func (s *Signer) Sign(req *x509.CertificateRequest, lifetime time.Duration, now 
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: serial,
-		Subject:      req.Subject,
+		Subject:      subjectOf(req, member),
 		NotBefore:    now.Add(-Backdate),
 		NotAfter:     notAfter,
 		KeyUsage:     x509.KeyUsageDigitalSignature,
@@ -130,3 +136,14 @@ func Skew(cert *x509.Certificate, now time.Time) time.Duration { return now.Sub(
 // judges certificates by its own clock, so an agent whose clock is far
 // off renews at the wrong time after a restart.
 const MaxSkew = 2 * time.Minute
+
+// MemberGroup is the group an agent certificate signed for the
+// MemberCluster with the given UID carries besides v1alpha1.AgentGroup.
+func MemberGroup(member types.UID) string { return v1alpha1.AgentMemberGroupPrefix + string(member) }
+
+// subjectOf is req's subject with the member's UID group added.
+func subjectOf(req *x509.CertificateRequest, member types.UID) pkix.Name {
+	subject := req.Subject
+	subject.Organization = append(slices.Clone(subject.Organization), MemberGroup(member))
+	return subject
+}

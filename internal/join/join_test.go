@@ -381,3 +381,39 @@ func TestUnjoinStoppedAfterTheClaimIsResumed(t *testing.T) {
 		t.Errorf("MemberCluster after unjoin: %v, want it gone", err)
 	}
 }
+
+// TestJoinPullRefusesANamespaceMadeByOthers: a hub namespace made before
+// the join by someone else (who may hold rights there, such as minting the
+// agent's tokens) stops `flotilla join --mode pull` before anything is
+// registered; joining again the same MemberCluster keeps working.
+func TestJoinPullRefusesANamespaceMadeByOthers(t *testing.T) {
+	host, _ := hosts(t)
+	ctx := context.Background()
+	const name = "squatted"
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.ClusterNamespace(name)}}
+	if _, err := host.Client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = host.Client.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
+	})
+	_, err := join.JoinPull(ctx, join.PullOptions{Name: name, Host: host.Config})
+	if err == nil || !strings.Contains(err.Error(), "was not made by `flotilla join`") || !strings.Contains(err.Error(), ns.Name) {
+		t.Fatalf("join with a namespace made by others: %v, want a refusal naming it", err)
+	}
+	hc := hostClient(t, host)
+	if err := hc.Get(ctx, k8stypes.NamespacedName{Name: name}, &v1alpha1.MemberCluster{}); !apierrors.IsNotFound(err) {
+		t.Errorf("MemberCluster %s after the refused join: %v, want none", name, err)
+	}
+
+	// A namespace of its own: joined, and joined again.
+	const own = "own-namespace"
+	for round := 1; round <= 2; round++ {
+		if _, err := join.JoinPull(ctx, join.PullOptions{Name: own, Host: host.Config}); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+	}
+	t.Cleanup(func() {
+		_ = hc.Delete(context.Background(), &v1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: own}})
+	})
+}

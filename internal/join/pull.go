@@ -9,6 +9,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -19,6 +20,7 @@ import (
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	"github.com/flotilla-io/flotilla/config/rbac"
+	"github.com/flotilla-io/flotilla/internal/poll"
 )
 
 // AgentServiceAccount is the ServiceAccount in a pull member's hub
@@ -90,6 +92,9 @@ func JoinPull(ctx context.Context, o PullOptions) (PullCredentials, error) {
 	}
 	if err := rbac.Apply(ctx, o.Host, rbac.AgentFile); err != nil {
 		return creds, fmt.Errorf("install the agents' ClusterRoles: %w", err)
+	}
+	if err := checkClusterNamespace(ctx, c, o.Name); err != nil {
+		return creds, err
 	}
 	mc := &v1alpha1.MemberCluster{
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "MemberCluster"},
@@ -182,6 +187,58 @@ func agentKubeconfig(server string, ca []byte, token, cluster string) ([]byte, e
 	cfg.CurrentContext = "agent"
 	return clientcmd.Write(*cfg)
 }
+
+// checkClusterNamespace refuses to join cluster when its hub namespace
+// exists but is not owned by its MemberCluster (made by an earlier join of
+// it): someone who created it first may hold rights there (to mint the
+// agent's or the bootstrap ServiceAccount's tokens). The namespace of an
+// earlier MemberCluster of the name (just unjoined) is waited for while
+// the garbage collector deletes it, up to namespaceGoneTimeout.
+func checkClusterNamespace(ctx context.Context, c client.Client, cluster string) error {
+	name := v1alpha1.ClusterNamespace(cluster)
+	mc := &v1alpha1.MemberCluster{}
+	if err := c.Get(ctx, client.ObjectKey{Name: cluster}, mc); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("read MemberCluster %s: %w", cluster, err)
+	}
+	var foreign bool
+	err := poll.Until(ctx, namespaceGoneTimeout, func(ctx context.Context) error {
+		ns := &corev1.Namespace{}
+		err := c.Get(ctx, client.ObjectKey{Name: name}, ns)
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil
+		case err != nil:
+			return fmt.Errorf("read the hub namespace %s: %w", name, err)
+		}
+		earlier := false
+		for _, o := range ns.OwnerReferences {
+			if o.Kind != "MemberCluster" || o.Name != cluster {
+				continue
+			}
+			if mc.UID != "" && o.UID == mc.UID {
+				return nil // this MemberCluster's: joined again
+			}
+			earlier = true
+		}
+		if earlier {
+			return fmt.Errorf("the hub namespace %s of an earlier MemberCluster %s is still there (the garbage collector deletes it): join again once it is gone", name, cluster)
+		}
+		foreign = true // it does not go by itself: stop waiting
+		return nil
+	})
+	switch {
+	case err != nil:
+		return err
+	case foreign:
+		return fmt.Errorf("the hub namespace %s exists and was not made by `flotilla join` for MemberCluster %s: whoever may act in it could take the agent's identity; "+
+			"delete it (kubectl delete namespace %s) after checking what it holds, or join under another name", name, cluster, name)
+	}
+	return nil
+}
+
+// namespaceGoneTimeout bounds checkClusterNamespace's wait for an earlier
+// MemberCluster's hub namespace to be deleted.
+const namespaceGoneTimeout = 2 * time.Minute
 
 // agentAccess are the objects JoinPull applies for mc's agent.
 func agentAccess(mc *v1alpha1.MemberCluster) []client.Object {

@@ -36,6 +36,7 @@ const (
 	reasonAccepted = "MemberClusterAccepted"
 	reasonInvalid  = "InvalidRequest"
 	reasonUnknown  = "UnknownCluster"
+	reasonStale    = agentcert.ReasonEarlierMember
 )
 
 // Reconciler approves, signs, denies and cleans up the agent signer's
@@ -115,6 +116,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if mc.Spec.SyncMode != v1alpha1.SyncModePull || !mc.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, r.deny(ctx, csr, mc, reasonUnknown, fmt.Sprintf("MemberCluster %s is not a syncMode Pull member (or is being deleted)", cluster))
+	}
+	if agentcert.StaleRenewal(cluster, mc.UID, csr.Spec.Username, csr.Spec.Groups) {
+		return reconcile.Result{}, r.deny(ctx, csr, mc, reasonStale, fmt.Sprintf(
+			"renewal made with a certificate signed for an earlier MemberCluster %s (removed and joined again): the agent must start again from the new join's bootstrap credential", cluster))
 	}
 	if !mc.Spec.Accepted {
 		// Waits for an admin; the cluster controller shows it in the
@@ -201,7 +206,7 @@ func (r *Reconciler) issue(ctx context.Context, csr *certificatesv1.CertificateS
 		lifetime = time.Duration(*s) * time.Second
 	}
 	lifetime = r.Signer.Lifetime(lifetime)
-	certPEM, err := r.Signer.Sign(req, lifetime, now)
+	certPEM, err := r.Signer.Sign(req, mc.UID, lifetime, now)
 	if err != nil {
 		return err
 	}
