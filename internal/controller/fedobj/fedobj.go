@@ -12,8 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -99,6 +101,36 @@ func ForCluster(ctx context.Context, c client.Reader, cluster string) ([]reconci
 		return nil, err
 	}
 	return requests(list), nil
+}
+
+// OnCluster is a handler.MapFunc from a MemberCluster to the requests of
+// the FederatedObjects placed on it or holding a copy there (ForCluster).
+func OnCluster(c client.Reader) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		reqs, err := ForCluster(ctx, c, o.GetName())
+		if err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "List FederatedObjects of cluster", "cluster", o.GetName())
+		}
+		return reqs
+	}
+}
+
+// OfPolicy is a handler.MapFunc from a PropagationPolicy or
+// ClusterPropagationPolicy to the requests of the FederatedObjects it
+// propagates (spec.policy).
+func OfPolicy(c client.Reader) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		ref := v1alpha1.PolicyReference{Kind: policy.KindClusterPropagationPolicy, Name: o.GetName()}
+		if _, ok := o.(*v1alpha1.PropagationPolicy); ok {
+			ref = v1alpha1.PolicyReference{Kind: policy.KindPropagationPolicy, Namespace: o.GetNamespace(), Name: o.GetName()}
+		}
+		list := &v1alpha1.FederatedObjectList{}
+		if err := c.List(ctx, list, client.MatchingFields{IndexPolicy: PolicyKey(ref)}, client.UnsafeDisableDeepCopy); err != nil { // names only
+			ctrl.LoggerFrom(ctx).Error(err, "List FederatedObjects of policy", "policy", ref)
+			return nil
+		}
+		return requests(list)
+	}
 }
 
 // All returns the requests of every FederatedObject (in a namespace, or all

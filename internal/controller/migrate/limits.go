@@ -88,14 +88,20 @@ func nextLimits(current []v1alpha1.CapacityLimit, obs []observation, threshold t
 			continue // the extra pods of a rollout: it runs what it is given
 		}
 		old, had := limits[o.cluster]
+		if had && old.LiftedAt != nil && now.Sub(old.LiftedAt.Time) >= forgetAfter {
+			had = false // lifted long ago: not "again"
+		}
 		if had && old.LiftedAt == nil && old.Replicas <= capacity {
 			continue
 		}
 		l := v1alpha1.CapacityLimit{Cluster: o.cluster, Replicas: capacity, Unschedulable: o.placed - capacity, Since: metav1.NewTime(now), Count: 1}
 		switch {
 		case had && old.LiftedAt == nil:
-			l.Count = old.Count // lowered further while held
-			l.Unschedulable += old.Unschedulable
+			// Lowered further while held: the replicas that moved before
+			// and those that move now (the placement may hold more than
+			// the limit when no other cluster had room).
+			l.Count = old.Count
+			l.Unschedulable = old.Unschedulable + old.Replicas - capacity
 		case had:
 			l.Count = old.Count + 1 // set again after a lift: hold longer
 		}
@@ -105,8 +111,10 @@ func nextLimits(current []v1alpha1.CapacityLimit, obs []observation, threshold t
 	}
 	for name, l := range limits {
 		if l.LiftedAt != nil {
-			if now.Sub(l.LiftedAt.Time) >= forgetAfter {
+			if age := now.Sub(l.LiftedAt.Time); age >= forgetAfter {
 				delete(limits, name)
+			} else {
+				soon(forgetAfter - age)
 			}
 			continue
 		}

@@ -38,6 +38,7 @@ func TestNextLimits(t *testing.T) {
 		want        map[string]int32 // active limits
 		wantLifted  []string
 		wantCount   map[string]int32
+		wantMoved   map[string]int32 // Unschedulable of active limits
 		wantRecheck time.Duration
 		wantChanges int
 	}{
@@ -127,8 +128,39 @@ func TestNextLimits(t *testing.T) {
 			room:        room,
 			want:        map[string]int32{"a": 1},
 			wantCount:   map[string]int32{"a": 2},
+			wantMoved:   map[string]int32{"a": 4},
 			wantRecheck: 2 * baseHold,
 			wantChanges: 1,
+		},
+		{
+			name:        "lowered while the placement holds more than the limit (no room elsewhere): moved counts from the first placement",
+			current:     []v1alpha1.CapacityLimit{active("a", 3, 2, 1, ago(30*time.Second))},
+			obs:         []observation{{cluster: "a", placed: 5, pods: 5, unschedulable: times(ago(2*time.Minute), ago(2*time.Minute), ago(2*time.Minute))}},
+			room:        room,
+			want:        map[string]int32{"a": 2},
+			wantCount:   map[string]int32{"a": 1},
+			wantMoved:   map[string]int32{"a": 3},
+			wantRecheck: baseHold,
+			wantChanges: 1,
+		},
+		{
+			name:        "set again long after a lift: counted afresh",
+			current:     []v1alpha1.CapacityLimit{lifted(active("a", 2, 3, 4, ago(4*time.Hour)), ago(3*time.Hour))},
+			obs:         []observation{{cluster: "a", placed: 5, pods: 5, unschedulable: times(ago(2*time.Minute), ago(2*time.Minute), ago(2*time.Minute))}},
+			room:        room,
+			want:        map[string]int32{"a": 2},
+			wantCount:   map[string]int32{"a": 1},
+			wantMoved:   map[string]int32{"a": 3},
+			wantRecheck: baseHold,
+			wantChanges: 1,
+		},
+		{
+			name:        "a lifted limit is looked at again when it is to be forgotten",
+			current:     []v1alpha1.CapacityLimit{lifted(active("a", 2, 3, 1, ago(2*time.Hour)), ago(time.Hour))},
+			obs:         []observation{{cluster: "a", placed: 5, pods: 5}},
+			room:        room,
+			wantLifted:  []string{"a"},
+			wantRecheck: forgetAfter - time.Hour,
 		},
 		{
 			name:    "a lifted limit is forgotten after a while",
@@ -156,6 +188,9 @@ func TestNextLimits(t *testing.T) {
 				gotActive[l.Cluster] = l.Replicas
 				if want, ok := tt.wantCount[l.Cluster]; ok && l.Count != want {
 					t.Errorf("count of %s = %d, want %d", l.Cluster, l.Count, want)
+				}
+				if want, ok := tt.wantMoved[l.Cluster]; ok && l.Unschedulable != want {
+					t.Errorf("unschedulable of %s = %d, want %d", l.Cluster, l.Unschedulable, want)
 				}
 			}
 			if len(gotActive) != len(tt.want) {

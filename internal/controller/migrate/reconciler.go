@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,11 +22,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -63,9 +66,10 @@ type Reconciler struct {
 }
 
 // SetupWithManager registers the controller with mgr. Besides
-// FederatedObjects it follows templates, the status of the member copies
-// (their pod counts) and the member pods that turn unschedulable, so that
-// nothing needs polling.
+// FederatedObjects it follows templates, policies (failover settings),
+// clusters turning Ready or not (a cluster not usable is left out of a
+// pass), the status of the member copies (their pod counts) and the member
+// pods that turn unschedulable, so that nothing needs polling.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.Templates.Subscribe(func(k templates.Key) { r.queue.Add(fedobj.Request(k)) })
 	r.Pool.Subscribe(func(e member.ObjectEvent) {
@@ -81,6 +85,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		For(&v1alpha1.FederatedObject{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, fedobj.PlacementChanged))).
+		Watches(&v1alpha1.PropagationPolicy{}, handler.EnqueueRequestsFromMapFunc(fedobj.OfPolicy(r.Client)), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&v1alpha1.ClusterPropagationPolicy{}, handler.EnqueueRequestsFromMapFunc(fedobj.OfPolicy(r.Client)), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&v1alpha1.MemberCluster{}, handler.EnqueueRequestsFromMapFunc(fedobj.OnCluster(r.Client)), builder.WithPredicates(fedobj.ReadinessOrLabelsChanged)).
 		WatchesRawSource(r.queue.Source()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(r.MaxConcurrentReconciles, 4)}).
 		Complete(r)
@@ -133,7 +140,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return fits(clusters[name], requests, n)
 	}
-	limits, recheck, changes := nextLimits(fo.Status.CapacityLimits, obs, threshold, hasRoom, time.Now())
+	limits, recheck, changes := nextLimits(ofClusters(fo.Status.CapacityLimits, clusters), obs, threshold, hasRoom, time.Now())
 	if err := r.write(ctx, fo, tmpl, limits, changes); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -143,9 +150,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{RequeueAfter: recheck}, nil
 }
 
+// ofClusters drops the limits of clusters that are no longer members (a
+// limit there could never be lifted, and a cluster joined again under the
+// name starts afresh).
+func ofClusters(limits []v1alpha1.CapacityLimit, clusters map[string]*v1alpha1.MemberCluster) []v1alpha1.CapacityLimit {
+	return slices.DeleteFunc(slices.Clone(limits), func(l v1alpha1.CapacityLimit) bool { return clusters[l.Cluster] == nil })
+}
+
 // settings returns the policy's Unschedulable threshold and whether
 // application failover applies to the object: a Divide workload of a kind
-// whose pods Flotilla can find.
+// whose pods Flotilla can find, except a StatefulSet numbered across the
+// federation, whose members keep their ranges of ordinals (a limit would
+// move nothing).
 func settings(spec *v1alpha1.PropagationSpec, tmpl *unstructured.Unstructured) (time.Duration, bool) {
 	seconds := int32(v1alpha1.DefaultUnschedulableSeconds)
 	if f := spec.Failover; f != nil && f.Application != nil {
@@ -157,6 +173,10 @@ func settings(spec *v1alpha1.PropagationSpec, tmpl *unstructured.Unstructured) (
 		}
 	}
 	if spec.Placement.ReplicaScheduling.Type != v1alpha1.ReplicaSchedulingDivide || !workload.Migratable(tmpl) {
+		return 0, false
+	}
+	if tmpl.GroupVersionKind().GroupKind() == (schema.GroupKind{Group: "apps", Kind: "StatefulSet"}) &&
+		tmpl.GetAnnotations()[v1alpha1.AnnotationOrdinals] != v1alpha1.OrdinalsPerMember {
 		return 0, false
 	}
 	return time.Duration(seconds) * time.Second, true

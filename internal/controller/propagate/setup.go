@@ -72,7 +72,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&v1alpha1.ClusterOverridePolicy{}, handler.EnqueueRequestsFromMapFunc(r.inNamespace)).
 		Watches(&v1alpha1.PropagationPolicy{}, handler.EnqueueRequestsFromMapFunc(r.inNamespace), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha1.ClusterPropagationPolicy{}, handler.EnqueueRequestsFromMapFunc(r.inNamespace), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&v1alpha1.MemberCluster{}, handler.EnqueueRequestsFromMapFunc(r.onCluster), builder.WithPredicates(fedobj.ReadinessOrLabelsChanged)).
+		Watches(&v1alpha1.MemberCluster{}, handler.EnqueueRequestsFromMapFunc(fedobj.OnCluster(r.Client)), builder.WithPredicates(fedobj.ReadinessOrLabelsChanged)).
 		WatchesRawSource(r.queue.Source()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(r.MaxConcurrentReconciles, 8)}).
 		Complete(r)
@@ -84,14 +84,6 @@ func (r *Reconciler) inNamespace(ctx context.Context, o client.Object) []reconci
 	reqs, err := fedobj.All(ctx, r.Client, o.GetNamespace())
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "List FederatedObjects")
-	}
-	return reqs
-}
-
-func (r *Reconciler) onCluster(ctx context.Context, o client.Object) []reconcile.Request {
-	reqs, err := fedobj.ForCluster(ctx, r.Client, o.GetName())
-	if err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "List FederatedObjects of cluster", "cluster", o.GetName())
 	}
 	return reqs
 }

@@ -92,8 +92,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A leader's placement, and the clusters still holding its copies,
 		// move its followers.
 		Watches(&v1alpha1.FederatedObject{}, handler.EnqueueRequestsFromMapFunc(followersOf), builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, fedobj.PlacementChanged, copiesChanged))).
-		Watches(&v1alpha1.PropagationPolicy{}, handler.EnqueueRequestsFromMapFunc(r.forPolicy), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&v1alpha1.ClusterPropagationPolicy{}, handler.EnqueueRequestsFromMapFunc(r.forPolicy), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&v1alpha1.PropagationPolicy{}, handler.EnqueueRequestsFromMapFunc(fedobj.OfPolicy(r.Client)), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&v1alpha1.ClusterPropagationPolicy{}, handler.EnqueueRequestsFromMapFunc(fedobj.OfPolicy(r.Client)), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha1.MemberCluster{}, handler.EnqueueRequestsFromMapFunc(r.all), builder.WithPredicates(clusterChanged)).
 		Watches(&v1alpha1.SchedulingProfile{}, handler.EnqueueRequestsFromMapFunc(r.all), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha1.SchedulerPluginWebhook{}, handler.EnqueueRequestsFromMapFunc(r.all), builder.WithPredicates(predicate.GenerationChangedPredicate{})).

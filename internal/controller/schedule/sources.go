@@ -14,7 +14,6 @@ import (
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/controller/fedobj"
-	"github.com/flotilla-io/flotilla/internal/policy"
 	"github.com/flotilla-io/flotilla/internal/templates"
 )
 
@@ -26,23 +25,6 @@ func followersOf(_ context.Context, o client.Object) []reconcile.Request {
 		// Followers are core-group kinds: their FederatedObject is "<name>.<kind>".
 		name := (types.NamespacedName{Namespace: fo.Namespace, Name: f.Name})
 		out = append(out, reconcile.Request{NamespacedName: followerName(name, f.Kind)})
-	}
-	return out
-}
-
-func (r *Reconciler) forPolicy(ctx context.Context, o client.Object) []reconcile.Request {
-	ref := v1alpha1.PolicyReference{Kind: policy.KindClusterPropagationPolicy, Name: o.GetName()}
-	if _, ok := o.(*v1alpha1.PropagationPolicy); ok {
-		ref = v1alpha1.PolicyReference{Kind: policy.KindPropagationPolicy, Namespace: o.GetNamespace(), Name: o.GetName()}
-	}
-	list := &v1alpha1.FederatedObjectList{}
-	if err := r.Client.List(ctx, list, client.MatchingFields{fedobj.IndexPolicy: fedobj.PolicyKey(ref)}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "List FederatedObjects of policy", "policy", ref)
-		return nil
-	}
-	out := make([]reconcile.Request, 0, len(list.Items))
-	for _, fo := range list.Items {
-		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: fo.Namespace, Name: fo.Name}})
 	}
 	return out
 }
