@@ -11,12 +11,6 @@ SAMPLE    ?= config/samples/propagation.yaml
 TEST_TIMEOUT ?= 25m
 # Flags for `make test`: the race detector by default (TEST_FLAGS= runs without).
 TEST_FLAGS ?= -race
-# Test binaries `make test` builds and runs at once. The two e2e packages
-# mostly wait (for failover grace periods, restarts, members' pods), so
-# they are listed first and run beside the others (measured in
-# docs/benchmarks.md, "Test suite time").
-TEST_PARALLEL ?= 4
-TEST_FIRST := ./test/e2e ./test/pull
 # How long `make fuzz` fuzzes each target.
 FUZZTIME ?= 10s
 # Extra flags for the harness `make bench` runs, e.g. BENCH_FLAGS="--workloads 10000 --members 10 --timeout 60m".
@@ -44,7 +38,7 @@ status: build ## Show the local environment's components and health.
 	./$(BIN) status
 
 test: components ## Run unit, integration and e2e tests, with the race detector.
-	$(GO) test $(TEST_FLAGS) -p $(TEST_PARALLEL) -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FIRST) ./...
+	$(GO) test $(TEST_FLAGS) -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 test-unit: ## Run only the unit tests (no environments started).
 	$(GO) test -count=1 -short ./...
