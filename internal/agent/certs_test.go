@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -38,14 +39,15 @@ import (
 // runCertAgent runs an agent for cluster with the bootstrap credential
 // and certificate directory dir until the test ends. It shares member-1
 // with the package's pull member; nothing is placed on it.
-func runCertAgent(t *testing.T, cluster string, bootstrap *rest.Config, dir string) {
+func runCertAgent(t *testing.T, cluster string, bootstrap *rest.Config, dir string) (stop func()) {
 	t.Helper()
-	runAgent(t, cluster, "cert-agent", func(o *agent.Options) { o.Bootstrap, o.CertDir = bootstrap, dir })
+	return runAgent(t, cluster, "cert-agent", func(o *agent.Options) { o.Bootstrap, o.CertDir = bootstrap, dir })
 }
 
 // runAgent runs an agent for cluster on member-1, with the package's
-// timing, until the test ends; hub sets its credentials on the hub.
-func runAgent(t *testing.T, cluster, identity string, hub func(*agent.Options)) {
+// timing, until stop is called or the test ends; hub sets its credentials
+// on the hub.
+func runAgent(t *testing.T, cluster, identity string, hub func(*agent.Options)) (stop func()) {
 	t.Helper()
 	o := agent.DefaultOptions()
 	o.Cluster, o.Member = cluster, env.Cluster("member-1").Config
@@ -60,10 +62,12 @@ func runAgent(t *testing.T, cluster, identity string, hub func(*agent.Options)) 
 			fmt.Fprintf(os.Stderr, "agent %s: %v\n", cluster, err)
 		}
 	}()
-	t.Cleanup(func() {
+	stop = sync.OnceFunc(func() {
 		cancel()
 		<-done
 	})
+	t.Cleanup(stop)
+	return stop
 }
 
 // joinBootstrap registers a pull member, not accepted, and returns its
@@ -144,7 +148,7 @@ func TestCertificateBootstrapAcceptAndRotate(t *testing.T) {
 	const name = "cert-1"
 	bootstrap := joinBootstrap(t, name)
 	dir := t.TempDir()
-	runCertAgent(t, name, bootstrap, dir)
+	stopAgent := runCertAgent(t, name, bootstrap, dir)
 
 	// Pending: the request is shown, the member is not Ready, and it has
 	// no session, so nothing is written for it.
@@ -289,8 +293,13 @@ func TestCertificateBootstrapAcceptAndRotate(t *testing.T) {
 	// Joined again under the same name (another cluster, say): the old
 	// certificate's user name is bound again, but the hub does not renew
 	// it, so it cannot outlive its lifetime.
-	joinBootstrap(t, name)
+	stopAgent()
+	newBootstrap := joinBootstrap(t, name)
 	if err := join.Accept(ctx, env.Host.Config, name, true); err != nil {
+		t.Fatal(err)
+	}
+	rejoined := &v1alpha1.MemberCluster{}
+	if err := admin.Get(ctx, types.NamespacedName{Name: name}, rejoined); err != nil {
 		t.Fatal(err)
 	}
 	oldCert, err := kubernetes.NewForConfig(certCfg)
@@ -323,6 +332,20 @@ func TestCertificateBootstrapAcceptAndRotate(t *testing.T) {
 	if denied != nil && (denied.Reason != agentcert.ReasonEarlierMember || !strings.Contains(denied.Message, "earlier MemberCluster")) {
 		t.Errorf("denied with %s: %q, want %s naming the earlier MemberCluster", denied.Reason, denied.Message, agentcert.ReasonEarlierMember)
 	}
+
+	// The same cluster's agent started again with the new join's bootstrap
+	// credential and its old certificate directory: its renewal with the
+	// old certificate is denied, and it gets one of the new member with
+	// the bootstrap credential.
+	runCertAgent(t, name, newBootstrap, dir)
+	testenv.Eventually(t, certLifetime*3, "the agent holds a certificate of the new member", func(context.Context) error {
+		cert, _ := storedCertificate(t, dir, newBootstrap)
+		if !slices.Contains(cert.Subject.Organization, agentcert.MemberGroup(rejoined.UID)) {
+			return fmt.Errorf("the stored certificate's organizations are %q", cert.Subject.Organization)
+		}
+		return nil
+	})
+	waitCondition(t, name, v1alpha1.ConditionReady, metav1.ConditionTrue)
 }
 
 // certificateRequest is a request for cluster's agent certificate with a

@@ -181,6 +181,12 @@ func TestSign(t *testing.T) {
 	if cert, err = x509.ParseCertificate(block.Bytes); err != nil || !cert.NotAfter.Equal(now.Add(30*time.Minute)) {
 		t.Errorf("certificate of a CA expiring in 30m ends %v (%v)", cert.NotAfter, err)
 	}
+	// A CA about to expire, or expired, signs nothing.
+	for _, left := range []time.Duration{5 * time.Minute, -time.Hour} {
+		if _, err := testCA(t, now.Add(left)).Sign(req, "uid-1", time.Hour, now); err == nil || !strings.Contains(err.Error(), "renew the agent CA") {
+			t.Errorf("signing with a CA %s from its expiry: %v, want a refusal that says to renew it", left, err)
+		}
+	}
 }
 
 func TestLifetime(t *testing.T) {
@@ -200,6 +206,18 @@ func TestLifetime(t *testing.T) {
 func TestNewSignerRefusesNonCA(t *testing.T) {
 	if _, err := NewSigner([]byte("junk"), []byte("junk")); err == nil {
 		t.Error("NewSigner took junk")
+	}
+}
+
+func TestNewSignerRefusesAnotherKey(t *testing.T) {
+	ca := testCA(t, time.Now().Add(time.Hour))
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.cert.Raw})
+	other, err := x509.MarshalPKCS8PrivateKey(ecKey(t, elliptic.P256()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewSigner(certPEM, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: other})); err == nil || !strings.Contains(err.Error(), "not the key of") {
+		t.Errorf("NewSigner with another key: %v, want a refusal", err)
 	}
 }
 
@@ -226,16 +244,18 @@ func TestStaleRenewal(t *testing.T) {
 		name     string
 		username string
 		groups   []string
+		recent   bool
 		want     bool
 	}{
-		{"bootstrap credential", BootstrapUser("edge-1"), []string{"system:serviceaccounts"}, false},
-		{"certificate of this member", agent, []string{v1alpha1.AgentGroup, MemberGroup("uid-now"), "system:authenticated"}, false},
-		{"certificate of an earlier member of the name", agent, []string{v1alpha1.AgentGroup, MemberGroup("uid-before"), "system:authenticated"}, true},
-		{"certificate from before member groups", agent, []string{v1alpha1.AgentGroup, "system:authenticated"}, false},
-		{"another cluster's agent", v1alpha1.AgentUserPrefix + "edge-2", []string{MemberGroup("uid-before")}, false},
+		{"bootstrap credential", BootstrapUser("edge-1"), []string{"system:serviceaccounts"}, true, false},
+		{"certificate of this member", agent, []string{v1alpha1.AgentGroup, MemberGroup("uid-now"), "system:authenticated"}, true, false},
+		{"certificate of an earlier member of the name", agent, []string{v1alpha1.AgentGroup, MemberGroup("uid-before"), "system:authenticated"}, false, true},
+		{"certificate from before member groups, member joined long ago", agent, []string{v1alpha1.AgentGroup, "system:authenticated"}, false, false},
+		{"certificate from before member groups, member joined recently", agent, []string{v1alpha1.AgentGroup, "system:authenticated"}, true, true},
+		{"another cluster's agent", v1alpha1.AgentUserPrefix + "edge-2", []string{MemberGroup("uid-before")}, false, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := StaleRenewal("edge-1", "uid-now", tt.username, tt.groups); got != tt.want {
+			if got := StaleRenewal(Member{Name: "edge-1", UID: "uid-now", Recent: tt.recent}, tt.username, tt.groups); got != tt.want {
 				t.Errorf("StaleRenewal = %v, want %v", got, tt.want)
 			}
 		})

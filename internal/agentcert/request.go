@@ -142,19 +142,31 @@ func checkKey(req *x509.CertificateRequest) error {
 // StaleRenewal; an agent told so asks with its bootstrap credential next.
 const ReasonEarlierMember = "EarlierMemberCluster"
 
-// StaleRenewal reports whether a request from cluster's agent (a renewal)
-// was made with a certificate signed for another MemberCluster of the same
-// name than the one with UID member: one removed and joined again, whose
-// old agent may still run. A certificate from before member groups (none
-// in groups) is renewed, into one with the group.
-func StaleRenewal(cluster string, member types.UID, username string, groups []string) bool {
-	if username != v1alpha1.AgentUserPrefix+cluster {
+// Member is what the signer knows of the MemberCluster a request names.
+type Member struct {
+	// Name is the cluster's name.
+	Name string
+	// UID is the MemberCluster's UID.
+	UID types.UID
+	// Recent says it was created less than the longest certificate
+	// lifetime ago: a certificate of an earlier MemberCluster of the name
+	// may still be valid.
+	Recent bool
+}
+
+// StaleRenewal reports whether a request from m's agent (a renewal) was
+// made with a certificate signed for another MemberCluster of the same
+// name: one removed and joined again, whose old agent may still run. A
+// certificate from before member groups (none in groups) cannot say whose
+// it is: it is renewed, into one with the group, unless m is Recent.
+func StaleRenewal(m Member, username string, groups []string) bool {
+	if username != v1alpha1.AgentUserPrefix+m.Name {
 		return false
 	}
 	for _, g := range groups {
-		if uid, ok := strings.CutPrefix(g, v1alpha1.AgentMemberGroupPrefix); ok && uid != string(member) {
-			return true
+		if uid, ok := strings.CutPrefix(g, v1alpha1.AgentMemberGroupPrefix); ok {
+			return uid != string(m.UID)
 		}
 	}
-	return false
+	return m.Recent
 }

@@ -73,6 +73,9 @@ func NewSigner(certPEM, keyPEM []byte) (*Signer, error) {
 	if !ok {
 		return nil, fmt.Errorf("the agent signing key (%T) cannot sign", k)
 	}
+	if pub, ok := key.Public().(interface{ Equal(crypto.PublicKey) bool }); !ok || !pub.Equal(cert.PublicKey) {
+		return nil, errors.New("the agent signing key is not the key of the agent signing certificate")
+	}
 	return &Signer{cert: cert, key: key}, nil
 }
 
@@ -92,7 +95,9 @@ func (s *Signer) Lifetime(requested time.Duration) time.Duration {
 // Sign issues a client certificate for req's key and subject, with the
 // member's UID group (MemberGroup) added to its organizations, valid from
 // Backdate before now for Backdate plus the lifetime (never past the CA's
-// own expiry), and returns it PEM-encoded. req must have passed Check.
+// own expiry), and returns it PEM-encoded. A CA that expires before half
+// the lifetime signs nothing: its certificates would shrink towards zero
+// and agents renew in a loop. req must have passed Check.
 func (s *Signer) Sign(req *x509.CertificateRequest, member types.UID, lifetime time.Duration, now time.Time) ([]byte, error) {
 	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
 	if err != nil {
@@ -101,6 +106,10 @@ func (s *Signer) Sign(req *x509.CertificateRequest, member types.UID, lifetime t
 	notAfter := now.Add(lifetime)
 	if notAfter.After(s.cert.NotAfter) {
 		notAfter = s.cert.NotAfter
+	}
+	if left := notAfter.Sub(now); left < lifetime/2 {
+		return nil, fmt.Errorf("the agent signing certificate expires at %s, leaving %s: renew the agent CA (--agent-signing-cert-file, --agent-signing-key-file)",
+			s.cert.NotAfter.UTC().Format(time.RFC3339), max(left, 0).Round(time.Second))
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: serial,

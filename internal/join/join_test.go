@@ -398,7 +398,7 @@ func TestJoinPullRefusesANamespaceMadeByOthers(t *testing.T) {
 		_ = host.Client.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
 	})
 	_, err := join.JoinPull(ctx, join.PullOptions{Name: name, Host: host.Config})
-	if err == nil || !strings.Contains(err.Error(), "was not made by `flotilla join`") || !strings.Contains(err.Error(), ns.Name) {
+	if err == nil || !strings.Contains(err.Error(), "is not owned by MemberCluster "+name) || !strings.Contains(err.Error(), ns.Name) {
 		t.Fatalf("join with a namespace made by others: %v, want a refusal naming it", err)
 	}
 	hc := hostClient(t, host)

@@ -230,8 +230,8 @@ func checkClusterNamespace(ctx context.Context, c client.Client, cluster string)
 	case err != nil:
 		return err
 	case foreign:
-		return fmt.Errorf("the hub namespace %s exists and was not made by `flotilla join` for MemberCluster %s: whoever may act in it could take the agent's identity; "+
-			"delete it (kubectl delete namespace %s) after checking what it holds, or join under another name", name, cluster, name)
+		return fmt.Errorf("the hub namespace %s exists but is not owned by MemberCluster %s (someone made it, or it was left behind by deleting a MemberCluster with --cascade=orphan): "+
+			"whoever may act in it could take the agent's identity; delete it (kubectl delete namespace %s) after checking what it holds, or join under another name", name, cluster, name)
 	}
 	return nil
 }

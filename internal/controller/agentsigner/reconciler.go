@@ -33,10 +33,11 @@ const Keep = time.Hour
 
 // Reasons of the approval and denial conditions this controller sets.
 const (
-	reasonAccepted = "MemberClusterAccepted"
-	reasonInvalid  = "InvalidRequest"
-	reasonUnknown  = "UnknownCluster"
-	reasonStale    = agentcert.ReasonEarlierMember
+	reasonAccepted      = "MemberClusterAccepted"
+	reasonInvalid       = "InvalidRequest"
+	reasonUnknown       = "UnknownCluster"
+	reasonStale         = agentcert.ReasonEarlierMember
+	reasonSigningFailed = "SigningFailed"
 )
 
 // Reconciler approves, signs, denies and cleans up the agent signer's
@@ -117,7 +118,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if mc.Spec.SyncMode != v1alpha1.SyncModePull || !mc.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, r.deny(ctx, csr, mc, reasonUnknown, fmt.Sprintf("MemberCluster %s is not a syncMode Pull member (or is being deleted)", cluster))
 	}
-	if agentcert.StaleRenewal(cluster, mc.UID, csr.Spec.Username, csr.Spec.Groups) {
+	member := agentcert.Member{Name: cluster, UID: mc.UID, Recent: now.Sub(mc.CreationTimestamp.Time) < r.Signer.Lifetime(0)}
+	if agentcert.StaleRenewal(member, csr.Spec.Username, csr.Spec.Groups) {
 		return reconcile.Result{}, r.deny(ctx, csr, mc, reasonStale, fmt.Sprintf(
 			"renewal made with a certificate signed for an earlier MemberCluster %s (removed and joined again): the agent must start again from the new join's bootstrap credential", cluster))
 	}
@@ -208,7 +210,9 @@ func (r *Reconciler) issue(ctx context.Context, csr *certificatesv1.CertificateS
 	lifetime = r.Signer.Lifetime(lifetime)
 	certPEM, err := r.Signer.Sign(req, mc.UID, lifetime, now)
 	if err != nil {
-		return err
+		// The signer's own state (its CA about to expire): final for this
+		// request, which the agent replaces after a pause, and shown.
+		return r.fail(ctx, csr, mc, err)
 	}
 	csr = csr.DeepCopy()
 	csr.Status.Certificate = certPEM
@@ -218,6 +222,22 @@ func (r *Reconciler) issue(ctx context.Context, csr *certificatesv1.CertificateS
 	ctrl.LoggerFrom(ctx).Info("Signed an agent certificate", "cluster", mc.Name, "requester", csr.Spec.Username, "lifetime", lifetime)
 	r.event(mc, corev1.EventTypeNormal, "CertificateIssued", "signed certificate signing request %s from %s for %s, valid for %s",
 		csr.Name, csr.Spec.Username, v1alpha1.AgentUserPrefix+mc.Name, lifetime)
+	return nil
+}
+
+// fail sets the Failed condition of an approved csr that could not be
+// signed and records a Warning event on mc.
+func (r *Reconciler) fail(ctx context.Context, csr *certificatesv1.CertificateSigningRequest, mc *v1alpha1.MemberCluster, cause error) error {
+	csr = csr.DeepCopy()
+	csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+		Type: certificatesv1.CertificateFailed, Status: corev1.ConditionTrue, Reason: reasonSigningFailed, Message: cause.Error(),
+		LastUpdateTime: metav1.Now(),
+	})
+	if _, err := r.Certificates.CertificatesV1().CertificateSigningRequests().UpdateStatus(ctx, csr, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("mark certificate signing request %s failed (%v): %w", csr.Name, cause, err)
+	}
+	ctrl.LoggerFrom(ctx).Error(cause, "Cannot sign an agent certificate", "cluster", mc.Name, "csr", csr.Name)
+	r.event(mc, corev1.EventTypeWarning, "CertificateFailed", "cannot sign certificate signing request %s from %s: %v", csr.Name, csr.Spec.Username, cause)
 	return nil
 }
 

@@ -62,12 +62,18 @@ func (r *Reconciler) renderAccepted(ctx context.Context, st *v1alpha1.MemberClus
 	return nil
 }
 
-// newestRequest returns the newest agent certificate request for cluster.
+// newestRequest returns the newest agent certificate request for cluster
+// sent by its bootstrap credential or its agent (another member's requests
+// naming it, and an earlier member's agent's, are denied without showing
+// here).
 func newestRequest(csrs []certificatesv1.CertificateSigningRequest, cluster string) *certificatesv1.CertificateSigningRequest {
 	var newest *certificatesv1.CertificateSigningRequest
 	for i := range csrs {
 		c := &csrs[i]
 		if name, ok := agentcert.ClusterOf(c); !ok || name != cluster {
+			continue
+		}
+		if u := c.Spec.Username; u != agentcert.BootstrapUser(cluster) && u != v1alpha1.AgentUserPrefix+cluster || earlierMembers(c) {
 			continue
 		}
 		if newest == nil || newest.CreationTimestamp.Before(&c.CreationTimestamp) ||
@@ -76,6 +82,17 @@ func newestRequest(csrs []certificatesv1.CertificateSigningRequest, cluster stri
 		}
 	}
 	return newest
+}
+
+// earlierMembers reports whether csr was denied as a renewal by the agent
+// of an earlier MemberCluster of the name: not this member's agent asking.
+func earlierMembers(csr *certificatesv1.CertificateSigningRequest) bool {
+	for _, c := range csr.Status.Conditions {
+		if c.Type == certificatesv1.CertificateDenied && c.Reason == agentcert.ReasonEarlierMember {
+			return true
+		}
+	}
+	return false
 }
 
 // acceptanceState is the reason and message of the Accepted condition of

@@ -99,9 +99,10 @@ func nextLimits(current []v1alpha1.CapacityLimit, obs []observation, threshold t
 		case had && old.LiftedAt == nil:
 			// Lowered further while held: the replicas that moved before
 			// and those that move now (the placement may hold more than
-			// the limit when no other cluster had room).
+			// the limit when no other cluster had room, or less after a
+			// scale-down).
 			l.Count = old.Count
-			l.Unschedulable = old.Unschedulable + old.Replicas - capacity
+			l.Unschedulable = old.Unschedulable + min(o.placed, old.Replicas) - capacity
 		case had:
 			l.Count = old.Count + 1 // set again after a lift: hold longer
 		}

@@ -144,6 +144,17 @@ func TestNextLimits(t *testing.T) {
 			wantChanges: 1,
 		},
 		{
+			name:        "lowered after a scale-down below the limit: only what moves now is added",
+			current:     []v1alpha1.CapacityLimit{active("a", 4, 6, 1, ago(30*time.Second))},
+			obs:         []observation{{cluster: "a", placed: 3, pods: 3, unschedulable: times(ago(2 * time.Minute))}},
+			room:        room,
+			want:        map[string]int32{"a": 2},
+			wantCount:   map[string]int32{"a": 1},
+			wantMoved:   map[string]int32{"a": 7},
+			wantRecheck: baseHold,
+			wantChanges: 1,
+		},
+		{
 			name:        "set again long after a lift: counted afresh",
 			current:     []v1alpha1.CapacityLimit{lifted(active("a", 2, 3, 4, ago(4*time.Hour)), ago(3*time.Hour))},
 			obs:         []observation{{cluster: "a", placed: 5, pods: 5, unschedulable: times(ago(2*time.Minute), ago(2*time.Minute), ago(2*time.Minute))}},

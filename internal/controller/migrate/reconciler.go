@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -67,8 +68,8 @@ type Reconciler struct {
 
 // SetupWithManager registers the controller with mgr. Besides
 // FederatedObjects it follows templates, policies (failover settings),
-// clusters turning Ready or not (a cluster not usable is left out of a
-// pass), the status of the member copies (their pod counts) and the member
+// clusters turning Ready (a cluster not usable is left out of a pass) or
+// going, the status of the member copies (their pod counts) and the member
 // pods that turn unschedulable, so that nothing needs polling.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.Templates.Subscribe(func(k templates.Key) { r.queue.Add(fedobj.Request(k)) })
@@ -87,10 +88,25 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&v1alpha1.FederatedObject{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, fedobj.PlacementChanged))).
 		Watches(&v1alpha1.PropagationPolicy{}, handler.EnqueueRequestsFromMapFunc(fedobj.OfPolicy(r.Client)), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha1.ClusterPropagationPolicy{}, handler.EnqueueRequestsFromMapFunc(fedobj.OfPolicy(r.Client)), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&v1alpha1.MemberCluster{}, handler.EnqueueRequestsFromMapFunc(fedobj.OnCluster(r.Client)), builder.WithPredicates(fedobj.ReadinessOrLabelsChanged)).
+		Watches(&v1alpha1.MemberCluster{}, handler.EnqueueRequestsFromMapFunc(fedobj.OnCluster(r.Client)), builder.WithPredicates(readyOrGone)).
 		WatchesRawSource(r.queue.Source()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(r.MaxConcurrentReconciles, 4)}).
 		Complete(r)
+}
+
+// readyOrGone passes MemberClusters that turn Ready (their placed
+// objects were left out while they were not) or are deleted (their limits
+// go).
+var readyOrGone = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		ready := func(o client.Object) bool {
+			mc, ok := o.(*v1alpha1.MemberCluster)
+			return ok && meta.IsStatusConditionTrue(mc.Status.Conditions, v1alpha1.ConditionReady)
+		}
+		return !ready(e.ObjectOld) && ready(e.ObjectNew)
+	},
 }
 
 // Reconcile updates one FederatedObject's capacity limits.

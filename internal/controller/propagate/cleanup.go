@@ -107,16 +107,22 @@ func (r *Reconciler) outlivedByProtected(ctx context.Context, fo *v1alpha1.Feder
 		fo.Annotations[v1alpha1.AnnotationRelease] == v1alpha1.ReleaseOrphan || tmpl.GetNamespace() == "" {
 		return false
 	}
-	if r.namespaceDeleting(tmpl) {
+	// The namespace controller may delete fo before the template cache
+	// has seen its namespace's deletion: namespaceGoing asks the host.
+	return r.namespaceGoing(ctx, tmpl.GetNamespace())
+}
+
+// namespaceGoing reports whether namespace ns is being deleted, by the
+// template cache or else by the host (whose answer may be newer).
+func (r *Reconciler) namespaceGoing(ctx context.Context, ns string) bool {
+	if n, err := r.Templates.Get(templates.Key{Kind: "Namespace", Name: ns}); err == nil && n != nil && !n.GetDeletionTimestamp().IsZero() {
 		return true
 	}
-	// The namespace controller may delete fo before the template cache
-	// has seen its namespace's deletion: ask the host.
-	ns := &corev1.Namespace{}
-	if r.APIReader == nil || r.APIReader.Get(ctx, client.ObjectKey{Name: tmpl.GetNamespace()}, ns) != nil {
+	got := &corev1.Namespace{}
+	if r.APIReader == nil || r.APIReader.Get(ctx, client.ObjectKey{Name: ns}, got) != nil {
 		return false
 	}
-	return !ns.DeletionTimestamp.IsZero()
+	return !got.DeletionTimestamp.IsZero()
 }
 
 // namespaceDeleting reports whether the namespace of a namespaced

@@ -68,7 +68,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		For(&v1alpha1.FederatedObject{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, deleting, fedobj.PlacementChanged, fedobj.RolloutChanged))).
-		Watches(&v1alpha1.OverridePolicy{}, handler.EnqueueRequestsFromMapFunc(r.inNamespace)).
+		Watches(&v1alpha1.OverridePolicy{}, handler.EnqueueRequestsFromMapFunc(r.inNamespace), builder.WithPredicates(notDeleted)).
+		Watches(&v1alpha1.OverridePolicy{}, handler.EnqueueRequestsFromMapFunc(r.ofDeletedOverrides), builder.WithPredicates(deleted)).
 		Watches(&v1alpha1.ClusterOverridePolicy{}, handler.EnqueueRequestsFromMapFunc(r.inNamespace)).
 		Watches(&v1alpha1.PropagationPolicy{}, handler.EnqueueRequestsFromMapFunc(r.inNamespace), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha1.ClusterPropagationPolicy{}, handler.EnqueueRequestsFromMapFunc(r.inNamespace), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -87,6 +88,25 @@ func (r *Reconciler) inNamespace(ctx context.Context, o client.Object) []reconci
 	}
 	return reqs
 }
+
+// ofDeletedOverrides maps a deleted OverridePolicy like inNamespace, but
+// to nothing while its namespace is being deleted (the namespace
+// controller deleting it), asking the host when the cache has not seen
+// that deletion yet: a pass then would strip its overrides from copies
+// that stay, before the pass that sees the namespace's deletion freezes
+// them.
+func (r *Reconciler) ofDeletedOverrides(ctx context.Context, o client.Object) []reconcile.Request {
+	if r.namespaceGoing(ctx, o.GetNamespace()) {
+		return nil
+	}
+	return r.inNamespace(ctx, o)
+}
+
+// deleted passes delete events only; notDeleted passes the others.
+var (
+	deleted    = predicate.Funcs{CreateFunc: func(event.CreateEvent) bool { return false }, UpdateFunc: func(event.UpdateEvent) bool { return false }, GenericFunc: func(event.GenericEvent) bool { return false }}
+	notDeleted = predicate.Funcs{DeleteFunc: func(event.DeleteEvent) bool { return false }}
+)
 
 // deleting passes updates that start a deletion.
 var deleting = predicate.Funcs{

@@ -26,7 +26,7 @@ type freeze struct {
 	// conditionMessage is the Propagated condition's message; %d is the
 	// number of clusters.
 	conditionMessage string
-	// action is the event's action.
+	// action is the event's action; "" records no event.
 	action string
 	// tellAgents says whether pull members' agents are told to stop
 	// correcting their copies too.
@@ -51,7 +51,8 @@ var namespaceDeleting = freeze{
 	reason:           v1alpha1.PropagationNamespaceDeleting,
 	clusterMessage:   "the host object's namespace is being deleted: the copy is neither written nor deleted until the host object goes",
 	conditionMessage: "the host object's namespace is being deleted: the copies in %d clusters are left as they are until the host object goes, whose deletion decides about them",
-	action:           "Freeze",
+	// No event: the host refuses new objects, events included, in a
+	// namespace being deleted.
 }
 
 // suspend is the pass of a suspended object (or of one whose namespace is
@@ -94,7 +95,7 @@ func (r *Reconciler) suspend(ctx context.Context, fo *v1alpha1.FederatedObject, 
 		cond.Message += "; " + strings.Join(problems, "; ")
 	}
 	st.Conditions = []metav1.Condition{fedobj.Condition(fo.Status, cond)}
-	if c := meta.FindStatusCondition(fo.Status.Conditions, v1alpha1.ConditionPropagated); c == nil || c.Reason != cond.Reason {
+	if c := meta.FindStatusCondition(fo.Status.Conditions, v1alpha1.ConditionPropagated); f.action != "" && (c == nil || c.Reason != cond.Reason) {
 		r.event(tmpl, corev1.EventTypeNormal, string(f.reason), f.action, cond.Message)
 	}
 	if err := r.writeStatus(ctx, fo, st); err != nil {
