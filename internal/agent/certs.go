@@ -265,6 +265,15 @@ func (s *certSource) renew(ctx context.Context, logger logr.Logger) error {
 		created, err = cs.CertificatesV1().CertificateSigningRequests().Create(ctx, csr, metav1.CreateOptions{})
 	}
 	if err != nil {
+		if how == "bootstrap" && (apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err)) {
+			// A renewal denied as an earlier member's sent us here, but the
+			// bootstrap credential is refused too: ask with the certificate
+			// again while it is valid (the hub renews it once the member
+			// is older than a certificate lifetime).
+			s.mu.Lock()
+			s.stale = false
+			s.mu.Unlock()
+		}
 		return explainRefusal(err, how)
 	}
 	logger.Info("Asked the hub for the agent's certificate", "csr", created.Name, "credential", how)

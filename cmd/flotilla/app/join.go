@@ -119,7 +119,7 @@ kubeconfig must be an admin's (it grants RBAC).`,
 	fs.StringVar(&o.agentKubeconfig, "agent-kubeconfig", "", "with --mode pull: write a kubeconfig for the agent (a token of its ServiceAccount) to this file")
 	fs.DurationVar(&o.tokenDuration, "token-duration", 0, "push: how long the control plane's token for the member is valid (0: 168h; the controller-manager renews it at 80% of its lifetime); pull with --agent-kubeconfig: how long the agent's token is valid (0: 24h; not renewed). At least 10m")
 	fs.StringVar(&o.bootstrapKubeconfig, "bootstrap-kubeconfig", "", "with --mode pull: write a bootstrap kubeconfig for the agent (a token that can only ask for the agent's certificate) to this file")
-	fs.DurationVar(&o.bootstrapDuration, "bootstrap-token-duration", 7*24*time.Hour, "with --bootstrap-kubeconfig: how long the bootstrap token is valid (the agent needs it again only if its certificate expires)")
+	fs.DurationVar(&o.bootstrapDuration, "bootstrap-token-duration", 7*24*time.Hour, "with --bootstrap-kubeconfig: how long the bootstrap token is valid (the agent needs it again only if its certificate expires, or if the hub refuses to renew a certificate that may be an earlier member's of the name)")
 	fs.StringSliceVar(&o.restrictKinds, "restrict-kinds", nil, "push: let the control plane write only these resources in the member (resource[.group], comma-separated, e.g. deployments.apps,configmaps); default: every resource")
 	fs.BoolVar(&o.accept, "accept", false, "with --mode pull: accept the member now (as `flotilla accept NAME`), so its agent's first certificate request is signed without waiting for an admin")
 	return cmd

@@ -69,9 +69,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named(Name).
 		For(&v1alpha1.FederatedObject{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, deleting, fedobj.PlacementChanged, fedobj.RolloutChanged))).
 		Watches(&v1alpha1.OverridePolicy{}, handler.EnqueueRequestsFromMapFunc(r.inNamespace), builder.WithPredicates(notDeleted)).
-		Watches(&v1alpha1.OverridePolicy{}, handler.EnqueueRequestsFromMapFunc(r.ofDeletedOverrides), builder.WithPredicates(deleted)).
+		Watches(&v1alpha1.OverridePolicy{}, handler.EnqueueRequestsFromMapFunc(r.ofDeletedPolicy), builder.WithPredicates(deleted)).
 		Watches(&v1alpha1.ClusterOverridePolicy{}, handler.EnqueueRequestsFromMapFunc(r.inNamespace)).
-		Watches(&v1alpha1.PropagationPolicy{}, handler.EnqueueRequestsFromMapFunc(r.inNamespace), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&v1alpha1.PropagationPolicy{}, handler.EnqueueRequestsFromMapFunc(r.inNamespace), builder.WithPredicates(notDeleted, predicate.GenerationChangedPredicate{})).
+		Watches(&v1alpha1.PropagationPolicy{}, handler.EnqueueRequestsFromMapFunc(r.ofDeletedPolicy), builder.WithPredicates(deleted)).
 		Watches(&v1alpha1.ClusterPropagationPolicy{}, handler.EnqueueRequestsFromMapFunc(r.inNamespace), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha1.MemberCluster{}, handler.EnqueueRequestsFromMapFunc(fedobj.OnCluster(r.Client)), builder.WithPredicates(fedobj.ReadinessOrLabelsChanged)).
 		WatchesRawSource(r.queue.Source()).
@@ -89,13 +90,13 @@ func (r *Reconciler) inNamespace(ctx context.Context, o client.Object) []reconci
 	return reqs
 }
 
-// ofDeletedOverrides maps a deleted OverridePolicy like inNamespace, but
-// to nothing while its namespace is being deleted (the namespace
-// controller deleting it), asking the host when the cache has not seen
-// that deletion yet: a pass then would strip its overrides from copies
-// that stay, before the pass that sees the namespace's deletion freezes
-// them.
-func (r *Reconciler) ofDeletedOverrides(ctx context.Context, o client.Object) []reconcile.Request {
+// ofDeletedPolicy maps a deleted OverridePolicy or PropagationPolicy like
+// inNamespace, but to nothing while its namespace is being deleted (the
+// namespace controller deleting its policies), asking the host when the
+// cache has not seen that deletion yet: a pass then would strip the
+// namespace's overrides, perhaps gone already, from copies that stay,
+// before the pass that sees the namespace's deletion freezes them.
+func (r *Reconciler) ofDeletedPolicy(ctx context.Context, o client.Object) []reconcile.Request {
 	if r.namespaceGoing(ctx, o.GetNamespace()) {
 		return nil
 	}
