@@ -23,7 +23,7 @@ type ClusterTarget struct {
 
 // ImageOverrider rewrites parts of container images. A part left empty is
 // kept as it is.
-// +kubebuilder:validation:XValidation:rule="has(self.registry) || has(self.repository) || has(self.tag) || has(self.digest)",message="set at least one of registry, repository, tag, digest"
+// +kubebuilder:validation:XValidation:rule="(has(self.registry) && size(self.registry) > 0) || (has(self.repository) && size(self.repository) > 0) || (has(self.tag) && size(self.tag) > 0) || (has(self.digest) && size(self.digest) > 0)",message="set at least one of registry, repository, tag, digest"
 type ImageOverrider struct {
 	// ContainerNames limits the override to these containers (init
 	// containers included); empty means every container.

@@ -204,11 +204,16 @@ func (a *Applier) write(ctx context.Context, in *Intent, opts Options) (Outcome,
 		if current(live, in, opts) {
 			return Unchanged, nil
 		}
-		if live.GetLabels()[LabelTemplateHash] == in.Hash {
+		switch {
+		case live.GetLabels()[LabelTemplateHash] == in.Hash:
 			// Same intent, other owned fields: drift, or a value the member
 			// spells its own way. Only the whole copy can tell.
 			live = nil
 			verifyReads.Inc()
+		case lacksKept(live, opts.KeepLive):
+			// A kept field the projection does not carry (a Job's pod
+			// template): only the whole copy has the member's value.
+			live = nil
 		}
 	}
 	if live == nil {
@@ -267,6 +272,17 @@ func (a *Applier) write(ctx context.Context, in *Intent, opts Options) (Outcome,
 		opts.Verified.record(verifiedKey(obj), in.OwnedHash, h)
 	}
 	return outcome, nil
+}
+
+// lacksKept reports whether a projection lacks one of the kept paths
+// (a projection carries the fields compared by value, not the others).
+func lacksKept(projection *unstructured.Unstructured, keep [][]string) bool {
+	for _, path := range keep {
+		if _, found, _ := unstructured.NestedFieldNoCopy(projection.Object, path...); !found {
+			return true
+		}
+	}
+	return false
 }
 
 // current reports whether a projection shows a copy that holds the

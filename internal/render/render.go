@@ -83,7 +83,9 @@ func setRollout(obj *unstructured.Unstructured, d rollout.Directive) error {
 		markHeld(obj)
 		return unstructured.SetNestedField(obj.Object, true, "spec", "paused")
 	}
-	if d.Share == nil {
+	if d.Share == nil || strategyType(obj, "strategy") == "Recreate" {
+		// A copy an override set to Recreate takes no rolling-update budget
+		// (the member would refuse it): it replaces its pods at its turn.
 		return nil
 	}
 	if err := unstructured.SetNestedField(obj.Object, int64(d.Share.Surge), "spec", "strategy", "rollingUpdate", "maxSurge"); err != nil {
@@ -97,7 +99,8 @@ func setRollout(obj *unstructured.Unstructured, d rollout.Directive) error {
 // scales it to (Kubernetes accepts a partition above the replicas).
 const heldPartition = math.MaxInt32
 
-// holdStatefulSet holds a Deployment's counterpart: a held StatefulSet
+// holdStatefulSet holds a Deployment's counterpart (unless the copy's
+// updateStrategy is OnDelete): a held StatefulSet
 // copy's partition is above every position, so that no pod of it moves to
 // the new template (new ones start on the old, Kubernetes' rule for
 // positions below the partition), and it is annotated flotilla.io/held; a rolling
@@ -105,6 +108,12 @@ const heldPartition = math.MaxInt32
 // (a member without the MaxUnavailableStatefulSet feature rolls one pod
 // at a time, within any share).
 func holdStatefulSet(obj *unstructured.Unstructured, d rollout.Directive) error {
+	if strategyType(obj, "updateStrategy") == "OnDelete" {
+		// A copy an override set to OnDelete takes no partition or budget
+		// (the member would refuse them): its pods change only as they are
+		// deleted.
+		return nil
+	}
 	if d.Hold {
 		markHeld(obj)
 		return unstructured.SetNestedField(obj.Object, int64(heldPartition), "spec", "updateStrategy", "rollingUpdate", "partition")
@@ -113,6 +122,13 @@ func holdStatefulSet(obj *unstructured.Unstructured, d rollout.Directive) error 
 		return unstructured.SetNestedField(obj.Object, int64(d.Share.Unavailable), "spec", "updateStrategy", "rollingUpdate", "maxUnavailable")
 	}
 	return nil
+}
+
+// strategyType is the type of a workload's spec.<field> (strategy or
+// updateStrategy), "" when unset.
+func strategyType(obj *unstructured.Unstructured, field string) string {
+	t, _, _ := unstructured.NestedString(obj.Object, "spec", field, "type")
+	return t
 }
 
 // markHeld annotates a held copy flotilla.io/held.

@@ -215,6 +215,7 @@ func TestRenderStatefulSetRollout(t *testing.T) {
 		{"held above every position", sts(false), rollout.Directive{Revision: "r1", Hold: true}, math.MaxInt32, true, -1},
 		{"a share, no maxUnavailable in the template", sts(false), rollout.Directive{Revision: "r1", Share: share}, -1, false, -1},
 		{"a share replaces the template's maxUnavailable", sts(true), rollout.Directive{Revision: "r1", Share: share}, -1, false, 2},
+		{"OnDelete (an override's, say): no partition", onDelete(sts(false)), rollout.Directive{Revision: "r1", Hold: true}, -1, false, -1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -238,6 +239,18 @@ func TestRenderStatefulSetRollout(t *testing.T) {
 	}
 }
 
+// recreate sets a Deployment's strategy type to Recreate.
+func recreate(u *unstructured.Unstructured) *unstructured.Unstructured {
+	_ = unstructured.SetNestedField(u.Object, "Recreate", "spec", "strategy", "type")
+	return u
+}
+
+// onDelete sets a StatefulSet's updateStrategy type to OnDelete.
+func onDelete(u *unstructured.Unstructured) *unstructured.Unstructured {
+	_ = unstructured.SetNestedField(u.Object, "OnDelete", "spec", "updateStrategy", "type")
+	return u
+}
+
 func TestRenderRolloutDirective(t *testing.T) {
 	dep := func(paused bool) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
@@ -259,10 +272,15 @@ func TestRenderRolloutDirective(t *testing.T) {
 		{"held", dep(false), rollout.Directive{Revision: "r1", Hold: true}, true, true, ""},
 		{"held while the host is paused: not marked held", dep(true), rollout.Directive{Revision: "r1", Hold: true}, true, false, ""},
 		{"a share", dep(false), rollout.Directive{Revision: "r1", Share: &rollout.Budget{Surge: 1, Unavailable: 2}}, false, false, "1/2"},
+		{"Recreate (an override's, say): no share", recreate(dep(false)), rollout.Directive{Revision: "r1", Share: &rollout.Budget{Surge: 1, Unavailable: 2}}, false, false, ""},
+		{"Recreate, held: paused", recreate(dep(false)), rollout.Directive{Revision: "r1", Hold: true}, true, true, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := Render(Input{Template: tt.tmpl, Rollout: &tt.d})
+			if want := strategyType(tt.tmpl, "strategy"); strategyType(got, "strategy") != want {
+				t.Errorf("strategy type %q, want the template's %q", strategyType(got, "strategy"), want)
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -271,7 +289,7 @@ func TestRenderRolloutDirective(t *testing.T) {
 			s, _, _ := unstructured.NestedInt64(got.Object, "spec", "strategy", "rollingUpdate", "maxSurge")
 			u, _, _ := unstructured.NestedInt64(got.Object, "spec", "strategy", "rollingUpdate", "maxUnavailable")
 			share := ""
-			if _, found, _ := unstructured.NestedFieldNoCopy(got.Object, "spec", "strategy"); found {
+			if _, found, _ := unstructured.NestedFieldNoCopy(got.Object, "spec", "strategy", "rollingUpdate"); found {
 				share = fmt.Sprintf("%d/%d", s, u)
 			}
 			if paused != tt.wantPaused || held != tt.wantHeld || share != tt.wantShare || got.GetLabels()[v1alpha1.LabelRevision] != "r1" {

@@ -94,6 +94,12 @@ func (r *Reconciler) syncCluster(ctx context.Context, fo types.NamespacedName, t
 	if render.RetainsReplicas(tmpl) {
 		opts.KeepLive = append(slices.Clip(opts.KeepLive), workload.ReplicasPath(tmpl))
 	}
+	if workload.IsJob(tmpl.GroupVersionKind().GroupKind()) {
+		// A Job's pod template cannot change in the member: once the copy
+		// exists, an override changed since does not reach it (a write
+		// would be refused on every pass).
+		opts.KeepLive = append(slices.Clip(opts.KeepLive), []string{"spec", "template"})
+	}
 	job := func() result {
 		res := result{status: st}
 		outcome, err := r.apply(sess, gvr, in, opts)
