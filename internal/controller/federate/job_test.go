@@ -17,10 +17,10 @@ import (
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
 
-// TestJobCopyKeepsItsPodTemplate: a Job's pod template cannot change in
-// the member, so an override added after its copy exists leaves the copy's
-// template as it is (and the copy OK) instead of failing every pass with
-// "field is immutable".
+// TestJobCopyKeepsItsPodTemplate: a started Job's pod template cannot
+// change in the member, so an override added after its copy started leaves
+// the copy's template as it is (and the copy OK) instead of failing every
+// pass with "field is immutable".
 func TestJobCopyKeepsItsPodTemplate(t *testing.T) {
 	startControlPlane(t)
 	ns := env.Namespace(t)
@@ -32,7 +32,7 @@ func TestJobCopyKeepsItsPodTemplate(t *testing.T) {
 		t.Fatal(err)
 	}
 	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "report"}, Spec: batchv1.JobSpec{
-		Suspend: ptr.To(true),
+		BackoffLimit: ptr.To[int32](0),
 		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
 			Containers: []corev1.Container{{Name: "report", Image: "example.com/report:1.0"}}}},
 	}}
@@ -45,10 +45,17 @@ func TestJobCopyKeepsItsPodTemplate(t *testing.T) {
 	copyOf := func(ctx context.Context) (*batchv1.Job, error) {
 		return members.Get(ctx, "report", metav1.GetOptions{})
 	}
-	first, err := copyOf(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var first *batchv1.Job
+	testenv.Eventually(t, waitTimeout, "the member's Job started", func(ctx context.Context) error {
+		var err error
+		if first, err = copyOf(ctx); err != nil {
+			return err
+		}
+		if first.Status.StartTime == nil {
+			return fmt.Errorf("status %+v", first.Status)
+		}
+		return nil
+	})
 
 	op := &v1alpha1.OverridePolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tag"}, Spec: v1alpha1.OverrideSpec{
 		ResourceSelectors: jobs,

@@ -94,10 +94,11 @@ func (r *Reconciler) syncCluster(ctx context.Context, fo types.NamespacedName, t
 	if render.RetainsReplicas(tmpl) {
 		opts.KeepLive = append(slices.Clip(opts.KeepLive), workload.ReplicasPath(tmpl))
 	}
-	if workload.IsJob(tmpl.GroupVersionKind().GroupKind()) {
-		// A Job's pod template cannot change in the member: once the copy
-		// exists, an override changed since does not reach it (a write
-		// would be refused on every pass).
+	if workload.IsJob(tmpl.GroupVersionKind().GroupKind()) && jobStarted(sess, gvr, tmpl) {
+		// A started Job's pod template cannot change in the member: an
+		// override changed since does not reach it (a write would be
+		// refused on every pass). A suspended Job that never started still
+		// takes changes of its scheduling directives, as in Kubernetes.
 		opts.KeepLive = append(slices.Clip(opts.KeepLive), []string{"spec", "template"})
 	}
 	job := func() result {
@@ -247,4 +248,15 @@ func (r *Reconciler) delete(sess member.Member, fo *v1alpha1.FederatedObject) (d
 	ctx, cancel := context.WithTimeout(context.Background(), r.applyTimeout())
 	defer cancel()
 	return sess.Delete(ctx, schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind), ref.Namespace, ref.Name)
+}
+
+// jobStarted reports whether the member's copy of a Job has started
+// (status.startTime, which the projection's status carries).
+func jobStarted(sess member.Member, gvr schema.GroupVersionResource, tmpl *unstructured.Unstructured) bool {
+	live, _ := sess.ManagedObject(gvr, tmpl.GetNamespace(), tmpl.GetName())
+	if live == nil {
+		return false
+	}
+	_, started, _ := unstructured.NestedFieldNoCopy(live.Object, "status", "startTime")
+	return started
 }
