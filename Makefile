@@ -13,6 +13,8 @@ TEST_TIMEOUT ?= 25m
 TEST_FLAGS ?= -race
 # How long `make fuzz` fuzzes each target.
 FUZZTIME ?= 10s
+# How many fuzz targets `make fuzz` runs at once (default: the number of cores).
+FUZZJOBS ?= $(shell nproc)
 # Extra flags for the harness `make bench` runs, e.g. BENCH_FLAGS="--workloads 10000 --members 10 --timeout 60m".
 BENCH_FLAGS ?=
 
@@ -43,8 +45,8 @@ test: components ## Run unit, integration and e2e tests, with the race detector.
 test-unit: ## Run only the unit tests (no environments started).
 	$(GO) test -count=1 -short ./...
 
-fuzz: ## Run every fuzz target (func FuzzXxx) for FUZZTIME each (default 10s), one after another.
-	GO="$(GO)" FUZZTIME="$(FUZZTIME)" ./hack/fuzz.sh
+fuzz: ## Run every fuzz target (func FuzzXxx) for FUZZTIME each (default 10s), FUZZJOBS (default: cores) at a time.
+	GO="$(GO)" FUZZTIME="$(FUZZTIME)" FUZZJOBS="$(FUZZJOBS)" ./hack/fuzz.sh
 
 verify: ## Check formatting, vet, and that generated code is up to date.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Runs every native Go fuzz target of the module (func FuzzXxx(f *testing.F)
-# in a _test.go file) for FUZZTIME each, one after another: `go test -fuzz`
-# takes one target per invocation. Targets are found by reading the test
-# files of the packages `go list` reports (cheaper than `go test -list`,
-# which builds every test binary), so a new target is picked up without
-# editing anything. `make fuzz` runs this; FUZZTIME=30s make fuzz runs longer.
+# in a _test.go file) for FUZZTIME each, FUZZJOBS at a time (default: the
+# number of cores): `go test -fuzz` takes one target per invocation, and
+# most of each invocation is compiling and linking the instrumented test
+# binary, which a second invocation overlaps. Targets are found by reading
+# the test files of the packages `go list` reports (cheaper than `go test
+# -list`, which builds every test binary), so a new target is picked up
+# without editing anything. `make fuzz` runs this; FUZZTIME=30s make fuzz
+# runs longer. Each target's output is printed whole when it ends.
 #
 # A target that finds a failing input fails the run; the input is written to
 # the package's testdata/fuzz/<target>/ (commit it with the fix: it then runs
@@ -13,31 +16,27 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
 FUZZTIME=${FUZZTIME:-10s}
+FUZZJOBS=${FUZZJOBS:-$(nproc)}
 
 # inputs counts the failing inputs recorded for a target.
 inputs() { if [ -d "$1" ]; then find "$1" -type f | wc -l; else echo 0; fi; }
 
-start=$(date +%s)
-packages=$("$GO" list -f '{{.Dir}} {{.ImportPath}}' ./...)
-marker=$(mktemp)
-trap 'rm -f "$marker"' EXIT
-failed=()
-count=0
-while read -r dir pkg; do
-	shopt -s nullglob
-	files=("$dir"/*_test.go)
-	shopt -u nullglob
-	[ ${#files[@]} -gt 0 ] || continue
-	for target in $(sed -nE 's/^func (Fuzz[A-Za-z0-9_]*)\([A-Za-z_][A-Za-z0-9_]* \*testing\.F\).*/\1/p' "${files[@]}"); do
-		count=$((count + 1))
-		corpus="$dir/testdata/fuzz/$target"
-		before=$(inputs "$corpus")
-		touch "$marker"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# fuzz runs one target and writes its report to $work/$4.log; it fails
+# only for a finding (a failing input), which it records in $work/$4.failed.
+fuzz() {
+	local dir=$1 pkg=$2 target=$3 n=$4
+	local corpus="$dir/testdata/fuzz/$target" log="$work/$n.log" marker="$work/$n.marker"
+	local before after status=0 out t0
+	before=$(inputs "$corpus")
+	touch "$marker"
+	t0=$(date +%s)
+	out=$("$GO" test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" "$pkg" 2>&1) || status=$?
+	after=$(inputs "$corpus")
+	{
 		echo "=== $pkg $target ($FUZZTIME)"
-		t0=$(date +%s)
-		status=0
-		out=$("$GO" test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" "$pkg" 2>&1) || status=$?
-		after=$(inputs "$corpus")
 		echo "$out" | tail -n 3
 		if [ "$status" -ne 0 ]; then
 			# Go's fuzzing coordinator can report "context deadline exceeded"
@@ -51,15 +50,38 @@ while read -r dir pkg; do
 					echo "--- failing input $f:"
 					cat "$f"
 				done
-				failed+=("$pkg $target")
+				echo "$pkg $target" >"$work/$n.failed"
 			fi
 		fi
 		echo "--- $target: $(($(date +%s) - t0))s"
+	} >"$log"
+	cat "$log"
+}
+
+start=$(date +%s)
+packages=$("$GO" list -f '{{.Dir}} {{.ImportPath}}' ./...)
+count=0
+while read -r dir pkg; do
+	shopt -s nullglob
+	files=("$dir"/*_test.go)
+	shopt -u nullglob
+	[ ${#files[@]} -gt 0 ] || continue
+	for target in $(sed -nE 's/^func (Fuzz[A-Za-z0-9_]*)\([A-Za-z_][A-Za-z0-9_]* \*testing\.F\).*/\1/p' "${files[@]}"); do
+		count=$((count + 1))
+		# At most FUZZJOBS targets at once.
+		while [ "$(jobs -rp | wc -l)" -ge "$FUZZJOBS" ]; do
+			wait -n || true
+		done
+		fuzz "$dir" "$pkg" "$target" "$count" &
 	done
 done <<<"$packages"
+wait
 
-echo "fuzzed $count targets in $(($(date +%s) - start))s"
+echo "fuzzed $count targets in $(($(date +%s) - start))s, $FUZZJOBS at a time"
+shopt -s nullglob
+failed=("$work"/*.failed)
 if [ ${#failed[@]} -gt 0 ]; then
-	printf 'FAIL: %s\n' "${failed[@]}"
+	echo "FAIL:"
+	cat "${failed[@]}"
 	exit 1
 fi

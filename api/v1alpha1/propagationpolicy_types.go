@@ -140,6 +140,10 @@ const (
 	GateApproval StageGate = "Approval"
 )
 
+// RolloutOthersStage names the last stage of a staged rollout: the placed
+// clusters no stage of the policy takes.
+const RolloutOthersStage = "others"
+
 // RolloutStage is one stage of a federated rollout.
 // +kubebuilder:validation:XValidation:rule="(has(self.clusterNames) && size(self.clusterNames) > 0) || has(self.labelSelector)",message="a stage needs clusterNames or a labelSelector"
 // +kubebuilder:validation:XValidation:rule="has(self.after) && self.after == 'Pause' ? has(self.pauseSeconds) : !has(self.pauseSeconds)",message="pauseSeconds is set exactly when after is Pause"

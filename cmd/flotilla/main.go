@@ -15,8 +15,15 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first SIGINT, SIGTERM or SIGHUP (a closed terminal) cancels the
+	// command, which then stops what it started; a second one ends the
+	// process at once, as the signal's default does.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	cmd := app.NewRootCmd(app.Streams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
 	if err := cmd.ExecuteContext(ctx); err != nil {
 		// One line per error, so that scripts and people see the cause at once.

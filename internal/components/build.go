@@ -72,6 +72,14 @@ func Ensure(ctx context.Context, opts Options) (Set, error) {
 		out = io.Discard
 	}
 	if dir := firstNonEmpty(opts.Dir, os.Getenv(EnvComponentsDir)); dir != "" {
+		// Absolute and without symlinks: a process started from a
+		// relative path would be looked for relative to its working
+		// directory, and one started through a symlink is known by
+		// /proc/PID/exe under its target.
+		dir, err := canonical(dir)
+		if err != nil {
+			return Set{}, fmt.Errorf("components directory: %w", err)
+		}
 		s := Set{Dir: dir}
 		if err := s.Validate(); err != nil {
 			return Set{}, fmt.Errorf("components directory %s is incomplete: %w", dir, err)
@@ -89,6 +97,9 @@ func Ensure(ctx context.Context, opts Options) (Set, error) {
 	key, err := Key(toolsDir)
 	if err != nil {
 		return Set{}, err
+	}
+	if resolved, err := canonical(cacheDir); err == nil {
+		cacheDir = resolved // a cache under a symlinked home, say
 	}
 	set := Set{Dir: filepath.Join(cacheDir, key)}
 	if set.Validate() == nil {
@@ -339,4 +350,18 @@ func firstNonEmpty(vals ...string) string {
 		}
 	}
 	return ""
+}
+
+// canonical returns dir as an absolute path without symlinks (dir itself,
+// made absolute, when it does not exist yet).
+func canonical(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	resolved, err := filepath.EvalSymlinks(abs)
+	if os.IsNotExist(err) {
+		return abs, nil
+	}
+	return resolved, err
 }

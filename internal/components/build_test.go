@@ -86,3 +86,42 @@ func TestSetValidate(t *testing.T) {
 		t.Errorf("Validate() = %v, want not executable", err)
 	}
 }
+
+// TestEnsureGivenDirIsCanonical: a components directory given relative or
+// through a symlink comes back absolute and resolved, as processes started
+// from it are named in /proc (and a relative path would be looked for
+// relative to a process's working directory).
+func TestEnsureGivenDirIsCanonical(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	real := filepath.Join(root, "real")
+	s := Set{Dir: real}
+	if err := os.MkdirAll(filepath.Join(real, "stages"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range Binaries {
+		if err := os.WriteFile(s.Path(b), []byte("#!/bin/true\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range s.StageFiles() {
+		if err := os.WriteFile(f, []byte("kind: Stage\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(real, filepath.Join(root, "link")); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(root)
+	for _, given := range []string{"real", "./link", filepath.Join(root, "link")} {
+		got, err := Ensure(t.Context(), Options{Dir: given})
+		if err != nil {
+			t.Fatalf("Ensure(%s): %v", given, err)
+		}
+		if got.Dir != real {
+			t.Errorf("Ensure(%s).Dir = %s, want %s", given, got.Dir, real)
+		}
+	}
+}

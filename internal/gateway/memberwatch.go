@@ -152,13 +152,13 @@ func (e *eventEncoder) encode(buf *bytes.Buffer, ev membercache.Event) error {
 		}
 		obj = b
 	case e.tw.format.as == "":
-		b, err := ev.Entry.JSON()
+		b, err := e.cache.EventEntry(ev).JSON()
 		if err != nil {
 			return err
 		}
 		obj = b
 	default:
-		b, err := e.tw.render([]*membercache.Entry{ev.Entry}, metav1.ListMeta{ResourceVersion: e.cache.FormatRV(ev.RV)}, false, e.headersSent)
+		b, err := e.tw.render([]*membercache.Entry{e.cache.EventEntry(ev)}, metav1.ListMeta{ResourceVersion: e.cache.FormatRV(ev.RV)}, false, e.headersSent)
 		if err != nil {
 			return err
 		}

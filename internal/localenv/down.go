@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -31,7 +32,7 @@ func Down(ctx context.Context, dir string, purge bool, out io.Writer) error {
 	case errors.Is(err, ErrNoEnvironment):
 		fmt.Fprintf(out, "No environment in %s\n", dir)
 		if purge {
-			return purgeState(dir)
+			return purgeNothingElse(dir, out)
 		}
 		return nil
 	case err != nil:
@@ -48,12 +49,37 @@ func Down(ctx context.Context, dir string, purge bool, out io.Writer) error {
 		return err
 	}
 	if purge {
-		unlock() // the lock file goes too
+		// Removed under the lock, so that an `up` waiting for it does not
+		// start in files about to go.
 		if err := purgeState(dir); err != nil {
 			return err
 		}
 		fmt.Fprintf(out, "Removed the environment's state from %s\n", dir)
 	}
+	return nil
+}
+
+// purgeNothingElse is `down --purge` of a directory without a state file:
+// it removes the lock a failed `up` may have left, and the directory if it
+// is then empty, but none of the names an environment uses (clusters, pki,
+// kubeconfig): without a state file nothing says they are an
+// environment's and not the user's own (a mistyped --state-dir, or an
+// unset variable giving the current directory).
+func purgeNothingElse(dir string, out io.Writer) error {
+	var left []string
+	for _, e := range stateEntries {
+		if _, err := os.Lstat(filepath.Join(dir, e)); err == nil {
+			left = append(left, e)
+		}
+	}
+	if len(left) > 0 {
+		fmt.Fprintf(out, "Left %s in %s alone: without %s they may not be an environment's (remove them by hand if they are)\n", strings.Join(left, ", "), dir, stateFile)
+		return nil
+	}
+	if err := os.Remove(filepath.Join(dir, ".lock")); err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("remove lock: %w", err)
+	}
+	_ = os.Remove(dir) // only succeeds when empty
 	return nil
 }
 
@@ -119,7 +145,8 @@ func clearState(dir string) error {
 }
 
 // purgeState removes an environment's files, its lock, and the directory
-// itself when nothing else is left in it.
+// itself when nothing else is left in it. The caller holds the lock (or
+// there is no environment to lock).
 func purgeState(dir string) error {
 	if err := clearState(dir); err != nil {
 		return err

@@ -64,6 +64,8 @@ func waitFor(ctx context.Context, what string, timeout time.Duration, stop func(
 	switch {
 	case stopped != nil:
 		return fmt.Errorf("waiting for %s: %w", what, stopped)
+	case ctx.Err() != nil:
+		return fmt.Errorf("waiting for %s: %w", what, context.Cause(ctx))
 	case err != nil:
 		return fmt.Errorf("%s not ready after %s: last seen: %v", what, timeout, err)
 	}

@@ -81,7 +81,13 @@ func alive(pid int, binary string) bool {
 			return false
 		}
 	}
-	return strings.TrimSuffix(exe, " (deleted)") == binary
+	exe = strings.TrimSuffix(exe, " (deleted)")
+	if exe == binary {
+		return true
+	}
+	// /proc/PID/exe names the file itself: binary may be a symlink to it.
+	resolved, err := filepath.EvalSymlinks(binary)
+	return err == nil && exe == resolved
 }
 
 // exited reports whether pid, a process of binary that was signalled, is

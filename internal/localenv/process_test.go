@@ -3,6 +3,7 @@ package localenv
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -49,5 +50,34 @@ func TestExited(t *testing.T) {
 	_ = cmd.Wait()
 	if !exited(pid, bin) {
 		t.Errorf("a reaped process has not exited")
+	}
+}
+
+// TestAliveThroughASymlink: a process started through a symlink (a
+// components directory under a symlinked home, or a folder of links) is
+// known by its recorded path, although /proc names the link's target.
+func TestAliveThroughASymlink(t *testing.T) {
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip("no sleep binary")
+	}
+	target, err := filepath.EvalSymlinks(sleep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "etcd")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(link, "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	if !alive(cmd.Process.Pid, link) {
+		t.Errorf("process %d started as %s is not seen alive", cmd.Process.Pid, link)
+	}
+	if alive(cmd.Process.Pid, link+".other") {
+		t.Errorf("process %d seen alive as another binary", cmd.Process.Pid)
 	}
 }

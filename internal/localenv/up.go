@@ -60,7 +60,7 @@ func Up(ctx context.Context, set components.Set, opts Options) (*Environment, er
 	if st, err := LoadState(dir); err == nil {
 		running, total := countAlive(st)
 		switch {
-		case running == total:
+		case total > 0 && running == total:
 			return &Environment{State: st}, ErrAlreadyRunning
 		case running > 0:
 			fmt.Fprintf(opts.Out, "Environment in %s is partly running (%d of %d processes); restarting the stopped ones\n", dir, running, total)

@@ -44,10 +44,9 @@ func New(ks []*Kind, opts Options) *Cache {
 		opts.WatchBuffer = 1_000
 	}
 	c := &Cache{
-		// A random epoch below 10^8 (so that epoch*10^10 plus the
-		// sequence stays below 2^63): two gateway processes, even started
+		// A random epoch (maxEpoch): two gateway processes, even started
 		// together, do not take each other's resourceVersions.
-		epoch:  1 + rand.Uint64N(100_000_000-1),
+		epoch:  1 + rand.Uint64N(maxEpoch-1),
 		opts:   opts,
 		stores: map[schema.GroupResource]*store{},
 	}
@@ -174,7 +173,9 @@ func (k *Kind) ValidateFieldSelector(sel fields.Selector) error {
 type Event struct {
 	// Type is Added, Modified, Deleted or Bookmark.
 	Type watch.EventType
-	// Entry is the object (nil for a bookmark).
+	// Entry is the object (nil for a bookmark). A deletion's is the last
+	// state, which carries its own earlier resourceVersion:
+	// Cache.EventEntry gives it at the event's.
 	Entry *Entry
 	// RV is the event's resourceVersion.
 	RV uint64

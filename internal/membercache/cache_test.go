@@ -3,7 +3,9 @@ package membercache
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -314,5 +316,74 @@ func TestParseKinds(t *testing.T) {
 	}
 	if err := k.ValidateFieldSelector(fields.OneTermEqualSelector("spec.bogus", "x")); err == nil || err.Error() != "field label not supported: spec.bogus" {
 		t.Errorf("bogus field: %v", err)
+	}
+}
+
+// TestResourceVersionsStayTheCaches: a resourceVersion parses back to its
+// sequence however far the sequence has gone (one past 10^10 broke every
+// resume when the epoch was taken by division), and one ahead of every
+// change the cache has made, or of another epoch, is not the cache's.
+func TestResourceVersionsStayTheCaches(t *testing.T) {
+	c := newPodCache(t, 3)
+	far := uint64(20_000_000_000)
+	c.seq.Store(far)
+	for _, tt := range []struct {
+		rv   string
+		want uint64
+		ok   bool
+	}{
+		{c.FormatRV(far), far, true},
+		{c.FormatRV(1), 1, true},
+		{c.FormatRV(far + 1), 0, false},
+		{strconv.FormatUint((c.epoch+1)*rvBase+1, 10), 0, false},
+		{strconv.FormatUint((c.epoch-1)*rvBase+far, 10), 0, false},
+	} {
+		got, ok := c.ParseRV(tt.rv)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("ParseRV(%s) = %d, %v; want %d, %v", tt.rv, got, ok, tt.want, tt.ok)
+		}
+	}
+	if max := uint64(maxEpoch)*rvBase + rvBase; max > math.MaxInt64 {
+		t.Errorf("the largest resourceVersion %d does not fit an int64", max)
+	}
+}
+
+// TestDeletionCarriesItsResourceVersion: a deletion's event, and one for
+// an object that stops matching the watcher's filter, carry the last
+// state at the event's resourceVersion (kube-apiserver's), while the
+// store keeps the last state as it was until an event is written.
+func TestDeletionCarriesItsResourceVersion(t *testing.T) {
+	c := newPodCache(t, 100)
+	_ = c.Set(podsGR, "a", pod("ns", "p", "1", "Running", nil))
+	_ = c.Set(podsGR, "a", pod("ns", "q", "1", "Running", nil))
+	sel, _ := fields.ParseSelector("status.phase=Running")
+	w, err := c.Watch(podsGR, WatchOptions{Filter: Filter{Field: sel}, RV: mustRV(t, c)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	_ = c.Delete(podsGR, "a", pod("ns", "p", "1", "", nil))
+	_ = c.Set(podsGR, "a", pod("ns", "q", "2", "Failed", nil)) // stops matching
+	for i := range 2 {
+		var ev Event
+		select {
+		case ev = <-w.Events():
+		default:
+			t.Fatalf("event %d missing", i)
+		}
+		if ev.Type != watch.Deleted {
+			t.Fatalf("event %d is %s, want DELETED", i, ev.Type)
+		}
+		e := c.EventEntry(ev)
+		js, err := e.JSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := `"resourceVersion":"` + c.FormatRV(ev.RV) + `"`; e.RV != ev.RV || !strings.Contains(string(js), want) {
+			t.Errorf("%s: entry at %d, JSON %s; want %s", e.Name, e.RV, js, want)
+		}
+		if e.Name == "q" && !strings.Contains(string(js), `"phase":"Running"`) {
+			t.Errorf("q: %s, want its last matching state", js)
+		}
 	}
 }

@@ -70,6 +70,17 @@ func (c *Cache) encode(k *Kind, cd *codec, cluster string, obj runtime.Object, r
 	}, nil
 }
 
+// EventEntry returns ev's object as the event carries it: a deletion's
+// last state at the deletion's resourceVersion, as kube-apiserver sends
+// it. It decodes and re-encodes the object, so callers do it outside any
+// lock, once per event they write.
+func (c *Cache) EventEntry(ev Event) *Entry {
+	if ev.Entry == nil || ev.Entry.RV == ev.RV {
+		return ev.Entry
+	}
+	return c.withRV(ev.Entry, ev.RV)
+}
+
 // withRV returns a copy of e at resourceVersion rv (a deleted object's
 // last state, as the watch event of its deletion carries it). The copy
 // is e itself if its JSON cannot be read back (it then carries e's
@@ -104,8 +115,13 @@ func (k *Kind) Decode(e *Entry) (runtime.Object, error) {
 }
 
 // rvBase separates the cache's epoch from its sequence in a
-// resourceVersion: epoch*rvBase + sequence.
-const rvBase = 10_000_000_000
+// resourceVersion: epoch*rvBase + sequence. A sequence of 10^12 changes
+// lasts 15 years at 2,000 changes a second.
+const rvBase = 1_000_000_000_000
+
+// maxEpoch bounds the epoch so that epoch*rvBase plus the sequence stays
+// below 2^63 (clients may parse a resourceVersion as an int64).
+const maxEpoch = 9_000_000
 
 // FormatRV is the resourceVersion string of sequence number seq.
 func (c *Cache) FormatRV(seq uint64) string {
@@ -113,12 +129,13 @@ func (c *Cache) FormatRV(seq uint64) string {
 }
 
 // ParseRV returns the sequence number of a resourceVersion this cache
-// issued; ok is false for one it did not (another gateway process, or not
-// a number).
+// issued; ok is false for one it did not (another gateway process, one
+// ahead of every change the cache has seen, or not a number).
 func (c *Cache) ParseRV(rv string) (seq uint64, ok bool) {
 	n, err := strconv.ParseUint(rv, 10, 64)
-	if err != nil || n/rvBase != c.epoch {
+	base := c.epoch * rvBase
+	if err != nil || n < base || n-base > c.seq.Load() {
 		return 0, false
 	}
-	return n % rvBase, true
+	return n - base, true
 }

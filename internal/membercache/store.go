@@ -10,8 +10,9 @@ import (
 )
 
 // change is one recorded change of a kind: the state before (nil for an
-// addition) and after (for a deletion: the last state at the deletion's
-// resourceVersion).
+// addition) and after (for a deletion: the last state, carrying its own
+// earlier resourceVersion; Cache.EventEntry gives it at the deletion's
+// when a watch event is written, outside the store's lock).
 type change struct {
 	seq      uint64
 	typ      watch.EventType
@@ -149,7 +150,7 @@ func (s *store) remove(old *Entry) {
 	if s.clusters[old.Cluster]--; s.clusters[old.Cluster] <= 0 {
 		delete(s.clusters, old.Cluster)
 	}
-	s.record(change{seq: seq, typ: watch.Deleted, old: old, new: s.cache.withRV(old, seq)})
+	s.record(change{seq: seq, typ: watch.Deleted, old: old, new: old})
 }
 
 func (s *store) replace(cluster string, objs []runtime.Object, alive live) error {

@@ -119,8 +119,8 @@ func (w *Watcher) translate(c change) (Event, bool) {
 		return Event{Type: watch.Added, Entry: c.new, RV: c.seq}, true
 	case oldM:
 		// As kube-apiserver does: the last state the watcher could see,
-		// at the change's resourceVersion.
-		return Event{Type: watch.Deleted, Entry: w.store.cache.withRV(c.old, c.seq), RV: c.seq}, true
+		// at the change's resourceVersion (Cache.EventEntry).
+		return Event{Type: watch.Deleted, Entry: c.old, RV: c.seq}, true
 	}
 	return Event{}, false
 }

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/controller/fedobj"
 	"github.com/flotilla-io/flotilla/internal/templates"
 )
 
@@ -65,26 +66,30 @@ func (w Workload) isDeployment() bool {
 }
 
 // plan returns the recorded rollout plan, or an error saying why there is
-// none.
-func (w Workload) plan(ctx context.Context) (*v1alpha1.RolloutStatus, error) {
+// none, and the FederatedObject's policy (nil when it has none).
+func (w Workload) plan(ctx context.Context) (*v1alpha1.RolloutStatus, *v1alpha1.PolicyReference, error) {
 	fo := &v1alpha1.FederatedObject{}
 	key := templates.Key{Group: w.Kind.Group, Kind: w.Kind.Kind, Namespace: w.Key.Namespace, Name: w.Key.Name}.FederatedName()
 	if err := w.Client.Get(ctx, key, fo); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("%s is not propagated (no FederatedObject %s)", w.describe(), key)
+			return nil, nil, fmt.Errorf("%s is not propagated (no FederatedObject %s)", w.describe(), key)
 		}
-		return nil, fmt.Errorf("%s: read its FederatedObject %s: %w", w.describe(), key, err)
+		return nil, nil, fmt.Errorf("%s: read its FederatedObject %s: %w", w.describe(), key, err)
 	}
 	if fo.Status.Rollout == nil {
-		return nil, fmt.Errorf("%s has no federated rollout (it is not divided over clusters, rolls per member, or its kind has no WorkloadInterpreter rollout rule)", w.describe())
+		return nil, nil, fmt.Errorf("%s has no federated rollout (it is not divided over clusters, rolls per member, or its kind has no WorkloadInterpreter rollout rule)", w.describe())
 	}
-	return fo.Status.Rollout, nil
+	return fo.Status.Rollout, fo.Spec.Policy, nil
 }
 
 // Approve opens the Approval gate after stage (empty: the gate the
 // rollout waits at) for the current revision, and returns what it did.
+// The annotation holds one stage: a stage the rollout does not have is
+// refused, and so is one before a stage already approved ahead for the
+// same revision (it would close that stage's gate again) when the policy
+// can be read to tell their order.
 func (w Workload) Approve(ctx context.Context, stage string) (string, error) {
-	plan, err := w.plan(ctx)
+	plan, ref, err := w.plan(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -94,17 +99,82 @@ func (w Workload) Approve(ctx context.Context, stage string) (string, error) {
 		}
 		stage = plan.Stage
 	}
+	order := w.stageOrder(ctx, ref)
+	known := stagesOf(plan, order)
+	if !slices.Contains(known, stage) {
+		return "", fmt.Errorf("the rollout of %s has no stage %q (its stages: %s)", w.name(), stage, strings.Join(known, ", "))
+	}
+	current, err := w.read(ctx)
+	if err != nil {
+		return "", err
+	}
+	note := ""
+	if rev, prev, ok := strings.Cut(current.GetAnnotations()[v1alpha1.AnnotationRolloutApproved], "/"); ok && rev == plan.Revision && prev != stage {
+		if i, j := slices.Index(order, prev), slices.Index(order, stage); order != nil && i > j {
+			return "", fmt.Errorf("revision %s of %s is already approved through stage %s, which comes after %s: approving %s would close %s's gate again", plan.Revision, w.name(), prev, stage, stage, prev)
+		}
+		note = fmt.Sprintf(" (replacing the approval after stage %s)", prev)
+	}
 	if err := w.annotate(ctx, v1alpha1.AnnotationRolloutApproved, plan.Revision+"/"+stage); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("%s: revision %s approved after stage %s", w.name(), plan.Revision, stage), nil
+	return fmt.Sprintf("%s: revision %s approved after stage %s%s", w.name(), plan.Revision, stage, note), nil
+}
+
+// stageOrder returns the policy's stage names in order, with the rollout
+// controller's last stage of the clusters no stage takes; nil when the
+// policy cannot be read (a user without rights on it, or it is gone).
+func (w Workload) stageOrder(ctx context.Context, ref *v1alpha1.PolicyReference) []string {
+	if ref == nil {
+		return nil
+	}
+	spec, err := fedobj.PolicySpec(ctx, w.Client, *ref)
+	if err != nil || spec == nil || spec.Rollout == nil || len(spec.Rollout.Stages) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(spec.Rollout.Stages)+1)
+	for _, s := range spec.Rollout.Stages {
+		out = append(out, s.Name)
+	}
+	others := v1alpha1.RolloutOthersStage
+	for slices.Contains(out, others) { // as the rollout controller names it
+		others += "-"
+	}
+	return append(out, others)
+}
+
+// stagesOf lists the stages the rollout has: the policy's, in order, when
+// read, and those the FederatedObject reports.
+func stagesOf(plan *v1alpha1.RolloutStatus, order []string) []string {
+	out := slices.Clone(order)
+	add := func(s string) {
+		if s != "" && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	add(plan.Stage)
+	add(plan.Reached)
+	for _, c := range plan.Clusters {
+		add(c.Stage)
+	}
+	return out
+}
+
+// read returns the host workload.
+func (w Workload) read(ctx context.Context) (*unstructured.Unstructured, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(w.Kind)
+	if err := w.Client.Get(ctx, w.Key, u); err != nil {
+		return nil, fmt.Errorf("read %s: %w", w.describe(), err)
+	}
+	return u, nil
 }
 
 // Resume lets the current revision go on past a halt of the stage it is
 // at, or through that stage's Pause gate early. Later stages still halt
 // and pause.
 func (w Workload) Resume(ctx context.Context) (string, error) {
-	plan, err := w.plan(ctx)
+	plan, _, err := w.plan(ctx)
 	if err != nil {
 		return "", err
 	}

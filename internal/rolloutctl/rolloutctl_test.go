@@ -240,3 +240,70 @@ func generation(t *testing.T, c client.Client, gvk schema.GroupVersionKind, key 
 	t.Helper()
 	return read(t, c, gvk, key).GetGeneration()
 }
+
+// TestApproveChecksTheStage: approve refuses a stage the rollout does not
+// have, and one before a stage already approved for the same revision
+// (which would close that gate again), ordering them by the policy; the
+// same stage again, or a later one, is approved.
+func TestApproveChecksTheStage(t *testing.T) {
+	c := setup(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	labels := map[string]string{"app": "x"}
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"}, Spec: appsv1.StatefulSetSpec{
+		Replicas: ptr.To(int32(3)), Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example.com/app:1"}}}}}}
+	if err := c.Create(ctx, sts); err != nil {
+		t.Fatal(err)
+	}
+	stage := func(name string) v1alpha1.RolloutStage {
+		return v1alpha1.RolloutStage{Name: name, ClusterNames: []string{"member-" + name}, After: v1alpha1.GateApproval}
+	}
+	policy := &v1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "staged"},
+		Spec: v1alpha1.PropagationSpec{Rollout: &v1alpha1.RolloutPolicy{Stages: []v1alpha1.RolloutStage{stage("canary"), stage("eu")}}}}
+	if err := c.Create(ctx, policy); err != nil {
+		t.Fatal(err)
+	}
+	gvk := appsv1.SchemeGroupVersion.WithKind("StatefulSet")
+	key := templates.Key{Group: gvk.Group, Kind: gvk.Kind, Namespace: ns, Name: sts.Name}.FederatedName()
+	fo := &v1alpha1.FederatedObject{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name},
+		Spec: v1alpha1.FederatedObjectSpec{
+			Template: v1alpha1.TemplateReference{APIVersion: "apps/v1", Kind: gvk.Kind, Name: sts.Name, UID: sts.UID},
+			Policy:   &v1alpha1.PolicyReference{Kind: "PropagationPolicy", Namespace: ns, Name: policy.Name}}}
+	if err := c.Create(ctx, fo); err != nil {
+		t.Fatal(err)
+	}
+	fo.Status.Rollout = &v1alpha1.RolloutStatus{Revision: "r1", Stage: "canary", Gate: v1alpha1.GateApproval,
+		Clusters: []v1alpha1.ClusterRollout{{Cluster: "member-canary", State: v1alpha1.RolloutDone, Stage: "canary", Since: metav1.Now()}}}
+	if err := c.Status().Update(ctx, fo); err != nil {
+		t.Fatal(err)
+	}
+	w := rolloutctl.Workload{Client: c, Kind: gvk, Key: types.NamespacedName{Namespace: ns, Name: sts.Name}}
+	approved := func() string { return annotation(t, c, gvk, w.Key, v1alpha1.AnnotationRolloutApproved) }
+
+	if _, err := w.Approve(ctx, "canry"); err == nil || !strings.Contains(err.Error(), `no stage "canry" (its stages: canary, eu, others)`) {
+		t.Errorf("approve a misspelt stage: %v", err)
+	}
+	if got := approved(); got != "" {
+		t.Errorf("a refused approval wrote %q", got)
+	}
+	if msg, err := w.Approve(ctx, "eu"); err != nil || !strings.Contains(msg, "revision r1 approved after stage eu") {
+		t.Fatalf("approve eu ahead: %q, %v", msg, err)
+	}
+	if _, err := w.Approve(ctx, "canary"); err == nil || !strings.Contains(err.Error(), "already approved through stage eu") {
+		t.Errorf("approve canary after eu: %v, want a refusal", err)
+	}
+	if got := approved(); got != "r1/eu" {
+		t.Errorf("after the refusal: %q, want r1/eu", got)
+	}
+	if msg, err := w.Approve(ctx, "eu"); err != nil || strings.Contains(msg, "replacing") {
+		t.Errorf("approve eu again: %q, %v", msg, err)
+	}
+	if msg, err := w.Approve(ctx, "others"); err != nil || !strings.Contains(msg, "replacing the approval after stage eu") {
+		t.Errorf("approve the last stage: %q, %v", msg, err)
+	}
+	if got := approved(); got != "r1/others" {
+		t.Errorf("after approving the last stage: %q, want r1/others", got)
+	}
+}

@@ -241,7 +241,7 @@ func (o *JoinOptions) runPull(cmd *cobra.Command) error {
 		return fmt.Errorf("join %s: %w", o.Name, err)
 	}
 	if creds.Bootstrap != nil {
-		if err := os.WriteFile(o.bootstrapKubeconfig, creds.Bootstrap, 0o600); err != nil {
+		if err := writePrivate(o.bootstrapKubeconfig, creds.Bootstrap); err != nil {
 			return fmt.Errorf("write the agent's bootstrap kubeconfig: %w", err)
 		}
 		fmt.Fprintf(o.streams.Out, "Wrote %s (its token expires in %s); in the member run:\n  flotilla agent --cluster %s --bootstrap-kubeconfig %s --cert-dir DIR\n",
@@ -251,10 +251,13 @@ func (o *JoinOptions) runPull(cmd *cobra.Command) error {
 		}
 	}
 	if creds.Agent != nil {
-		if err := os.WriteFile(o.agentKubeconfig, creds.Agent, 0o600); err != nil {
+		if err := writePrivate(o.agentKubeconfig, creds.Agent); err != nil {
 			return fmt.Errorf("write the agent's kubeconfig: %w", err)
 		}
 		fmt.Fprintf(o.streams.Out, "Wrote %s (its token expires in %s); in the member run:\n  flotilla agent --cluster %s --hub-kubeconfig %s\n", o.agentKubeconfig, o.tokenDuration, o.Name, o.agentKubeconfig)
+	}
+	if creds.Bootstrap == nil && creds.Agent == nil {
+		fmt.Fprintf(o.streams.Out, "No credential for %s's agent was written: join again with --bootstrap-kubeconfig FILE (or --agent-kubeconfig FILE) to get one\n", o.Name)
 	}
 	if o.wait > 0 {
 		fmt.Fprintf(o.streams.Out, "Waiting up to %s for %s's agent to report\n", o.wait, o.Name)
@@ -316,4 +319,23 @@ cannot be reached, --force removes it from the host anyway.`,
 	fs.StringVar(&o.CredentialsNamespace, "credentials-namespace", "flotilla-system", "host namespace of the credentials Secret")
 	fs.BoolVar(&o.Force, "force", false, "remove the MemberCluster from the host even if the member cannot be cleaned up")
 	return cmd
+}
+
+// writePrivate writes a credential readable by its owner only, even over
+// an existing file of wider permissions (os.WriteFile keeps those): the
+// mode is set before the credential is written.
+func writePrivate(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -57,7 +57,9 @@ history and undo work on the host Deployment as on one cluster.`,
 			Long: `Approve the Approval gate the rollout waits at (or, with --stage, the gate
 after that stage, ahead of time), for the revision rolling now: the
 annotation flotilla.io/rollout-approved=<revision>/<stage> on the
-workload. A new template needs its own approval.`,
+workload. A new template needs its own approval. A stage the rollout does
+not have is refused, and so is one before a stage already approved for the
+same revision (when the policy can be read to order them).`,
 			Example: `  flotilla rollout approve web -n shop
   flotilla rollout approve deployment/web -n shop --stage canary
   flotilla rollout approve sts/db -n shop

@@ -49,7 +49,12 @@ unhealthy.`,
 			if err := tw.Flush(); err != nil {
 				return fmt.Errorf("write the status table: %w", err)
 			}
-			if bad > 0 {
+			switch {
+			case len(rows) == 0:
+				// A state without processes: an `up` that failed before
+				// starting any.
+				return fmt.Errorf("the environment in %s has no processes: run `flotilla down --state-dir %s` and `flotilla up` again", st.Dir, st.Dir)
+			case bad > 0:
 				return fmt.Errorf("%d of %d components are not healthy", bad, len(rows))
 			}
 			return nil

@@ -20,7 +20,7 @@ import (
 
 // othersStage names the stage of the placed clusters no stage of the
 // policy takes.
-const othersStage = "others"
+const othersStage = v1alpha1.RolloutOthersStage
 
 // +kubebuilder:rbac:groups=flotilla.io,resources=propagationpolicies;clusterpropagationpolicies,verbs=get;list;watch
 

@@ -79,6 +79,11 @@ type Reconciler struct {
 	// template's aggregated status (ruleFailure), apart from ruleErrors so
 	// that neither report resets the other's period.
 	refusals sync.Map
+	// stalls: FederatedObject → how many passes in a row found a copy it
+	// needs in a stalled member cache (stalledDelay): a member that stays
+	// stalled is looked at less and less often, not every few seconds
+	// for every object placed on it.
+	stalls sync.Map
 	// now is the clock of reportRule (time.Now when nil).
 	now func() time.Time
 }
@@ -120,6 +125,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if apierrors.IsNotFound(err) {
 			r.ruleErrors.Delete(req.NamespacedName)
 			r.refusals.Delete(req.NamespacedName)
+			r.stalls.Delete(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -160,19 +166,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// A Ready member's copy is not known yet (a restart): writing now
 		// would report it missing and flip conditions for a second.
 		return reconcile.Result{RequeueAfter: time.Second}, nil
-	case copyNoSession:
+	case copyNoSession, copyStalled:
 		// A Ready member whose session has not started for
-		// member.StallAfter (no cluster controller runs): looked for less
-		// often.
-		return reconcile.Result{RequeueAfter: stalledRetry}, nil
-	case copyStalled:
-		// A Ready member's cache has listed for longer than
-		// member.StallAfter (a slow member, or a large one after a
-		// restart): its copy is unknown, not absent. Reporting it missing
-		// would write the host twice (missing, then back) with nothing
-		// changed in the member.
-		return reconcile.Result{RequeueAfter: stalledRetry}, nil
+		// member.StallAfter (no cluster controller runs), or whose cache
+		// has listed for longer than that (a slow member, or a large one
+		// after a restart): its copy is unknown, not absent. Reporting it
+		// missing would write the host twice (missing, then back) with
+		// nothing changed in the member. Looked at again less and less
+		// often; the cache's first list wakes every copy it finds.
+		n, _ := r.stalls.Load(req.NamespacedName)
+		passes, _ := n.(int)
+		r.stalls.Store(req.NamespacedName, passes+1)
+		return reconcile.Result{RequeueAfter: stalledDelay(passes)}, nil
 	}
+	r.stalls.Delete(req.NamespacedName)
 	status, changed, ruleErr := workload.AggregateStatusOf(tmpl, members, metav1.Now())
 	var result reconcile.Result
 	if ruleErr != nil {
@@ -317,9 +324,22 @@ const (
 	copyNoSession
 )
 
-// stalledRetry is how often an object is looked at again while a member
-// cache it needs is stalled.
-const stalledRetry = 5 * time.Second
+// stalledRetry and stalledRetryMax bound how long an object waits before
+// it is looked at again while a member cache it needs is stalled.
+const (
+	stalledRetry    = 5 * time.Second
+	stalledRetryMax = 2 * time.Minute
+)
+
+// stalledDelay is the wait after the given number of earlier passes in a
+// row that found a stalled member cache: stalledRetry, doubling up to
+// stalledRetryMax.
+func stalledDelay(passes int) time.Duration {
+	if passes >= 5 { // 5 s × 2^5 is past the cap
+		return stalledRetryMax
+	}
+	return min(stalledRetry<<passes, stalledRetryMax)
+}
 
 // members collects the placed clusters' copies from the member caches. A
 // cluster that is not usable (copies.Usable: gone, being deleted, not

@@ -111,3 +111,20 @@ func TestReportRefusedOncePerObject(t *testing.T) {
 		now = now.Add(time.Minute)
 	}
 }
+
+func TestStalledDelay(t *testing.T) {
+	for _, tt := range []struct {
+		passes int
+		want   time.Duration
+	}{
+		{0, 5 * time.Second},
+		{1, 10 * time.Second},
+		{4, 80 * time.Second},
+		{5, 2 * time.Minute},
+		{64, 2 * time.Minute}, // no overflow of the shift
+	} {
+		if got := stalledDelay(tt.passes); got != tt.want {
+			t.Errorf("stalledDelay(%d) = %v, want %v", tt.passes, got, tt.want)
+		}
+	}
+}
