@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/proxy"
@@ -22,7 +23,7 @@ import (
 // upgrade transports (the gateway adds impersonation headers with it).
 // Errors reaching the apiserver are answered by responder. It returns the
 // apiserver's URL and the handler; requests keep their own path (the
-// caller sets their URL's scheme and host).
+// caller points them at the apiserver with Direct).
 func New(cfg *rest.Config, responder proxy.ErrorResponder, wrap func(http.RoundTripper) http.RoundTripper) (*url.URL, *proxy.UpgradeAwareHandler, error) {
 	if wrap == nil {
 		wrap = func(rt http.RoundTripper) http.RoundTripper { return rt }
@@ -61,4 +62,20 @@ func New(cfg *rest.Config, responder proxy.ErrorResponder, wrap func(http.RoundT
 	h.UseLocationHost = true
 	h.UpgradeTransport = proxy.NewUpgradeRequestRoundTripper(conn, wrap(headers))
 	return host, h, nil
+}
+
+// Direct points out, the proxy's copy of an incoming request, at the
+// apiserver at host (New's URL): its scheme and host, and its path before
+// the request's own, for an apiserver served under a path prefix (as
+// cluster managers that front many clusters serve them). Without the
+// prefix the request would reach whatever the URL's host serves at the
+// root, with the member's credentials.
+func Direct(out *http.Request, host *url.URL) {
+	out.URL.Scheme, out.URL.Host, out.Host = host.Scheme, host.Host, host.Host
+	if prefix := strings.TrimSuffix(host.Path, "/"); prefix != "" {
+		if out.URL.RawPath != "" {
+			out.URL.RawPath = strings.TrimSuffix(host.EscapedPath(), "/") + out.URL.RawPath
+		}
+		out.URL.Path = prefix + out.URL.Path
+	}
 }

@@ -119,7 +119,8 @@ func asUser(cfg *rest.Config, forwardTokens bool, wrap transport.WrapperFunc) (h
 // least every flushInterval (at once when its length is unknown, as a
 // watch's).
 func newReverseProxy(host *url.URL, rt http.RoundTripper, flushInterval time.Duration, responder errorResponder) *httputil.ReverseProxy {
-	p := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: host.Scheme, Host: host.Host})
+	// The host's path, if any, goes before the request's (apiproxy.Direct).
+	p := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: host.Scheme, Host: host.Host, Path: host.Path, RawPath: host.RawPath})
 	toHost := p.Director
 	p.Director = func(r *http.Request) {
 		toHost(r)
@@ -148,8 +149,7 @@ func (p *hostProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if httpstream.IsUpgradeRequest(r) {
 		out := r.Clone(r.Context())
-		out.URL.Scheme, out.URL.Host = p.host.Scheme, p.host.Host
-		out.Host = p.host.Host
+		apiproxy.Direct(out, p.host)
 		stripCredentials(out.Header)
 		p.upgrade.ServeHTTP(w, out)
 		return

@@ -172,12 +172,12 @@ func (h *memberHandler) route(w http.ResponseWriter, r *http.Request, info *requ
 	}
 	klog.FromContext(r.Context()).V(2).Info("Routing to a member", "cluster", e.Cluster, "verb", info.Verb, "subresource", info.Subresource, "pod", klog.KRef(info.Namespace, name))
 	out := r.Clone(r.Context())
-	out.URL.Scheme, out.URL.Host, out.Host = rt.host.Scheme, rt.host.Host, rt.host.Host
 	out.URL.Path = "/api/v1/namespaces/" + info.Namespace + "/pods/" + name
 	if info.Subresource != "" {
 		out.URL.Path += "/" + info.Subresource
 	}
 	out.URL.RawPath = ""
+	apiproxy.Direct(out, rt.host)
 	stripCredentials(out.Header)
 	rt.handler.ServeHTTP(w, out)
 }

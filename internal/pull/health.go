@@ -2,6 +2,7 @@ package pull
 
 import (
 	"fmt"
+	"regexp"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -16,10 +17,20 @@ const (
 	ReasonAgentSilent = "AgentSilent"
 	// ReasonAgentReady: the agent reports its apiserver ready.
 	ReasonAgentReady = "ClusterReady"
+	// ReasonAgentReported: the agent reports its cluster not ready with a
+	// reason a condition cannot carry (see its message).
+	ReasonAgentReported = "AgentReported"
 	// ReasonNotAccepted: the member's spec.accepted is false, so its
 	// agent gets no certificate and the member gets no workloads.
 	ReasonNotAccepted = "NotAccepted"
 )
+
+// conditionReason is the pattern of a metav1.Condition's reason.
+var conditionReason = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`)
+
+// maxAgentMessage bounds the part of a condition's message an agent's
+// report fills (a condition's message holds at most 32,768 bytes).
+const maxAgentMessage = 4096
 
 // heartbeat tracks an agent's Lease by the hub's own clock: what counts is
 // when the hub last saw renewTime change, not the agent's timestamps, so a
@@ -41,7 +52,19 @@ func (h *heartbeat) observe(lease *coordinationv1.Lease, now time.Time, stale ti
 		return o
 	}
 	if r := lease.Spec.RenewTime.UTC().Format(time.RFC3339Nano); r != h.renew {
-		h.renew, h.seen = r, now
+		// The first renewTime seen earns no credit: it may be a dead
+		// agent's last (the controller-manager restarted, or another
+		// replica became leader). A live agent renews again within
+		// AgentHeartbeat, well inside the damping of a Healthy member.
+		if h.renew != "" {
+			h.seen = now
+		}
+		h.renew = r
+	}
+	if h.seen.IsZero() {
+		o.Health, o.Reason = member.Unreachable, ReasonAgentSilent
+		o.Message = fmt.Sprintf("waiting to see the cluster's agent renew its heartbeat (its Lease was last renewed at %s by the agent's clock)", h.renew)
+		return o
 	}
 	if age := now.Sub(h.seen); age > stale {
 		o.Health, o.Reason = member.Unreachable, ReasonAgentSilent
@@ -57,8 +80,15 @@ func (h *heartbeat) observe(lease *coordinationv1.Lease, now time.Time, stale ti
 		o.Reason = a[v1alpha1.AnnotationAgentHealthReason]
 		if o.Reason == "" {
 			o.Reason = ReasonAgentSilent
+		} else if !conditionReason.MatchString(o.Reason) || len(o.Reason) > 1024 {
+			// It goes into the MemberCluster's Ready condition, whose
+			// schema would refuse the whole status write.
+			o.Reason = ReasonAgentReported
 		}
 		o.Message = "the cluster's agent reports: " + a[v1alpha1.AnnotationAgentHealthMessage]
+		if len(o.Message) > maxAgentMessage {
+			o.Message = o.Message[:maxAgentMessage] + "..."
+		}
 	default:
 		o.Health, o.Reason = member.NotReady, ReasonAgentSilent
 		o.Message = fmt.Sprintf("the cluster's agent renews its heartbeat but reports no health (annotation %s)", v1alpha1.AnnotationAgentHealth)

@@ -76,6 +76,10 @@ func (w Workload) plan(ctx context.Context) (*v1alpha1.RolloutStatus, *v1alpha1.
 		}
 		return nil, nil, fmt.Errorf("%s: read its FederatedObject %s: %w", w.describe(), key, err)
 	}
+	if ref := templates.KeyOfReference(fo.Spec.Template); ref.GroupKind() != w.Kind.GroupKind() || ref.Name != w.Key.Name {
+		// Names are name.kind.group, which two odd names can share.
+		return nil, nil, fmt.Errorf("%s is not propagated: FederatedObject %s belongs to %s %s", w.describe(), key, ref.GroupKind(), ref.Name)
+	}
 	if fo.Status.Rollout == nil {
 		return nil, nil, fmt.Errorf("%s has no federated rollout (it is not divided over clusters, rolls per member, or its kind has no WorkloadInterpreter rollout rule)", w.describe())
 	}

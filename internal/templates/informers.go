@@ -157,6 +157,8 @@ func (c *Cache) watch(ctx context.Context, k Kind) *watched {
 		// A new or removed CRD changes the kinds; its establishment is a
 		// status update, so every event counts.
 		kick := func(any) { c.Rediscover() }
+		// crdGone notes a CRD being deleted, or one that defines its kind
+		// (again), and rediscovers.
 		crdGone := func(obj any, deleted bool) {
 			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = d.Obj
@@ -167,7 +169,7 @@ func (c *Cache) watch(ctx context.Context, k Kind) *watched {
 			kick(obj)
 		}
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    kick,
+			AddFunc:    func(o any) { crdGone(o, false) },
 			UpdateFunc: func(_, o any) { crdGone(o, false) },
 			DeleteFunc: func(o any) { crdGone(o, true) },
 		}); err != nil {

@@ -32,24 +32,31 @@ const (
 )
 
 // orphans remembers the objects whose last version the cache saw carried
-// AnnotationOrphan "true", one per key (a newer object of the same key
-// replaces it). It is safe for concurrent use; the zero value remembers
-// OrphanCapacity objects for OrphanMemory.
+// AnnotationOrphan "true", by key and uid: an object deleted and created
+// again with the annotation (kubectl delete, then apply) does not make
+// the cache forget that the earlier object's copies stay. It is safe for
+// concurrent use; the zero value remembers OrphanCapacity objects for
+// OrphanMemory.
 type orphans struct {
 	ttl time.Duration // OrphanMemory if zero
 	max int           // OrphanCapacity if zero
 
 	count   atomic.Int64 // len(entries), read without the lock
 	mu      sync.Mutex
-	entries map[Key]*list.Element // of *orphan
-	order   *list.List            // oldest first
+	entries map[orphanID]*list.Element // of *orphan
+	order   *list.List                 // oldest first
+}
+
+// orphanID names one object.
+type orphanID struct {
+	key Key
+	uid types.UID
 }
 
 // orphan is one remembered object.
 type orphan struct {
-	key Key
-	uid types.UID
-	at  time.Time
+	orphanID
+	at time.Time
 }
 
 // observe notes one version of an object, as the informer receives it.
@@ -63,8 +70,7 @@ func (o *orphans) observe(u *unstructured.Unstructured, now time.Time) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	k := KeyOf(u)
-	if e, ok := o.entries[k]; ok && e.Value.(*orphan).uid == u.GetUID() {
+	if e, ok := o.entries[orphanID{KeyOf(u), u.GetUID()}]; ok {
 		o.remove(e) // the annotation was removed
 	}
 }
@@ -85,12 +91,13 @@ func (o *orphans) record(k Key, uid types.UID, now time.Time) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.entries == nil {
-		o.entries, o.order = map[Key]*list.Element{}, list.New()
+		o.entries, o.order = map[orphanID]*list.Element{}, list.New()
 	}
-	if e, ok := o.entries[k]; ok {
+	id := orphanID{k, uid}
+	if e, ok := o.entries[id]; ok {
 		o.remove(e)
 	}
-	o.entries[k] = o.order.PushBack(&orphan{key: k, uid: uid, at: now})
+	o.entries[id] = o.order.PushBack(&orphan{orphanID: id, at: now})
 	o.count.Store(int64(len(o.entries)))
 	o.prune(now)
 }
@@ -101,19 +108,23 @@ func (o *orphans) orphaned(k Key, uid types.UID, now time.Time) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.prune(now)
-	e, ok := o.entries[k]
-	return ok && e.Value.(*orphan).uid == uid
+	_, ok := o.entries[orphanID{k, uid}]
+	return ok
 }
 
-// forget drops the object of key k.
+// forget drops the objects of key k.
 func (o *orphans) forget(k Key) {
 	if o.count.Load() == 0 {
 		return
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if e, ok := o.entries[k]; ok {
-		o.remove(e)
+	for e := o.order.Front(); e != nil; {
+		next := e.Next()
+		if e.Value.(*orphan).key == k {
+			o.remove(e)
+		}
+		e = next
 	}
 }
 
@@ -127,7 +138,7 @@ func (o *orphans) len() int {
 // remove drops one entry; o.mu is held.
 func (o *orphans) remove(e *list.Element) {
 	o.order.Remove(e)
-	delete(o.entries, e.Value.(*orphan).key)
+	delete(o.entries, e.Value.(*orphan).orphanID)
 	o.count.Store(int64(len(o.entries)))
 }
 

@@ -54,9 +54,6 @@ func (s *servedKinds) note(found map[schema.GroupKind]Kind, failedGroups []schem
 			served[gk] = k
 		}
 	}
-	for gk := range found {
-		delete(s.crdDeleted, gk) // listed again: a new CRD
-	}
 	s.kinds = served
 	return served
 }
@@ -69,17 +66,21 @@ func (s *servedKinds) kind(gk schema.GroupKind) (Kind, bool) {
 	return k, ok
 }
 
-// noteCRD records a CRD being deleted (or deleted).
+// noteCRD records a CRD being deleted (or deleted), and forgets that
+// once a CRD that is not being deleted defines the kind again. Only the
+// CRD itself says so: discovery keeps listing a kind all through its
+// CRD's termination, and may still list it just after.
 func (s *servedKinds) noteCRD(u *unstructured.Unstructured, deleted bool) {
-	if !deleted && u.GetDeletionTimestamp().IsZero() {
-		return
-	}
 	gk, ok := definedKind(u)
 	if !ok {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !deleted && u.GetDeletionTimestamp().IsZero() {
+		delete(s.crdDeleted, gk) // a CRD defines it (again)
+		return
+	}
 	if s.crdDeleted == nil {
 		s.crdDeleted = map[schema.GroupKind]bool{}
 	}

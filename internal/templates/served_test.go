@@ -86,9 +86,15 @@ func TestServedKinds(t *testing.T) {
 	if !s.sawCRDDeleted(widget) {
 		t.Error("a kind kept for its failing group lost its CRD's deletion")
 	}
+	// Discovery lists a kind all through its CRD's termination, and may
+	// just after: that proves nothing. A CRD that defines it again does.
 	s.note(kinds, nil)
+	if !s.sawCRDDeleted(gizmo) {
+		t.Error("a kind discovery still lists lost its CRD's deletion")
+	}
+	s.noteCRD(crd, false)
 	if s.sawCRDDeleted(gizmo) {
-		t.Error("a kind listed again still counts its CRD as deleted")
+		t.Error("a kind a new CRD defines still counts its CRD as deleted")
 	}
 }
 

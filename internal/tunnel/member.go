@@ -136,7 +136,7 @@ func MemberHandler(cluster string, member *rest.Config, noStreams []string) (htt
 		for _, k := range identityHeaders {
 			out.Header.Del(k)
 		}
-		out.URL.Scheme, out.URL.Host, out.Host = host.Scheme, host.Host, host.Host
+		apiproxy.Direct(out, host)
 		h.ServeHTTP(w, out)
 	}), nil
 }

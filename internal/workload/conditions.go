@@ -10,6 +10,8 @@ import (
 const (
 	// reasonMissing: the member has no copy.
 	reasonMissing = "Missing"
+	// reasonNoPlacement: no cluster is placed, so no copy runs anywhere.
+	reasonNoPlacement = "NoPlacement"
 	// reasonNotReported: the copy has no such condition.
 	reasonNotReported = "NotReported"
 	// reasonOutdated: the copy does not hold the template's current

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	stdmaps "maps"
+	"math"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -193,9 +194,16 @@ func addCount(sum, v *int32) *int32 {
 	}
 	total := *v
 	if sum != nil {
-		total += *sum
+		total = addInt32(total, *sum)
 	}
 	return &total
+}
+
+// addInt32 adds two counts, saturating at the int32 range rather than
+// wrapping: members (a pull agent's report among them) cannot turn a sum
+// negative, which the host would refuse in every later status write.
+func addInt32(a, b int32) int32 {
+	return int32(max(math.MinInt32, min(math.MaxInt32, int64(a)+int64(b))))
 }
 
 // Aggregated reports whether the host status of obj's kind is aggregated

@@ -28,6 +28,14 @@ func deploymentStatus(template *unstructured.Unstructured, members []Member, now
 		sum.TerminatingReplicas = addCount(sum.TerminatingReplicas, m.status.TerminatingReplicas)
 	}
 	sum.Conditions = deploymentConditions(ms, old.Conditions, now)
+	if replicas, found, _ := unstructured.NestedInt64(template.Object, "spec", "replicas"); len(ms) == 0 && (!found || replicas > 0) {
+		// No cluster is placed (a policy that excludes them all): every
+		// member's copy is available only vacuously, and `kubectl wait
+		// --for=condition=Available` must not pass with no pod running.
+		sum.Conditions[0] = stampDeploymentCondition(appsv1.DeploymentAvailable, verdict{Status: string(corev1.ConditionFalse),
+			Reason: reasonNoPlacement, Message: "No cluster is placed to run the Deployment's replicas (see the FederatedObject's Scheduled condition)."},
+			old.Conditions, now)
+	}
 	return prev, &sum
 }
 

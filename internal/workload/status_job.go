@@ -29,7 +29,8 @@ const (
 //     each comes with its interim condition;
 //   - a Job with active or terminating pods is not finished: while other
 //     members still run pods, a member's failure shows as FailureTarget
-//     only, and Failed follows when no pod runs anywhere;
+//     only, and Failed follows when no pod runs anywhere (every member's
+//     copy known, none with active or terminating pods);
 //   - succeeded and failed never decrease, and a set startTime stays
 //     unless the Job is suspended.
 //
@@ -49,16 +50,17 @@ func jobStatus(template *unstructured.Unstructured, members []Member, now metav1
 	var failing clusterReasons
 	failReason := ""
 	complete := len(ms) > 0
+	allKnown := true // every member's copy read: none may be running pods unseen
 	var earliest, latest *metav1.Time
 	for _, m := range ms {
 		if !m.valid {
-			complete = false
+			complete, allKnown = false, false
 			continue
 		}
 		s := m.status
-		sum.Active += s.Active
-		sum.Succeeded += s.Succeeded
-		sum.Failed += s.Failed
+		sum.Active = addInt32(sum.Active, s.Active)
+		sum.Succeeded = addInt32(sum.Succeeded, s.Succeeded)
+		sum.Failed = addInt32(sum.Failed, s.Failed)
 		sum.Ready = addCount(sum.Ready, s.Ready)
 		sum.Terminating = addCount(sum.Terminating, s.Terminating)
 		if s.StartTime != nil && (earliest == nil || s.StartTime.Before(earliest)) {
@@ -95,7 +97,10 @@ func jobStatus(template *unstructured.Unstructured, members []Member, now metav1
 		sum.StartTime = old.StartTime
 	}
 
-	idle := sum.Active == 0 && (sum.Terminating == nil || *sum.Terminating == 0)
+	// A member whose copy is not known (its cluster is unreachable, or the
+	// copy is not written yet) may still run pods: Failed, which is final,
+	// waits for it.
+	idle := allKnown && sum.Active == 0 && (sum.Terminating == nil || *sum.Terminating == 0)
 	failed := verdict{Status: string(corev1.ConditionTrue), Reason: failReason, Message: failing.String()}
 	if failed.Reason == "" {
 		failed.Reason = reasonMemberFailed

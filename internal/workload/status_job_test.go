@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -114,6 +115,17 @@ func TestAggregateJob(t *testing.T) {
 				Conditions: []batchv1.JobCondition{
 					jobCondition(batchv1.JobFailureTarget, "BackoffLimitExceeded", "b: BackoffLimitExceeded, c: BackoffLimitExceeded"),
 					jobCondition(batchv1.JobFailed, "BackoffLimitExceeded", "b: BackoffLimitExceeded, c: BackoffLimitExceeded"),
+				}},
+		},
+		{
+			name: "a member failed and another's copy is not known: FailureTarget only (it may run pods)",
+			members: map[string]batchv1.JobStatus{
+				"a": failed(6, at(1)),
+			},
+			missing: []string{"b"},
+			want: batchv1.JobStatus{Ready: ptrTo(0), Failed: 6, StartTime: at(1),
+				Conditions: []batchv1.JobCondition{
+					jobCondition(batchv1.JobFailureTarget, "BackoffLimitExceeded", "a: BackoffLimitExceeded"),
 				}},
 		},
 		{
@@ -249,5 +261,19 @@ func TestAggregateJobCompletions(t *testing.T) {
 	status, _ = AggregateStatus(withCompletions(6, batchv1.JobStatus{}), div[:2], t1)
 	if s := decodeInto[batchv1.JobStatus](t, status); s.Succeeded != 4 || complete(status) {
 		t.Errorf("a share lost: succeeded %d complete %v, want 4 and not Complete", s.Succeeded, complete(status))
+	}
+}
+
+func TestAddInt32Saturates(t *testing.T) {
+	for _, tt := range []struct{ a, b, want int32 }{
+		{1, 2, 3},
+		{math.MaxInt32, 1, math.MaxInt32},
+		{math.MaxInt32, math.MaxInt32, math.MaxInt32},
+		{math.MinInt32, -1, math.MinInt32},
+		{-5, 3, -2},
+	} {
+		if got := addInt32(tt.a, tt.b); got != tt.want {
+			t.Errorf("addInt32(%d, %d) = %d, want %d", tt.a, tt.b, got, tt.want)
+		}
 	}
 }

@@ -221,12 +221,12 @@ func TestAggregateDeployment(t *testing.T) {
 			},
 		},
 		{
-			name:    "no members: nothing to wait for",
+			name:    "no members: not Available (no pod runs), nothing else to wait for",
 			members: nil,
 			want: appsv1.DeploymentStatus{
 				ObservedGeneration: templateGen,
 				Conditions: conditions(
-					deploymentCondition(corev1.ConditionTrue, "MinimumReplicasAvailable", allAvailable, t1, t1),
+					deploymentCondition(corev1.ConditionFalse, "NoPlacement", "No cluster is placed to run the Deployment's replicas (see the FederatedObject's Scheduled condition).", t1, t1),
 					progressing(corev1.ConditionTrue, "NewReplicaSetAvailable", allRolledOut, t1)),
 			},
 		},
