@@ -17,15 +17,22 @@ cd "$(dirname "$0")/.."
 GO=${GO:-go}
 FUZZTIME=${FUZZTIME:-10s}
 FUZZJOBS=${FUZZJOBS:-$(nproc)}
+if ! [[ "$FUZZJOBS" =~ ^[1-9][0-9]*$ ]]; then
+	echo "FUZZJOBS must be a positive number, not \"$FUZZJOBS\"" >&2
+	exit 2
+fi
+# Each target's fuzzing workers share the cores with the other targets'.
+PARALLEL=$(( ($(nproc) + FUZZJOBS - 1) / FUZZJOBS ))
 
 # inputs counts the failing inputs recorded for a target.
 inputs() { if [ -d "$1" ]; then find "$1" -type f | wc -l; else echo 0; fi; }
 
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; wait; rm -rf "$work"' EXIT
 
-# fuzz runs one target and writes its report to $work/$4.log; it fails
-# only for a finding (a failing input), which it records in $work/$4.failed.
+# fuzz runs one target and writes its report to $work/$4.log; it records
+# a finding (a failing input) in $work/$4.failed, and that it ran and
+# reported in $work/$4.done.
 fuzz() {
 	local dir=$1 pkg=$2 target=$3 n=$4
 	local corpus="$dir/testdata/fuzz/$target" log="$work/$n.log" marker="$work/$n.marker"
@@ -33,7 +40,7 @@ fuzz() {
 	before=$(inputs "$corpus")
 	touch "$marker"
 	t0=$(date +%s)
-	out=$("$GO" test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" "$pkg" 2>&1) || status=$?
+	out=$("$GO" test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" -parallel "$PARALLEL" "$pkg" 2>&1) || status=$?
 	after=$(inputs "$corpus")
 	{
 		echo "=== $pkg $target ($FUZZTIME)"
@@ -56,6 +63,7 @@ fuzz() {
 		echo "--- $target: $(($(date +%s) - t0))s"
 	} >"$log"
 	cat "$log"
+	touch "$work/$n.done"
 }
 
 start=$(date +%s)
@@ -83,5 +91,10 @@ failed=("$work"/*.failed)
 if [ ${#failed[@]} -gt 0 ]; then
 	echo "FAIL:"
 	cat "${failed[@]}"
+	exit 1
+fi
+reported=("$work"/*.done)
+if [ ${#reported[@]} -ne "$count" ]; then
+	echo "FAIL: $((count - ${#reported[@]})) of $count fuzz jobs could not run or report (see above)"
 	exit 1
 fi

@@ -17,8 +17,13 @@ import (
 func main() {
 	// The first SIGINT, SIGTERM or SIGHUP (a closed terminal) cancels the
 	// command, which then stops what it started; a second one ends the
-	// process at once, as the signal's default does.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	// process at once, as the signal's default does. A process started
+	// with SIGHUP ignored (nohup) keeps ignoring it.
+	signals := []os.Signal{os.Interrupt, syscall.SIGTERM}
+	if !signal.Ignored(syscall.SIGHUP) {
+		signals = append(signals, syscall.SIGHUP)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), signals...)
 	defer stop()
 	go func() {
 		<-ctx.Done()

@@ -73,8 +73,9 @@ func New(cfg *rest.Config, responder proxy.ErrorResponder, wrap func(http.RoundT
 func Direct(out *http.Request, host *url.URL) {
 	out.URL.Scheme, out.URL.Host, out.Host = host.Scheme, host.Host, host.Host
 	if prefix := strings.TrimSuffix(host.Path, "/"); prefix != "" {
-		if out.URL.RawPath != "" {
-			out.URL.RawPath = strings.TrimSuffix(host.EscapedPath(), "/") + out.URL.RawPath
+		if host.RawPath != "" || out.URL.RawPath != "" {
+			// Either carries an escaped "/" (%2F) that Path cannot hold.
+			out.URL.RawPath = strings.TrimSuffix(host.EscapedPath(), "/") + out.URL.EscapedPath()
 		}
 		out.URL.Path = prefix + out.URL.Path
 	}

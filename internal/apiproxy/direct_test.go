@@ -18,6 +18,8 @@ func TestDirect(t *testing.T) {
 		{"https://rancher.example/k8s/clusters/c-1", "/api/v1/namespaces/a/pods/p/exec?command=sh", "https://rancher.example/k8s/clusters/c-1/api/v1/namespaces/a/pods/p/exec?command=sh"},
 		{"https://rancher.example/k8s/clusters/c-1/", "/api/v1/pods", "https://rancher.example/k8s/clusters/c-1/api/v1/pods"},
 		{"https://m.example/a%2Fb", "/api/v1/namespaces/a/configmaps/x%2Fy", "https://m.example/a%2Fb/api/v1/namespaces/a/configmaps/x%2Fy"},
+		{"https://m.example/a%2Fb", "/api/v1/pods", "https://m.example/a%2Fb/api/v1/pods"},
+		{"https://m.example/k8s", "/api/v1/namespaces/a/configmaps/x%2Fy", "https://m.example/k8s/api/v1/namespaces/a/configmaps/x%2Fy"},
 	} {
 		host, err := url.Parse(tt.host)
 		if err != nil {

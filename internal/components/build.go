@@ -352,16 +352,23 @@ func firstNonEmpty(vals ...string) string {
 	return ""
 }
 
-// canonical returns dir as an absolute path without symlinks (dir itself,
-// made absolute, when it does not exist yet).
+// canonical returns dir as an absolute path without symlinks; for a
+// directory that does not exist yet, its deepest existing parent is
+// resolved and the rest kept.
 func canonical(dir string) (string, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return "", err
 	}
-	resolved, err := filepath.EvalSymlinks(abs)
-	if os.IsNotExist(err) {
-		return abs, nil
+	rest := ""
+	for p := abs; ; p = filepath.Dir(p) {
+		resolved, err := filepath.EvalSymlinks(p)
+		switch {
+		case err == nil:
+			return filepath.Join(resolved, rest), nil
+		case !os.IsNotExist(err) || filepath.Dir(p) == p:
+			return "", err
+		}
+		rest = filepath.Join(filepath.Base(p), rest)
 	}
-	return resolved, err
 }

@@ -125,3 +125,25 @@ func TestEnsureGivenDirIsCanonical(t *testing.T) {
 		}
 	}
 }
+
+// TestCanonicalOfAMissingDirectory: a cache directory not created yet
+// under a symlinked parent comes back under the parent's target.
+func TestCanonicalOfAMissingDirectory(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(root, "home"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(root, "home"), filepath.Join(root, "link")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := canonical(filepath.Join(root, "link", ".cache", "flotilla"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(root, "home", ".cache", "flotilla"); got != want {
+		t.Errorf("canonical = %s, want %s", got, want)
+	}
+}

@@ -81,11 +81,17 @@ func alive(pid int, binary string) bool {
 			return false
 		}
 	}
+	return sameExecutable(exe, binary)
+}
+
+// sameExecutable reports whether exe, a /proc/PID/exe link, is binary:
+// the link names the file itself (binary may be a symlink to it) and
+// " (deleted)" once the file was replaced.
+func sameExecutable(exe, binary string) bool {
 	exe = strings.TrimSuffix(exe, " (deleted)")
 	if exe == binary {
 		return true
 	}
-	// /proc/PID/exe names the file itself: binary may be a symlink to it.
 	resolved, err := filepath.EvalSymlinks(binary)
 	return err == nil && exe == resolved
 }
@@ -104,7 +110,7 @@ func exited(pid int, binary string) bool {
 		return true
 	}
 	exe, err := os.Readlink(filepath.Join("/proc", strconv.Itoa(pid), "exe"))
-	return err == nil && strings.TrimSuffix(exe, " (deleted)") != binary
+	return err == nil && !sameExecutable(exe, binary)
 }
 
 // stopPID sends SIGTERM, waits up to grace for the process to go, then

@@ -80,4 +80,7 @@ func TestAliveThroughASymlink(t *testing.T) {
 	if alive(cmd.Process.Pid, link+".other") {
 		t.Errorf("process %d seen alive as another binary", cmd.Process.Pid)
 	}
+	if exited(cmd.Process.Pid, link) {
+		t.Errorf("process %d started as %s seen exited", cmd.Process.Pid, link)
+	}
 }

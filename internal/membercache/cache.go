@@ -182,4 +182,6 @@ type Event struct {
 	// InitialEventsEnd marks the bookmark that ends a watch's initial
 	// events (sendInitialEvents).
 	InitialEventsEnd bool
+	// leaving makes Entry at RV once for all the watchers of a change.
+	leaving *atRV
 }

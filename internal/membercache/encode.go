@@ -72,11 +72,14 @@ func (c *Cache) encode(k *Kind, cd *codec, cluster string, obj runtime.Object, r
 
 // EventEntry returns ev's object as the event carries it: a deletion's
 // last state at the deletion's resourceVersion, as kube-apiserver sends
-// it. It decodes and re-encodes the object, so callers do it outside any
-// lock, once per event they write.
+// it. It decodes and re-encodes the object (once per change, however many
+// watchers write it), so callers do it outside any lock.
 func (c *Cache) EventEntry(ev Event) *Entry {
-	if ev.Entry == nil || ev.Entry.RV == ev.RV {
+	switch {
+	case ev.Entry == nil || ev.Entry.RV == ev.RV:
 		return ev.Entry
+	case ev.leaving != nil && ev.leaving.src == ev.Entry && ev.leaving.rv == ev.RV:
+		return ev.leaving.get(c) // made once for every watcher
 	}
 	return c.withRV(ev.Entry, ev.RV)
 }

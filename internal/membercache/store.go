@@ -17,6 +17,24 @@ type change struct {
 	seq      uint64
 	typ      watch.EventType
 	old, new *Entry
+	// leaving is the state that leaves a watcher at seq: a deletion's
+	// last state, or a modified object's old one for a watcher it stops
+	// matching, made (once, for every watcher) when an event is written.
+	leaving *atRV
+}
+
+// atRV is an entry at another resourceVersion, made on first use.
+type atRV struct {
+	once sync.Once
+	src  *Entry
+	rv   uint64
+	out  *Entry
+}
+
+// get returns src at rv.
+func (a *atRV) get(c *Cache) *Entry {
+	a.once.Do(func() { a.out = c.withRV(a.src, a.rv) })
+	return a.out
 }
 
 // store holds one kind of every member.
@@ -122,7 +140,11 @@ func (s *store) put(cluster string, obj runtime.Object, old *Entry) error {
 		typ = watch.Added
 		s.clusters[cluster]++
 	}
-	s.record(change{seq: seq, typ: typ, old: old, new: e})
+	ch := change{seq: seq, typ: typ, old: old, new: e}
+	if old != nil {
+		ch.leaving = &atRV{src: old, rv: seq}
+	}
+	s.record(ch)
 	return nil
 }
 
@@ -150,7 +172,7 @@ func (s *store) remove(old *Entry) {
 	if s.clusters[old.Cluster]--; s.clusters[old.Cluster] <= 0 {
 		delete(s.clusters, old.Cluster)
 	}
-	s.record(change{seq: seq, typ: watch.Deleted, old: old, new: old})
+	s.record(change{seq: seq, typ: watch.Deleted, old: old, new: old, leaving: &atRV{src: old, rv: seq}})
 }
 
 func (s *store) replace(cluster string, objs []runtime.Object, alive live) error {

@@ -39,6 +39,9 @@ const maxAgentMessage = 4096
 type heartbeat struct {
 	renew string    // the last renewTime seen
 	seen  time.Time // when the hub saw it change
+	// trustFirst: the first renewTime seen counts as a renewal (no health
+	// was recorded to keep meanwhile).
+	trustFirst bool
 }
 
 // observe returns the health an agent's Lease (nil: none) shows at now:
@@ -54,9 +57,10 @@ func (h *heartbeat) observe(lease *coordinationv1.Lease, now time.Time, stale ti
 	if r := lease.Spec.RenewTime.UTC().Format(time.RFC3339Nano); r != h.renew {
 		// The first renewTime seen earns no credit: it may be a dead
 		// agent's last (the controller-manager restarted, or another
-		// replica became leader). A live agent renews again within
-		// AgentHeartbeat, well inside the damping of a Healthy member.
-		if h.renew != "" {
+		// replica became leader), and the health recorded earlier stays
+		// meanwhile. A live agent renews again within AgentHeartbeat,
+		// well inside the damping of a Healthy member.
+		if h.renew != "" || h.trustFirst {
 			h.seen = now
 		}
 		h.renew = r

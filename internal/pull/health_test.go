@@ -35,6 +35,7 @@ func TestHeartbeatObserve(t *testing.T) {
 	skewed := t0.Add(-time.Hour) // the member's clock is an hour behind
 	tests := []struct {
 		name    string
+		trust   bool                    // heartbeat.trustFirst
 		steps   []*coordinationv1.Lease // one observation per step, 5 s apart
 		health  member.Health
 		reason  string
@@ -43,6 +44,7 @@ func TestHeartbeatObserve(t *testing.T) {
 		{name: "no lease", steps: []*coordinationv1.Lease{nil}, health: member.Unreachable, reason: ReasonAgentSilent, message: "has not reported"},
 		{name: "first sight earns no credit (a dead agent's last renewal)", steps: []*coordinationv1.Lease{lease(t0, member.Healthy)}, health: member.Unreachable, reason: ReasonAgentSilent, message: "waiting to see the cluster's agent renew"},
 		{name: "never renewed since first seen", steps: []*coordinationv1.Lease{lease(t0, member.Healthy), lease(t0, member.Healthy), lease(t0, member.Healthy), lease(t0, member.Healthy)}, health: member.Unreachable, reason: ReasonAgentSilent, message: "waiting to see"},
+		{name: "a new member: the first renewal counts", trust: true, steps: []*coordinationv1.Lease{lease(t0, member.Healthy)}, health: member.Healthy, reason: ReasonAgentReady},
 		{name: "renewed and healthy", steps: []*coordinationv1.Lease{lease(t0, member.Healthy), lease(t0.Add(4*time.Second), member.Healthy)}, health: member.Healthy, reason: ReasonAgentReady},
 		{name: "renewed each step, skewed clock", steps: []*coordinationv1.Lease{lease(skewed, member.Healthy), lease(skewed.Add(4*time.Second), member.Healthy), lease(skewed.Add(8*time.Second), member.Healthy), lease(skewed.Add(12*time.Second), member.Healthy)}, health: member.Healthy, reason: ReasonAgentReady},
 		{name: "renewal stops", steps: []*coordinationv1.Lease{lease(t0, member.Healthy), lease(t0.Add(4*time.Second), member.Healthy), lease(t0.Add(4*time.Second), member.Healthy), lease(t0.Add(4*time.Second), member.Healthy), lease(t0.Add(4*time.Second), member.Healthy)}, health: member.Unreachable, reason: ReasonAgentSilent, message: "no heartbeat from the cluster's agent for 15s"},
@@ -52,7 +54,7 @@ func TestHeartbeatObserve(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var h heartbeat
+			h := heartbeat{trustFirst: tt.trust}
 			var o member.Observation
 			for i, l := range tt.steps {
 				o = h.observe(l, t0.Add(time.Duration(i)*5*time.Second), HeartbeatStale)

@@ -107,7 +107,10 @@ func Start(ctx context.Context, cfg Config, h member.Handlers) (*Session, error)
 	s := &Session{
 		cfg: cfg, namespace: v1alpha1.ClusterNamespace(cfg.Cluster), opts: opts, logger: klog.FromContext(ctx), handlers: h,
 		ctx: ctx, cancel: cancel, notifier: member.NewNotifier(opts.NotifyInterval, cfg.Notify), started: time.Now(),
-		damper:  member.NewDamper(opts.FailureThreshold, opts.SuccessThreshold, cfg.Initial),
+		damper: member.NewDamper(opts.FailureThreshold, opts.SuccessThreshold, cfg.Initial),
+		// With nothing recorded (a new member) there is no earlier state
+		// to keep: the first renewal seen counts.
+		beat:    heartbeat{trustFirst: cfg.Initial == nil},
 		asked:   map[string]time.Time{},
 		reports: map[string]reportSeen{},
 	}

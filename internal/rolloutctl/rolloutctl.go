@@ -103,7 +103,7 @@ func (w Workload) Approve(ctx context.Context, stage string) (string, error) {
 		}
 		stage = plan.Stage
 	}
-	order := w.stageOrder(ctx, ref)
+	order := stageOrder(w.policyStages(ctx, ref), plan)
 	known := stagesOf(plan, order)
 	if !slices.Contains(known, stage) {
 		return "", fmt.Errorf("the rollout of %s has no stage %q (its stages: %s)", w.name(), stage, strings.Join(known, ", "))
@@ -114,7 +114,7 @@ func (w Workload) Approve(ctx context.Context, stage string) (string, error) {
 	}
 	note := ""
 	if rev, prev, ok := strings.Cut(current.GetAnnotations()[v1alpha1.AnnotationRolloutApproved], "/"); ok && rev == plan.Revision && prev != stage {
-		if i, j := slices.Index(order, prev), slices.Index(order, stage); order != nil && i > j {
+		if i, j := slices.Index(order, prev), slices.Index(order, stage); j >= 0 && i > j {
 			return "", fmt.Errorf("revision %s of %s is already approved through stage %s, which comes after %s: approving %s would close %s's gate again", plan.Revision, w.name(), prev, stage, stage, prev)
 		}
 		note = fmt.Sprintf(" (replacing the approval after stage %s)", prev)
@@ -125,10 +125,9 @@ func (w Workload) Approve(ctx context.Context, stage string) (string, error) {
 	return fmt.Sprintf("%s: revision %s approved after stage %s%s", w.name(), plan.Revision, stage, note), nil
 }
 
-// stageOrder returns the policy's stage names in order, with the rollout
-// controller's last stage of the clusters no stage takes; nil when the
+// policyStages returns the policy's stage names in order; nil when the
 // policy cannot be read (a user without rights on it, or it is gone).
-func (w Workload) stageOrder(ctx context.Context, ref *v1alpha1.PolicyReference) []string {
+func (w Workload) policyStages(ctx context.Context, ref *v1alpha1.PolicyReference) []string {
 	if ref == nil {
 		return nil
 	}
@@ -136,19 +135,33 @@ func (w Workload) stageOrder(ctx context.Context, ref *v1alpha1.PolicyReference)
 	if err != nil || spec == nil || spec.Rollout == nil || len(spec.Rollout.Stages) == 0 {
 		return nil
 	}
-	out := make([]string, 0, len(spec.Rollout.Stages)+1)
+	out := make([]string, 0, len(spec.Rollout.Stages))
 	for _, s := range spec.Rollout.Stages {
 		out = append(out, s.Name)
 	}
-	others := v1alpha1.RolloutOthersStage
-	for slices.Contains(out, others) { // as the rollout controller names it
-		others += "-"
-	}
-	return append(out, others)
+	return out
 }
 
-// stagesOf lists the stages the rollout has: the policy's, in order, when
-// read, and those the FederatedObject reports.
+// stageOrder returns the rollout's stages in order when the policy's are
+// known (nil otherwise): the policy's, then the stage of the clusters no
+// stage takes (the rollout controller's last), if some placed cluster is
+// in it.
+func stageOrder(policy []string, plan *v1alpha1.RolloutStatus) []string {
+	if policy == nil {
+		return nil
+	}
+	out := slices.Clone(policy)
+	for _, c := range plan.Clusters {
+		if c.Stage != "" && !slices.Contains(out, c.Stage) {
+			out = append(out, c.Stage)
+		}
+	}
+	return out
+}
+
+// stagesOf lists the stages the rollout has: those of order (stageOrder),
+// and those the FederatedObject reports (every placed cluster's, the one
+// the rollout is at and the last it reached).
 func stagesOf(plan *v1alpha1.RolloutStatus, order []string) []string {
 	out := slices.Clone(order)
 	add := func(s string) {
@@ -156,11 +169,11 @@ func stagesOf(plan *v1alpha1.RolloutStatus, order []string) []string {
 			out = append(out, s)
 		}
 	}
-	add(plan.Stage)
-	add(plan.Reached)
 	for _, c := range plan.Clusters {
 		add(c.Stage)
 	}
+	add(plan.Stage)
+	add(plan.Reached)
 	return out
 }
 

@@ -275,7 +275,11 @@ func TestApproveChecksTheStage(t *testing.T) {
 		t.Fatal(err)
 	}
 	fo.Status.Rollout = &v1alpha1.RolloutStatus{Revision: "r1", Stage: "canary", Gate: v1alpha1.GateApproval,
-		Clusters: []v1alpha1.ClusterRollout{{Cluster: "member-canary", State: v1alpha1.RolloutDone, Stage: "canary", Since: metav1.Now()}}}
+		Clusters: []v1alpha1.ClusterRollout{
+			{Cluster: "member-canary", State: v1alpha1.RolloutDone, Stage: "canary", Since: metav1.Now()},
+			{Cluster: "member-eu", State: v1alpha1.RolloutWaiting, Stage: "eu", Since: metav1.Now()},
+			{Cluster: "member-us", State: v1alpha1.RolloutWaiting, Stage: "others", Since: metav1.Now()},
+		}}
 	if err := c.Status().Update(ctx, fo); err != nil {
 		t.Fatal(err)
 	}
@@ -305,5 +309,17 @@ func TestApproveChecksTheStage(t *testing.T) {
 	}
 	if got := approved(); got != "r1/others" {
 		t.Errorf("after approving the last stage: %q, want r1/others", got)
+	}
+	// Without a cluster outside the policy's stages there is no "others"
+	// stage: approving it would approve nothing and take eu's back.
+	fo.Status.Rollout.Clusters = fo.Status.Rollout.Clusters[:2]
+	if err := c.Status().Update(ctx, fo); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Approve(ctx, "eu"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Approve(ctx, "others"); err == nil || !strings.Contains(err.Error(), `no stage "others" (its stages: canary, eu)`) {
+		t.Errorf("approve a stage no cluster is in: %v", err)
 	}
 }

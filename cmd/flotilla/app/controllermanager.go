@@ -70,7 +70,9 @@ certificates. The leader installs the admission policy ` + admission.AcceptGuard
 which lets only users allowed to update memberclusters/accept change
 spec.accepted.
 
-SIGINT or SIGTERM stops it gracefully and releases the leader lease. A
+SIGINT, SIGTERM or SIGHUP (unless started with it ignored, as by nohup)
+stops it gracefully and releases the leader lease; a second signal ends it
+at once. A
 leader that loses its lease (the host apiserver did not answer its renewals
 within --leader-elect-renew-deadline) stops its controllers and starts
 afresh in the same process, waits for the host apiserver and stands for

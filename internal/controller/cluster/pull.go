@@ -25,7 +25,7 @@ func (r *Reconciler) observePull(ctx context.Context, mc *v1alpha1.MemberCluster
 	logger := ctrl.Log.WithName("member").WithValues("cluster", name, "mode", v1alpha1.SyncModePull)
 	cfg := pull.Config{
 		Cluster: name, Hash: pullHash, Host: r.HostConfig, Client: r.Client, Reader: r.Client,
-		Options: r.Session, Initial: initialHealth(mc), Notify: r.notifier(name),
+		Options: r.Session, Initial: initialPullHealth(mc), Notify: r.notifier(name),
 	}
 	s, err := r.Pool.Add(name, func(h member.Handlers) (member.Member, error) {
 		return pull.Start(ctrl.LoggerInto(context.Background(), logger), cfg, h)

@@ -150,6 +150,24 @@ func initialHealth(mc *v1alpha1.MemberCluster) *member.Observation {
 	if c == nil || !slices.Contains(probeReasons, c.Reason) {
 		return nil
 	}
+	return observationOf(c)
+}
+
+// initialPullHealth is initialHealth of a pull member: every reason of
+// its Ready condition comes from its agent's heartbeat (or the agent's own
+// report), so any recorded one seeds the damper, and a restarted
+// controller-manager, which gives the first renewal it sees no credit,
+// keeps the recorded state meanwhile.
+func initialPullHealth(mc *v1alpha1.MemberCluster) *member.Observation {
+	c := meta.FindStatusCondition(mc.Status.Conditions, v1alpha1.ConditionReady)
+	if c == nil {
+		return nil
+	}
+	return observationOf(c)
+}
+
+// observationOf is the observation a recorded Ready condition stands for.
+func observationOf(c *metav1.Condition) *member.Observation {
 	o := &member.Observation{Reason: c.Reason, Message: c.Message, At: c.LastTransitionTime.Time}
 	switch c.Status {
 	case metav1.ConditionTrue:
