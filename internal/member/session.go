@@ -127,8 +127,10 @@ type Session struct {
 	// Hash identifies the configuration the session was built from.
 	Hash string
 
-	opts      Options
-	client    kubernetes.Interface
+	opts   Options
+	client kubernetes.Interface
+	// probe asks for /readyz without the client's rate limit.
+	probe     rest.Interface
 	discovery discovery.DiscoveryInterface
 	// conns tracks every connection the session opened, so that Stop
 	// closes them all, busy or idle.
@@ -184,18 +186,34 @@ func Start(ctx context.Context, name, hash string, cfg *rest.Config, opts Option
 	}
 	conns := connrotation.NewDialer(dial)
 	cfg.Dial = conns.DialContext
-	rt, err := rest.TransportFor(cfg)
+	base, err := rest.TransportFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("transport for member %s: %w", name, err)
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	// Every request is tied to the session's context: one made through a
+	// Member taken before Stop (a write still in flight when the member's
+	// endpoint changed) fails instead of reaching the old endpoint over a
+	// fresh connection, and discovery calls, which take no context, never
+	// keep Stop waiting for a hung member.
+	rt := withContext(ctx, base)
 	client, err := kubernetes.NewForConfigAndClient(cfg, &http.Client{Transport: rt})
 	if err != nil {
+		cancel()
 		return nil, fmt.Errorf("client for member %s: %w", name, err)
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	// Discovery calls take no context; the transport ties them to the
-	// session's, so that Stop never waits for a hung member.
-	disco, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, &http.Client{Transport: withContext(ctx, rt), Timeout: discoveryTimeout})
+	// The probe is not rate limited: were it to wait behind the other
+	// requests' token bucket (an operator's low --member-api-qps, many
+	// autoscaler reads), it would time out and a healthy member would look
+	// unreachable.
+	unlimited := rest.CopyConfig(cfg)
+	unlimited.QPS, unlimited.Burst = -1, 0
+	probe, err := kubernetes.NewForConfigAndClient(unlimited, &http.Client{Transport: rt})
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("probe client for member %s: %w", name, err)
+	}
+	disco, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, &http.Client{Transport: rt, Timeout: discoveryTimeout})
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("discovery client for member %s: %w", name, err)
@@ -206,7 +224,7 @@ func Start(ctx context.Context, name, hash string, cfg *rest.Config, opts Option
 		return nil, fmt.Errorf("member %s: %w", name, err)
 	}
 	s := &Session{
-		Name: name, Hash: hash, opts: opts, client: client, discovery: disco, conns: conns,
+		Name: name, Hash: hash, opts: opts, client: client, probe: probe.CoreV1().RESTClient(), discovery: disco, conns: conns,
 		notifier: NewNotifier(opts.NotifyInterval, notify), logger: klog.FromContext(ctx),
 		ctx: ctx, cancel: cancel,
 		objects: objects, mapper: &throttledMapper{ResettableRESTMapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))},
@@ -259,8 +277,17 @@ func (s *Session) EstimateNodes(f func(Nodes)) bool {
 
 func (s *Session) probeLoop(ctx context.Context) {
 	var lastDiscovery time.Time
+	failing := false // the last probe got no answer
 	for {
-		o := Probe(ctx, s.client.CoreV1().RESTClient(), s.opts.ProbeTimeout, time.Now)
+		o := Probe(ctx, s.probe, s.opts.ProbeTimeout, time.Now)
+		if o.Health == Unreachable && !failing {
+			// The member did not answer: the connection the session's
+			// requests share may be dead without a reset (a dropped NAT
+			// entry), which HTTP/2 notices only after its ping timeouts.
+			// Start afresh, once per failure, so that the next probe dials.
+			s.conns.CloseAll()
+		}
+		failing = o.Health == Unreachable
 		if o.Health == Healthy && !s.usable.Load() {
 			// The member answers: before anything else, make sure it is
 			// this MemberCluster's to use.
@@ -335,7 +362,6 @@ func (s *Session) discover(ctx context.Context) (ok, changed bool) {
 	if err == nil {
 		resources, err = Discover(s.discovery)
 	}
-	access := s.reviewAccess(ctx)
 	if err != nil {
 		if msg := err.Error(); msg != s.lastDiscoveryErr {
 			s.lastDiscoveryErr = msg
@@ -347,6 +373,7 @@ func (s *Session) discover(ctx context.Context) (ok, changed bool) {
 	} else {
 		s.lastDiscoveryErr = ""
 	}
+	access := s.reviewAccess(ctx) // only once the member answered discovery
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	resources = keepFailedGroups(resources, s.resources, err)
