@@ -84,6 +84,12 @@ func Unjoin(ctx context.Context, o UnjoinOptions) error {
 		return err
 	}
 	if err := releaseMember(ctx, hostCS, mc, id, o); err != nil {
+		if o.Member == nil && apierrors.IsForbidden(err) {
+			// The stored credentials of a restricted join (--restrict-kinds)
+			// may not undo join: they cannot delete namespaces or read
+			// ClusterRoles.
+			err = fmt.Errorf("%w; the stored credentials of %s may not undo join (a restricted join's cannot): pass the member admin's --kubeconfig", err, o.Name)
+		}
 		if !o.Force {
 			return fmt.Errorf("%w (use --force to remove %s from the host anyway)", err, o.Name)
 		}

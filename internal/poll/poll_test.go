@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -49,5 +50,22 @@ func TestUntilStopsWithTheContext(t *testing.T) {
 	err := Until(ctx, time.Hour, func(context.Context) error { return errors.New("not yet") })
 	if err == nil || err.Error() != "not yet" {
 		t.Fatalf("Until() = %v, want the condition's error once the context ends", err)
+	}
+}
+
+// TestUntilKeepsWhatWasSeen: a condition cut short by the deadline does
+// not hide the error of the call before it.
+func TestUntilKeepsWhatWasSeen(t *testing.T) {
+	calls := 0
+	err := Until(context.Background(), 300*time.Millisecond, func(ctx context.Context) error {
+		calls++
+		if calls == 1 {
+			return errors.New("member-2 not Ready: Unauthorized")
+		}
+		<-ctx.Done()
+		return fmt.Errorf("read member-2: %w", ctx.Err())
+	})
+	if err == nil || !strings.Contains(err.Error(), "member-2 not Ready: Unauthorized") || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Until = %v, want the earlier error and the deadline", err)
 	}
 }

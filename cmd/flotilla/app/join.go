@@ -113,7 +113,7 @@ kubeconfig must be an admin's (it grants RBAC).`,
 	fs.StringVar(&o.APIEndpoint, "api-endpoint", "", "member apiserver URL as the control plane reaches it (default: the server in --kubeconfig)")
 	fs.StringToStringVar(&o.Labels, "labels", nil, "labels for the MemberCluster, such as region and zone (k=v,...)")
 	fs.StringVar(&o.CredentialsNamespace, "credentials-namespace", "flotilla-system", "host namespace of the credentials Secret")
-	fs.DurationVar(&o.Timeout, "timeout", time.Minute, "how long to wait for the member's token")
+	fs.DurationVar(&o.Timeout, "timeout", time.Minute, "how long to wait for an earlier unjoin's namespace flotilla-system in the member to finish terminating")
 	fs.DurationVar(&o.wait, "wait", 0, "wait up to this long for the MemberCluster to become Ready (0: do not wait)")
 	fs.StringVar(&o.mode, "mode", "push", "push: the control plane reaches the member with a credential join creates there; pull: an agent in the member connects out (nothing is done in the member)")
 	fs.StringVar(&o.agentKubeconfig, "agent-kubeconfig", "", "with --mode pull: write a kubeconfig for the agent (a token of its ServiceAccount) to this file")
