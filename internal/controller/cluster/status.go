@@ -11,6 +11,7 @@ import (
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/member"
+	"github.com/flotilla-io/flotilla/internal/pull"
 )
 
 // Reasons of the Offline condition.
@@ -153,18 +154,26 @@ func initialHealth(mc *v1alpha1.MemberCluster) *member.Observation {
 	return observationOf(c)
 }
 
-// initialPullHealth is initialHealth of a pull member: every reason of
-// its Ready condition comes from its agent's heartbeat (or the agent's own
-// report), so any recorded one seeds the damper, and a restarted
+// initialPullHealth is initialHealth of a pull member: the reasons of its
+// Ready condition come from its agent's heartbeat (or the agent's own
+// report), so a recorded one seeds the damper, and a restarted
 // controller-manager, which gives the first renewal it sees no credit,
-// keeps the recorded state meanwhile.
+// keeps the recorded state meanwhile. A reason of a member no session ran
+// for (not accepted yet, or a push member's configuration problem) seeds
+// nothing: the first renewal then counts, so that a member just accepted
+// turns Ready at once.
 func initialPullHealth(mc *v1alpha1.MemberCluster) *member.Observation {
 	c := meta.FindStatusCondition(mc.Status.Conditions, v1alpha1.ConditionReady)
-	if c == nil {
+	if c == nil || slices.Contains(unusableReasons, c.Reason) {
 		return nil
 	}
 	return observationOf(c)
 }
+
+// unusableReasons are the Ready reasons of a member no session runs for
+// (Reconciler.observe).
+var unusableReasons = []string{pull.ReasonNotAccepted, member.ReasonSecretNotFound, member.ReasonInsecureEndpoint,
+	member.ReasonInvalidCredentials, member.ReasonCredentialsNotBound}
 
 // observationOf is the observation a recorded Ready condition stands for.
 func observationOf(c *metav1.Condition) *member.Observation {

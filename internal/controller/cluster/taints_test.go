@@ -11,6 +11,7 @@ import (
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/member"
+	"github.com/flotilla-io/flotilla/internal/pull"
 )
 
 func TestRenderTaints(t *testing.T) {
@@ -318,6 +319,29 @@ func TestSchedulingState(t *testing.T) {
 	for _, tt := range tests {
 		if got := schedulingState(tt.taints); got != tt.want {
 			t.Errorf("schedulingState(%v) = %q, want %q", tt.taints, got, tt.want)
+		}
+	}
+}
+
+// TestInitialPullHealth: a pull member's recorded heartbeat state seeds
+// its session (whatever reason its agent gave), but not the state of a
+// member no session ran for: a member just accepted turns Ready on its
+// agent's first renewal.
+func TestInitialPullHealth(t *testing.T) {
+	ltt := metav1.NewTime(tEarlier)
+	for _, tt := range []struct {
+		reason string
+		status metav1.ConditionStatus
+		want   *member.Observation
+	}{
+		{pull.ReasonAgentReady, metav1.ConditionTrue, &member.Observation{Health: member.Healthy, Reason: pull.ReasonAgentReady, At: tEarlier}},
+		{pull.ReasonAgentSilent, metav1.ConditionUnknown, &member.Observation{Health: member.Unreachable, Reason: pull.ReasonAgentSilent, At: tEarlier}},
+		{"EtcdNotReady", metav1.ConditionFalse, &member.Observation{Health: member.NotReady, Reason: "EtcdNotReady", At: tEarlier}},
+		{pull.ReasonNotAccepted, metav1.ConditionFalse, nil},
+	} {
+		mc := mcWith(1, v1alpha1.MemberClusterStatus{Conditions: []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: tt.status, Reason: tt.reason, LastTransitionTime: ltt}}})
+		if d := cmp.Diff(tt.want, initialPullHealth(mc)); d != "" {
+			t.Errorf("%s: initialPullHealth() mismatch (-want +got):\n%s", tt.reason, d)
 		}
 	}
 }
