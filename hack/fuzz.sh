@@ -28,7 +28,9 @@ PARALLEL=$(( ($(nproc) + FUZZJOBS - 1) / FUZZJOBS ))
 inputs() { if [ -d "$1" ]; then find "$1" -type f | wc -l; else echo 0; fi; }
 
 work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; wait; rm -rf "$work"' EXIT
+# On exit (a failure, or a signal), the jobs' `go test` processes go too,
+# not only the subshells that run them.
+trap 'for p in $(jobs -p); do pkill -TERM -P "$p"; kill "$p"; done 2>/dev/null || true; wait; rm -rf "$work"' EXIT
 
 # fuzz runs one target and writes its report to $work/$4.log; it records
 # a finding (a failing input) in $work/$4.failed, and that it ran and

@@ -84,12 +84,6 @@ func Unjoin(ctx context.Context, o UnjoinOptions) error {
 		return err
 	}
 	if err := releaseMember(ctx, hostCS, mc, id, o); err != nil {
-		if o.Member == nil && apierrors.IsForbidden(err) {
-			// The stored credentials of a restricted join (--restrict-kinds)
-			// may not undo join: they cannot delete namespaces or read
-			// ClusterRoles.
-			err = fmt.Errorf("%w; the stored credentials of %s may not undo join (a restricted join's cannot): pass the member admin's --kubeconfig", err, o.Name)
-		}
 		if !o.Force {
 			return fmt.Errorf("%w (use --force to remove %s from the host anyway)", err, o.Name)
 		}
@@ -173,6 +167,18 @@ func releaseMember(ctx context.Context, hostCS kubernetes.Interface, mc *v1alpha
 	if err != nil {
 		return err
 	}
+	err = releaseWith(ctx, cs, id, o)
+	if err != nil && o.Member == nil && apierrors.IsForbidden(err) {
+		// The stored credentials of a restricted join (--restrict-kinds)
+		// may not undo join: they cannot delete namespaces or read
+		// ClusterRoles.
+		err = fmt.Errorf("%w; the stored credentials of %s may not undo join (a restricted join's cannot): pass the member admin's --kubeconfig", err, o.Name)
+	}
+	return err
+}
+
+// releaseWith is releaseMember with a client of the member.
+func releaseWith(ctx context.Context, cs kubernetes.Interface, id string, o UnjoinOptions) error {
 	ns, err := cs.CoreV1().Namespaces().Get(ctx, v1alpha1.SystemNamespace, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):

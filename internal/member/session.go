@@ -277,17 +277,22 @@ func (s *Session) EstimateNodes(f func(Nodes)) bool {
 
 func (s *Session) probeLoop(ctx context.Context) {
 	var lastDiscovery time.Time
-	failing := false // the last probe got no answer
+	unanswered := 0 // probes in a row that got no answer
 	for {
 		o := Probe(ctx, s.probe, s.opts.ProbeTimeout, time.Now)
-		if o.Health == Unreachable && !failing {
-			// The member did not answer: the connection the session's
-			// requests share may be dead without a reset (a dropped NAT
-			// entry), which HTTP/2 notices only after its ping timeouts.
-			// Start afresh, once per failure, so that the next probe dials.
+		if o.Health == Unreachable {
+			unanswered++
+		} else {
+			unanswered = 0
+		}
+		if unanswered == 2 {
+			// Twice no answer: the connection the session's requests
+			// share may be dead without a reset (a dropped NAT entry),
+			// which HTTP/2 notices only after its ping timeouts (45 s).
+			// Start afresh, once per failure, so that the next probe
+			// dials; one slow probe of a live member aborts nothing.
 			s.conns.CloseAll()
 		}
-		failing = o.Health == Unreachable
 		if o.Health == Healthy && !s.usable.Load() {
 			// The member answers: before anything else, make sure it is
 			// this MemberCluster's to use.

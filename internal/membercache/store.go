@@ -20,6 +20,8 @@ type change struct {
 	// leaving is the state that leaves a watcher at seq: a deletion's
 	// last state, or a modified object's old one for a watcher it stops
 	// matching, made (once, for every watcher) when an event is written.
+	// Only live deliveries carry it: the history does not keep the copy
+	// (a watch resumed from it makes its own).
 	leaving *atRV
 }
 
@@ -140,11 +142,7 @@ func (s *store) put(cluster string, obj runtime.Object, old *Entry) error {
 		typ = watch.Added
 		s.clusters[cluster]++
 	}
-	ch := change{seq: seq, typ: typ, old: old, new: e}
-	if old != nil {
-		ch.leaving = &atRV{src: old, rv: seq}
-	}
-	s.record(ch)
+	s.record(change{seq: seq, typ: typ, old: old, new: e})
 	return nil
 }
 
@@ -172,7 +170,7 @@ func (s *store) remove(old *Entry) {
 	if s.clusters[old.Cluster]--; s.clusters[old.Cluster] <= 0 {
 		delete(s.clusters, old.Cluster)
 	}
-	s.record(change{seq: seq, typ: watch.Deleted, old: old, new: old, leaving: &atRV{src: old, rv: seq}})
+	s.record(change{seq: seq, typ: watch.Deleted, old: old, new: old})
 }
 
 func (s *store) replace(cluster string, objs []runtime.Object, alive live) error {
@@ -218,6 +216,9 @@ func (s *store) record(c change) {
 		}
 		s.history[(s.head+s.n)%len(s.history)] = c
 		s.n++
+	}
+	if c.old != nil && len(s.watchers) > 0 {
+		c.leaving = &atRV{src: c.old, rv: c.seq}
 	}
 	for w := range s.watchers {
 		if ev, ok := w.translate(c); ok {

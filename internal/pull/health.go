@@ -39,8 +39,10 @@ const maxAgentMessage = 4096
 type heartbeat struct {
 	renew string    // the last renewTime seen
 	seen  time.Time // when the hub saw it change
-	// trustFirst: the first renewTime seen counts as a renewal (no health
-	// was recorded to keep meanwhile).
+	// trustFirst: the first renewTime seen counts as a renewal if it is
+	// recent by the hub's clock (no health was recorded to keep meanwhile;
+	// an old one may be a dead agent's last, and a skewed agent clock only
+	// means waiting for the next renewal).
 	trustFirst bool
 }
 
@@ -60,7 +62,7 @@ func (h *heartbeat) observe(lease *coordinationv1.Lease, now time.Time, stale ti
 		// replica became leader), and the health recorded earlier stays
 		// meanwhile. A live agent renews again within AgentHeartbeat,
 		// well inside the damping of a Healthy member.
-		if h.renew != "" || h.trustFirst {
+		if h.renew != "" || (h.trustFirst && now.Sub(lease.Spec.RenewTime.Time) <= stale) {
 			h.seen = now
 		}
 		h.renew = r
