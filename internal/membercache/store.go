@@ -12,17 +12,13 @@ import (
 // change is one recorded change of a kind: the state before (nil for an
 // addition) and after (for a deletion: the last state, carrying its own
 // earlier resourceVersion; Cache.EventEntry gives it at the deletion's
-// when a watch event is written, outside the store's lock).
+// when a watch event is written, outside the store's lock, once for all
+// the watchers of a live change: the history keeps no such copy, and a
+// watch resumed from it makes its own).
 type change struct {
 	seq      uint64
 	typ      watch.EventType
 	old, new *Entry
-	// leaving is the state that leaves a watcher at seq: a deletion's
-	// last state, or a modified object's old one for a watcher it stops
-	// matching, made (once, for every watcher) when an event is written.
-	// Only live deliveries carry it: the history does not keep the copy
-	// (a watch resumed from it makes its own).
-	leaving *atRV
 }
 
 // atRV is an entry at another resourceVersion, made on first use.
@@ -217,13 +213,19 @@ func (s *store) record(c change) {
 		s.history[(s.head+s.n)%len(s.history)] = c
 		s.n++
 	}
-	if c.old != nil && len(s.watchers) > 0 {
-		c.leaving = &atRV{src: c.old, rv: c.seq}
-	}
+	var leaving *atRV // made for the first watcher the object leaves
 	for w := range s.watchers {
-		if ev, ok := w.translate(c); ok {
-			s.deliver(w, ev)
+		ev, ok := w.translate(c)
+		if !ok {
+			continue
 		}
+		if ev.Type == watch.Deleted && ev.Entry.RV != ev.RV {
+			if leaving == nil {
+				leaving = &atRV{src: ev.Entry, rv: ev.RV}
+			}
+			ev.leaving = leaving
+		}
+		s.deliver(w, ev)
 	}
 }
 

@@ -110,7 +110,7 @@ func (w *Watcher) translate(c change) (Event, bool) {
 	newM := c.typ != watch.Deleted && w.filter.Matches(c.new)
 	switch {
 	case c.typ == watch.Deleted && oldM:
-		return Event{Type: watch.Deleted, Entry: c.new, RV: c.seq, leaving: c.leaving}, true
+		return Event{Type: watch.Deleted, Entry: c.new, RV: c.seq}, true
 	case c.typ == watch.Deleted:
 		return Event{}, false
 	case oldM && newM:
@@ -120,7 +120,7 @@ func (w *Watcher) translate(c change) (Event, bool) {
 	case oldM:
 		// As kube-apiserver does: the last state the watcher could see,
 		// at the change's resourceVersion (Cache.EventEntry).
-		return Event{Type: watch.Deleted, Entry: c.old, RV: c.seq, leaving: c.leaving}, true
+		return Event{Type: watch.Deleted, Entry: c.old, RV: c.seq}, true
 	}
 	return Event{}, false
 }

@@ -158,22 +158,16 @@ func initialHealth(mc *v1alpha1.MemberCluster) *member.Observation {
 // Ready condition come from its agent's heartbeat (or the agent's own
 // report), so a recorded one seeds the damper, and a restarted
 // controller-manager, which gives the first renewal it sees no credit,
-// keeps the recorded state meanwhile. A reason of a member no session ran
-// for (not accepted yet, or a push member's configuration problem) seeds
-// nothing: the first renewal then counts, so that a member just accepted
-// turns Ready at once.
+// keeps the recorded state meanwhile. NotAccepted, the state of a member
+// no session ran for, seeds nothing: the first renewal then counts, so
+// that a member just accepted turns Ready at once.
 func initialPullHealth(mc *v1alpha1.MemberCluster) *member.Observation {
 	c := meta.FindStatusCondition(mc.Status.Conditions, v1alpha1.ConditionReady)
-	if c == nil || slices.Contains(unusableReasons, c.Reason) {
+	if c == nil || c.Reason == pull.ReasonNotAccepted {
 		return nil
 	}
 	return observationOf(c)
 }
-
-// unusableReasons are the Ready reasons of a member no session runs for
-// (Reconciler.observe).
-var unusableReasons = []string{pull.ReasonNotAccepted, member.ReasonSecretNotFound, member.ReasonInsecureEndpoint,
-	member.ReasonInvalidCredentials, member.ReasonCredentialsNotBound}
 
 // observationOf is the observation a recorded Ready condition stands for.
 func observationOf(c *metav1.Condition) *member.Observation {
