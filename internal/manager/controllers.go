@@ -62,7 +62,7 @@ var Controllers = []Controller{
 	{Name: cluster.Name, Setup: func(mgr ctrl.Manager, opts Options, shared *Shared) error {
 		r := &cluster.Reconciler{
 			Client:                  mgr.GetClient(),
-			Recorder:                mgr.GetEventRecorder("flotilla-" + cluster.Name),
+			Recorder:                eventRecorder(mgr, cluster.Name),
 			CredentialsNamespace:    opts.CredentialsNamespace,
 			Session:                 opts.Cluster,
 			MaxConcurrentReconciles: opts.ConcurrentClusterSyncs,
@@ -79,7 +79,7 @@ var Controllers = []Controller{
 			Client:                  mgr.GetClient(),
 			Dynamic:                 shared.Dynamic,
 			Templates:               shared.Templates,
-			Recorder:                mgr.GetEventRecorder("flotilla-" + federate.Name),
+			Recorder:                eventRecorder(mgr, federate.Name),
 			IgnoredNamespaces:       []string{opts.CredentialsNamespace, opts.LeaderElectionNamespace},
 			MaxConcurrentReconciles: opts.ConcurrentSyncs,
 		}
@@ -89,7 +89,7 @@ var Controllers = []Controller{
 		r := &schedule.Reconciler{
 			Client:                  mgr.GetClient(),
 			Templates:               shared.Templates,
-			Recorder:                mgr.GetEventRecorder("flotilla-" + schedule.Name),
+			Recorder:                eventRecorder(mgr, schedule.Name),
 			CredentialsNamespace:    opts.CredentialsNamespace,
 			MaxConcurrentReconciles: opts.ConcurrentSyncs,
 		}
@@ -106,7 +106,7 @@ var Controllers = []Controller{
 			Client:                  mgr.GetClient(),
 			Templates:               shared.Templates,
 			Pool:                    shared.Pool,
-			Recorder:                mgr.GetEventRecorder("flotilla-" + migrate.Name),
+			Recorder:                eventRecorder(mgr, migrate.Name),
 			MaxConcurrentReconciles: opts.ConcurrentSyncs,
 		}
 		return r.SetupWithManager(mgr)
@@ -116,7 +116,7 @@ var Controllers = []Controller{
 			Client:                  mgr.GetClient(),
 			Templates:               shared.Templates,
 			Pool:                    shared.Pool,
-			Recorder:                mgr.GetEventRecorder("flotilla-" + propagate.Name),
+			Recorder:                eventRecorder(mgr, propagate.Name),
 			MaxConcurrentReconciles: opts.ConcurrentPropagationSyncs,
 			FederatedRollouts:       shared.Rollouts,
 		}
@@ -127,7 +127,7 @@ var Controllers = []Controller{
 			Client:   mgr.GetClient(),
 			Reader:   mgr.GetAPIReader(),
 			Loader:   shared.Interpreters,
-			Recorder: mgr.GetEventRecorder("flotilla-" + interpreters.Name),
+			Recorder: eventRecorder(mgr, interpreters.Name),
 		}
 		return r.SetupWithManager(mgr)
 	}},
@@ -136,7 +136,7 @@ var Controllers = []Controller{
 			Client:    mgr.GetClient(),
 			Templates: shared.Templates,
 			Pool:      shared.Pool,
-			Recorder:  mgr.GetEventRecorder("flotilla-" + autoscale.Name),
+			Recorder:  eventRecorder(mgr, autoscale.Name),
 		}
 		return r.SetupWithManager(mgr)
 	}},
@@ -157,7 +157,7 @@ var Controllers = []Controller{
 			Templates:               shared.Templates,
 			Pool:                    shared.Pool,
 			MaxConcurrentReconciles: opts.ConcurrentSyncs,
-			Recorder:                mgr.GetEventRecorder("flotilla-" + status.Name),
+			Recorder:                eventRecorder(mgr, status.Name),
 		}
 		return r.SetupWithManager(mgr)
 	}},
@@ -224,7 +224,7 @@ func setupAgentSigner(mgr ctrl.Manager, opts Options, _ *Shared) error {
 	}
 	r := &agentsigner.Reconciler{
 		Client: mgr.GetClient(), Certificates: cs, Signer: signer,
-		Recorder: mgr.GetEventRecorder("flotilla-" + agentsigner.Name),
+		Recorder: eventRecorder(mgr, agentsigner.Name),
 	}
 	return r.SetupWithManager(mgr)
 }

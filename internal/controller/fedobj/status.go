@@ -32,7 +32,9 @@ type StatusApply struct {
 // server-side apply on the status subresource, under its field manager,
 // taking the fields over from whoever set them last (force). Fields other
 // controllers own are not sent, so writes of different controllers never
-// conflict and nothing is retried. fo is updated with what the host
+// conflict, unless StatusApply.ResourceVersion makes a write conditional
+// (the scheduler's are: its decisions build on the placement it read).
+// fo is updated with what the host
 // returned. The object's UID is sent as a precondition: the status of a
 // FederatedObject deleted and created again under the same name is not
 // written.

@@ -275,6 +275,21 @@ func TestCloneSetIsDividedAndItsStatusAggregated(t *testing.T) {
 	if !strings.Contains(cond.Message, "updatedReadyReplicas") || !strings.Contains(cond.Message, "stays in use") {
 		t.Fatalf("Invalid message %q does not name the missing field and say the generation stays in use", cond.Message)
 	}
+	// The interpreter was Ready before: the change to Invalid is an event.
+	testenv.Eventually(t, waitTimeout, "a Warning event Invalid on the interpreter", func(ctx context.Context) error {
+		evs, err := env.Host.Client.CoreV1().Events(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + wi.Name})
+		if err != nil {
+			return err
+		}
+		var seen []string
+		for _, e := range evs.Items {
+			if e.Type == corev1.EventTypeWarning && e.Reason == "Invalid" && strings.Contains(e.Message, "updatedReadyReplicas") {
+				return nil
+			}
+			seen = append(seen, e.Namespace+" "+e.Type+" "+e.Reason+": "+e.Message)
+		}
+		return fmt.Errorf("events %q", seen)
+	})
 	got, err := memberReplicas(ctx, ns, "web")
 	if err != nil || got["member-1"] != 2 || got["member-2"] != 2 {
 		t.Fatalf("member replicas after the interpreter broke: %v, %v", got, err)

@@ -58,7 +58,7 @@ func (l *Loader) load(ctx context.Context, o any) {
 	} else {
 		l.retried(wi.Name)
 	}
-	if had && prev.Generation == out.Generation && prev.CRD == out.CRD && prev.InUse == out.InUse && prev.Provisional == out.Provisional &&
+	if had && prev.UID == out.UID && prev.Generation == out.Generation && prev.CRD == out.CRD && prev.InUse == out.InUse && prev.Provisional == out.Provisional &&
 		errString(prev.Err) == errString(out.Err) && errString(prev.SchemaErr) == errString(out.SchemaErr) {
 		return // a resync or a status write: nothing changed
 	}
@@ -105,8 +105,13 @@ func (l *Loader) compile(ctx context.Context, wi *v1alpha1.WorkloadInterpreter, 
 		out.SchemaErr = err
 		if inUse {
 			out.InUse, out.CRD, out.Provisional = prev.InUse, prev.CRD, prev.Provisional
-			if wi.Generation != prev.InUse {
+			switch {
+			case wi.Generation != prev.InUse:
 				out.Err = fmt.Errorf("not checked yet: %w", err)
+			case prev.Generation == wi.Generation && prev.SchemaErr == nil:
+				// This generation's last check stands (an Invalid
+				// verdict too) until the schema can be read again.
+				out.Err, out.SchemaErr, out.retry = prev.Err, nil, true
 			}
 			return out, nil, false
 		}
@@ -114,6 +119,8 @@ func (l *Loader) compile(ctx context.Context, wi *v1alpha1.WorkloadInterpreter, 
 			out.InUse = gen
 			if gen != wi.Generation {
 				out.Err = fmt.Errorf("not checked yet: %w", err)
+			} else {
+				out.Provisional = true // in use as recorded, not checked here
 			}
 			return out, last, true
 		}

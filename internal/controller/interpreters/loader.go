@@ -8,6 +8,9 @@ package interpreters
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -165,7 +168,7 @@ func (l *Loader) crdChanged(ctx context.Context, o any) {
 	}
 	for i := range list.Items {
 		if list.Items[i].Spec.Target.Group == group {
-			// The outcome records the CRD's resourceVersion, so an
+			// The outcome records a hash of the CRD's versions, so an
 			// unchanged schema leaves everything as it is.
 			l.load(ctx, &list.Items[i])
 		}
@@ -178,7 +181,7 @@ func targetKind(wi *v1alpha1.WorkloadInterpreter) schema.GroupKind {
 }
 
 // schemaOf returns the structural schema of a kind's CRD and a name for
-// it with its resourceVersion; nil and "" when the kind has no CRD on
+// it with a hash of its versions; nil and "" when the kind has no CRD on
 // the host (a built-in or aggregated kind, or a CRD not installed yet).
 func schemaOf(ctx context.Context, reader client.Reader, mapper meta.RESTMapper, gk schema.GroupKind) (*structuralschema.Structural, string, error) {
 	mapping, err := mapper.RESTMapping(gk)
@@ -202,7 +205,20 @@ func schemaOf(ctx context.Context, reader client.Reader, mapper meta.RESTMapper,
 	if s == nil {
 		return nil, "", nil
 	}
-	return s, name + "@" + crd.ResourceVersion, nil
+	return s, name + "@" + versionsHash(crd), nil
+}
+
+// versionsHash identifies what of a CRD the expressions are checked
+// against (its versions, with their schemas), so that a write that leaves
+// them as they were (status, annotations, a conversion webhook's CA
+// bundle) recompiles nothing and requeues no object of the kind.
+func versionsHash(crd *apiextensionsv1.CustomResourceDefinition) string {
+	b, err := json.Marshal(crd.Spec.Versions)
+	if err != nil {
+		return "rv-" + crd.ResourceVersion // cannot happen for a decoded CRD
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
 }
 
 // notify wakes the Reconciler for an interpreter; a full channel drops

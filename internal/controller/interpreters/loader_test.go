@@ -159,7 +159,15 @@ func TestLoaderKeepsWhatWorks(t *testing.T) {
 	reader.crd = narrowed
 	step("a CRD change its expressions no longer fit: it stays as compiled", generation(4, fine), 0,
 		want{4, ReasonInvalid, "generation 4 no longer checks against CustomResourceDefinition clonesets.apps.kruise.io: "}, false)
+	step("the CRD unreadable while generation 4 no longer checks: it stays Invalid", generation(4, fine), 1,
+		want{4, ReasonInvalid, "generation 4 no longer checks against"}, false)
 	reader.crd = crd
+	step("the CRD readable and fitting again", generation(4, fine), 0,
+		want{4, ReasonTypeChecked, "checked against"}, true)
+	recreated := generation(4, fine)
+	recreated.UID = "uid-2"
+	step("deleted and created again under the same name, same generation: the new one is loaded", recreated, 0,
+		want{4, ReasonTypeChecked, "checked against"}, true)
 	l.unload(generation(4, fine))
 	if registry.Get(gk) != nil {
 		t.Error("a deleted interpreter is still in use")
@@ -206,6 +214,11 @@ func TestLoaderKeepsWhatWorks(t *testing.T) {
 		want{2, ReasonPending, "generation 3 waits for its check"}, true)
 	step("the CRD readable: generation 3 fails its check, generation 2 stays", generation(3, typeOnly), 0,
 		want{2, ReasonInvalid, "generation 3 is not in use"}, false)
+
+	start()
+	reader.revisions = []appsv1.ControllerRevision{recorded(3, "uid-1", nil)}
+	step("a restart with the CRD unreadable, the current generation recorded: in use, said to be unchecked", generation(3, fine), 1,
+		want{3, ReasonCompiled, "not yet checked against its CustomResourceDefinition"}, true)
 
 	start()
 	reader.revisions = []appsv1.ControllerRevision{recorded(2, "uid-of-an-earlier-interpreter", nil)}

@@ -79,6 +79,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, wi); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	if !wi.DeletionTimestamp.IsZero() {
+		// Unloaded already; a finalizer of someone else's keeps it.
+		return reconcile.Result{}, nil
+	}
 	out, ok := r.Loader.Outcome(wi.Name)
 	if !ok || out.Generation != wi.Generation {
 		// The loader compiles from the same cache and wakes this
@@ -92,7 +96,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// Recorded after the condition, so that a failure here (retried)
 	// never holds the condition back; only a generation this object's
 	// own check put in use.
-	if out.Err == nil && !out.Provisional && out.InUse == wi.Generation && out.UID == wi.UID && wi.DeletionTimestamp.IsZero() {
+	if out.Err == nil && !out.Provisional && out.InUse == wi.Generation && out.UID == wi.UID {
 		if err := r.keepInUse(ctx, wi); err != nil {
 			return reconcile.Result{}, err
 		}
@@ -104,7 +108,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // says wi was deleted meanwhile.
 func (r *Reconciler) writeCondition(ctx context.Context, wi *v1alpha1.WorkloadInterpreter, out Outcome) (gone bool, err error) {
 	cond := Condition(out, wi.Generation)
-	prev := meta.FindStatusCondition(wi.Status.Conditions, cond.Type)
+	// A copy: SetStatusCondition changes the slice's element in place.
+	var prev *metav1.Condition
+	if c := meta.FindStatusCondition(wi.Status.Conditions, cond.Type); c != nil {
+		prev = c.DeepCopy()
+	}
 	if !meta.SetStatusCondition(&wi.Status.Conditions, cond) && wi.Status.ObservedGeneration == wi.Generation {
 		return false, nil
 	}

@@ -14,11 +14,27 @@ import (
 // so the current placement stays in force unless the policy or the object
 // allows an empty placement. Only clusters that cannot hold the object any
 // more leave it: clusters drained with --force and clusters that are gone
-// or leaving the federation. note says what was done, for the Scheduled
-// condition.
-func noFit(current []v1alpha1.ClusterPlacement, clusters []*v1alpha1.MemberCluster, mode v1alpha1.EmptyPlacement) (placement []v1alpha1.ClusterPlacement, note string) {
+// or leaving the federation. A divided Job (keptOnceMade) keeps every
+// cluster that exists whatever the mode: a member's Job cannot change
+// its share. note says what was done, for the Scheduled condition.
+func noFit(current []v1alpha1.ClusterPlacement, clusters []*v1alpha1.MemberCluster, mode v1alpha1.EmptyPlacement, keptOnceMade bool) (placement []v1alpha1.ClusterPlacement, note string) {
 	if len(current) == 0 {
 		return nil, ""
+	}
+	if keptOnceMade {
+		exists := make(map[string]bool, len(clusters))
+		for _, c := range clusters {
+			exists[c.Name] = true
+		}
+		for _, p := range current {
+			if exists[p.Cluster] {
+				placement = append(placement, p)
+			}
+		}
+		if len(placement) == 0 {
+			return nil, "the placement is emptied: its clusters are gone"
+		}
+		return placement, fmt.Sprintf("keeping the current placement (%s): a divided Job's placement is kept once made", describe(placement))
 	}
 	if mode == v1alpha1.EmptyPlacementAllow {
 		return nil, "the placement is emptied (emptyPlacement: Allow)"

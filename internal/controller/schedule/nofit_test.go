@@ -23,6 +23,7 @@ func TestNoFit(t *testing.T) {
 		current  []v1alpha1.ClusterPlacement
 		clusters []*v1alpha1.MemberCluster
 		mode     v1alpha1.EmptyPlacement
+		job      bool
 		want     []string
 		note     string
 	}{
@@ -32,11 +33,13 @@ func TestNoFit(t *testing.T) {
 		{name: "allowed to empty", current: []v1alpha1.ClusterPlacement{a, b}, clusters: []*v1alpha1.MemberCluster{mc("a"), mc("b")}, mode: v1alpha1.EmptyPlacementAllow, note: "emptied"},
 		{name: "force-drained cluster leaves", current: []v1alpha1.ClusterPlacement{a, b}, clusters: []*v1alpha1.MemberCluster{mc("a", force), mc("b")}, want: []string{"b"}, note: "keeping"},
 		{name: "only force-drained", current: []v1alpha1.ClusterPlacement{a}, clusters: []*v1alpha1.MemberCluster{mc("a", force)}, note: "--force"},
+		{name: "a divided Job keeps a force-drained cluster", current: []v1alpha1.ClusterPlacement{a, b}, clusters: []*v1alpha1.MemberCluster{mc("a", force), mc("b")}, mode: v1alpha1.EmptyPlacementAllow, job: true, want: []string{"a", "b"}, note: "a divided Job's placement is kept once made"},
+		{name: "a divided Job loses a gone cluster", current: []v1alpha1.ClusterPlacement{a, b}, clusters: []*v1alpha1.MemberCluster{mc("b")}, job: true, want: []string{"b"}, note: "keeping the current placement (b=3)"},
 		{name: "gone cluster leaves", current: []v1alpha1.ClusterPlacement{a, b}, clusters: []*v1alpha1.MemberCluster{mc("b")}, want: []string{"b"}, note: "keeping"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, note := noFit(tc.current, tc.clusters, tc.mode)
+			got, note := noFit(tc.current, tc.clusters, tc.mode, tc.job)
 			var names []string
 			for _, p := range got {
 				names = append(names, p.Cluster)

@@ -223,7 +223,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// the object may lose every cluster.
 		reason = v1alpha1.ReasonUnschedulable
 		var note string
-		placement, note = noFit(placement, candidates, u.Placement.EmptyPlacement)
+		_, divided := scheduler.DividedJob(u, tmpl)
+		placement, note = noFit(placement, candidates, u.Placement.EmptyPlacement, divided)
 		if note != "" {
 			message += "; " + note
 		}
@@ -293,12 +294,18 @@ func (r *Reconciler) record(ctx context.Context, fo *v1alpha1.FederatedObject, p
 	if len(placement) == 0 {
 		placement = nil
 	}
-	before := fo.Placement()
+	// Copies: the write decodes the answer into fo, over the same
+	// slices and pointers.
+	before := clonePlacement(fo.Placement())
 	var old *metav1.Condition
 	if c := meta.FindStatusCondition(fo.Status.Conditions, v1alpha1.ConditionScheduled); c != nil {
 		old = c.DeepCopy()
 	}
-	written, err := fedobj.ApplyStatus(ctx, r.Client, fo, fedobj.StatusApply{Manager: v1alpha1.FieldManagerSchedule, Status: v1alpha1.FederatedObjectStatus{
+	// Conditional: a decision made from a cached copy older than the
+	// object (a seed, or this controller's own last write, not seen yet)
+	// fails with a conflict and is made again, instead of overwriting
+	// what it did not see.
+	written, err := fedobj.ApplyStatus(ctx, r.Client, fo, fedobj.StatusApply{Manager: v1alpha1.FieldManagerSchedule, ResourceVersion: fo.ResourceVersion, Status: v1alpha1.FederatedObjectStatus{
 		Conditions:        []metav1.Condition{fedobj.Condition(fo.Status, cond)},
 		ScheduledClusters: placement,
 		Placement:         summary(placement),
@@ -330,6 +337,18 @@ func (r *Reconciler) record(ctx context.Context, fo *v1alpha1.FederatedObject, p
 		r.Recorder.Eventf(fo, nil, corev1.EventTypeWarning, cond.Reason, "Schedule", "%s", cond.Message)
 	}
 	return nil
+}
+
+// clonePlacement is a deep copy of p.
+func clonePlacement(p []v1alpha1.ClusterPlacement) []v1alpha1.ClusterPlacement {
+	if p == nil {
+		return nil
+	}
+	out := make([]v1alpha1.ClusterPlacement, len(p))
+	for i := range p {
+		p[i].DeepCopyInto(&out[i])
+	}
+	return out
 }
 
 // unknownKindRetry is how often an object whose template kind the host

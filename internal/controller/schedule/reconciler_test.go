@@ -3,11 +3,15 @@ package schedule
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -91,4 +95,53 @@ func hostClients(ctx context.Context, t *testing.T) (client.Client, *templates.C
 		t.Fatal("template cache did not sync")
 	}
 	return c, tc
+}
+
+// A decision that moves replicas between the same clusters is told by a
+// Scheduled event naming the placement before and after; the write
+// decodes the answer into the object, which must not change what "before"
+// was.
+func TestRecordTellsAMove(t *testing.T) {
+	testenv.Need(t, env)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c, _ := hostClients(ctx, t)
+	ns := env.Namespace(t)
+	fo := &v1alpha1.FederatedObject{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web.deployment.apps"},
+		Spec: v1alpha1.FederatedObjectSpec{
+			Template: v1alpha1.TemplateReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: ns, Name: "web", UID: "u"},
+		},
+	}
+	if err := c.Create(ctx, fo); err != nil {
+		t.Fatal(err)
+	}
+	rec := events.NewFakeRecorder(10)
+	r := &Reconciler{Client: c, Recorder: rec}
+	scheduled := metav1.Condition{Type: v1alpha1.ConditionScheduled, Status: metav1.ConditionTrue, Reason: "Scheduled", ObservedGeneration: fo.Generation}
+	placed := func(a, b int32) []v1alpha1.ClusterPlacement {
+		return []v1alpha1.ClusterPlacement{{Cluster: "a", Replicas: ptr.To(a)}, {Cluster: "b", Replicas: ptr.To(b)}}
+	}
+	if err := r.record(ctx, fo, placed(3, 3), scheduled, "first", ""); err != nil {
+		t.Fatal(err)
+	}
+	stale := fo.DeepCopy()
+	if err := r.record(ctx, fo, placed(4, 2), scheduled, "second", "capacity"); err != nil {
+		t.Fatal(err)
+	}
+	// A decision from a copy that did not see the last write is refused.
+	if err := r.record(ctx, stale, placed(5, 1), scheduled, "stale", ""); !apierrors.IsConflict(err) {
+		t.Errorf("a decision from a stale copy: err %v, want a conflict", err)
+	}
+	if got := summary(fo.Status.ScheduledClusters); got != "a=4,b=2" {
+		t.Fatalf("status.scheduledClusters %s after the second decision, want a=4,b=2", got)
+	}
+	var got []string
+	for len(rec.Events) > 0 {
+		got = append(got, <-rec.Events)
+	}
+	want := []string{"Normal Scheduled a=4, b=2 (was a=3, b=3): capacity"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("events %q, want %q (the first decision records none)", got, want)
+	}
 }
