@@ -102,8 +102,24 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
+// conflictRetry is when a decision whose write met a newer object is made
+// again (the cache has it by then).
+const conflictRetry = 250 * time.Millisecond
+
 // Reconcile places one FederatedObject.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	res, err := r.decide(ctx, req)
+	if apierrors.IsConflict(err) {
+		// Decided from a cached copy older than the object (record's
+		// write is conditional): decide again from the newer one.
+		ctrl.LoggerFrom(ctx).V(1).Info("Object changed since it was read; deciding again", "reason", err.Error())
+		return reconcile.Result{RequeueAfter: conflictRetry}, nil
+	}
+	return res, err
+}
+
+// decide is Reconcile's work.
+func (r *Reconciler) decide(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	fo := &v1alpha1.FederatedObject{}
 	if err := r.Client.Get(ctx, req.NamespacedName, fo); err != nil {
 		if apierrors.IsNotFound(err) {

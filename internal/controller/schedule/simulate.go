@@ -73,11 +73,13 @@ func (s *simulation) reserve(placement []v1alpha1.ClusterPlacement) (undo func()
 	default:
 		defer s.release()
 	}
-	undo = s.e.Reserve(s.u, placement, false)
+	// A variable of its own: the closure returned becomes undo, and one
+	// that called undo would call itself and deadlock on the lock.
+	reserved := s.e.Reserve(s.u, placement, false)
 	return func() {
 		s.e.Lock()
 		defer s.e.Unlock()
-		undo()
+		reserved()
 	}
 }
 
