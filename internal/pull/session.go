@@ -445,8 +445,14 @@ func (s *Session) write(ctx context.Context, cur *intent, gvr schema.GroupVersio
 	}
 	var err error
 	if cur == nil {
-		if err = s.cfg.Client.Create(ctx, ci); err == nil {
+		switch err = s.cfg.Client.Create(ctx, ci); {
+		case err == nil:
 			s.created(obj, ci)
+		case mayExist(err):
+			// Perhaps created (a timeout after the hub stored it), or
+			// created before and not seen yet: remembered by name, so
+			// that a delete meanwhile does not take it for absent.
+			s.created(obj, &v1alpha1.ClusterIntent{ObjectMeta: metav1.ObjectMeta{Name: ci.Name}})
 		}
 	} else {
 		ci.ResourceVersion = cur.u.GetResourceVersion()

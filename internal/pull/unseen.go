@@ -52,11 +52,12 @@ func (u *unseen) get(key string) (createdIntent, bool) {
 	return ci, ok
 }
 
-// drop forgets the intent of the object key when it is uid ("" for any).
+// drop forgets the intent of the object key when it is uid ("" for any;
+// one remembered without a uid goes for any).
 func (u *unseen) drop(key string, uid types.UID) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if ci, ok := u.m[key]; ok && (uid == "" || ci.uid == uid) {
+	if ci, ok := u.m[key]; ok && (uid == "" || ci.uid == "" || ci.uid == uid) {
 		delete(u.m, key)
 	}
 }
@@ -94,7 +95,11 @@ func (s *Session) deleteUnseen(ctx context.Context, key string) (dispatch.Outcom
 		return dispatch.Absent, nil
 	}
 	ci := &v1alpha1.ClusterIntent{ObjectMeta: metav1.ObjectMeta{Namespace: s.namespace, Name: c.name}}
-	err := s.cfg.Client.Delete(ctx, ci, client.Preconditions{UID: &c.uid})
+	var pre client.Preconditions
+	if c.uid != "" {
+		pre.UID = &c.uid
+	}
+	err := s.cfg.Client.Delete(ctx, ci, pre)
 	switch {
 	case apierrors.IsNotFound(err):
 		s.unseen.drop(key, c.uid)
@@ -103,4 +108,16 @@ func (s *Session) deleteUnseen(ctx context.Context, key string) (dispatch.Outcom
 		return "", fmt.Errorf("delete the intent %s/%s, created a moment ago: %w", s.namespace, c.name, err)
 	}
 	return "", member.ErrAwaitingAgent
+}
+
+// mayExist says whether a failed create may have left the intent on the
+// hub (or found one there): anything but a refusal of the request itself.
+func mayExist(err error) bool {
+	switch {
+	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err), apierrors.IsForbidden(err), apierrors.IsUnauthorized(err),
+		apierrors.IsNotFound(err), apierrors.IsTooManyRequests(err), apierrors.IsRequestEntityTooLargeError(err),
+		apierrors.IsMethodNotSupported(err), apierrors.IsNotAcceptable(err), apierrors.IsUnsupportedMediaType(err):
+		return false
+	}
+	return true
 }

@@ -90,6 +90,64 @@ func TestDeleteFindsAnIntentTheCacheHasNotSeen(t *testing.T) {
 	}
 }
 
+// A create that failed without saying the intent is not there (a timeout
+// after the hub stored it, AlreadyExists) is remembered by name: a delete
+// of the object deletes the intent by name, and the cache seeing any
+// intent of the object forgets it.
+func TestDeleteFindsAnIntentWhoseCreateTimedOut(t *testing.T) {
+	ns := "flotilla-cluster-a"
+	scheme, err := hostscheme.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	deployment := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(deployment)
+	obj.SetNamespace("shop")
+	obj.SetName("web")
+	stored := &v1alpha1.ClusterIntent{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web.shop.deployments-x", UID: types.UID("u1")}}
+	hub := fake.NewClientBuilder().WithScheme(scheme).WithObjects(stored.DeepCopy()).Build()
+	s := sessionWith(t, ns)
+	s.cfg.Client = hub
+	ctx := context.Background()
+
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{apierrors.NewTimeoutError("the write may have happened", 1), true},
+		{apierrors.NewAlreadyExists(v1alpha1.GroupVersion.WithResource("clusterintents").GroupResource(), stored.Name), true},
+		{errors.New("connection reset by peer"), true},
+		{apierrors.NewInvalid(v1alpha1.GroupVersion.WithKind("ClusterIntent").GroupKind(), stored.Name, nil), false},
+		{apierrors.NewForbidden(v1alpha1.GroupVersion.WithResource("clusterintents").GroupResource(), stored.Name, errors.New("no")), false},
+	} {
+		if got := mayExist(tc.err); got != tc.want {
+			t.Errorf("mayExist(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+
+	s.created(obj, &v1alpha1.ClusterIntent{ObjectMeta: metav1.ObjectMeta{Name: stored.Name}})
+	if _, err := s.Delete(ctx, deployment, "shop", "web"); !errors.Is(err, member.ErrAwaitingAgent) {
+		t.Fatalf("Delete of an object whose create timed out: %v, want ErrAwaitingAgent", err)
+	}
+	if err := hub.Get(ctx, client.ObjectKeyFromObject(stored), &v1alpha1.ClusterIntent{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the intent after Delete: %v, want it deleted", err)
+	}
+	if out, err := s.Delete(ctx, deployment, "shop", "web"); out != dispatch.Absent || err != nil || s.unseen.len() != 0 {
+		t.Fatalf("Delete once the intent is gone = %q, %v with %d remembered; want Absent and none", out, err, s.unseen.len())
+	}
+
+	s.created(obj, &v1alpha1.ClusterIntent{ObjectMeta: metav1.ObjectMeta{Name: stored.Name}})
+	s.seen(&unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "flotilla.io/v1alpha1", "kind": "ClusterIntent",
+		"metadata": map[string]any{"name": stored.Name, "namespace": ns, "uid": "u9"},
+		"spec":     map[string]any{"object": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "web", "namespace": "shop"}}},
+	}})
+	if s.unseen.len() != 0 {
+		t.Errorf("after the cache saw an intent of the object: %d remembered, want 0", s.unseen.len())
+	}
+}
+
 // len returns how many intents are remembered.
 func (u *unseen) len() int {
 	u.mu.Lock()

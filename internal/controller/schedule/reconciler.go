@@ -140,7 +140,8 @@ func (r *Reconciler) decide(ctx context.Context, req reconcile.Request) (reconci
 		if len(placement) == 0 {
 			reason = "NoClusters"
 		}
-		return reconcile.Result{}, r.record(ctx, fo, placement, scheduledCondition(fo, len(placement) > 0, reason, fmt.Sprintf("follows its workloads to %d clusters", len(placement))), "", "")
+		_, err = r.record(ctx, fo, placement, scheduledCondition(fo, len(placement) > 0, reason, fmt.Sprintf("follows its workloads to %d clusters", len(placement))), "", "")
+		return reconcile.Result{}, err
 	}
 	spec, err := fedobj.PolicySpec(ctx, r.Client, *fo.Spec.Policy)
 	if err != nil || spec == nil {
@@ -166,7 +167,7 @@ func (r *Reconciler) decide(ctx context.Context, req reconcile.Request) (reconci
 	if err != nil {
 		// Fixed by a profile or webhook change, whose events come back here,
 		// or by a Secret appearing: look again in a while too.
-		if err := r.record(ctx, fo, fo.Placement(), scheduledCondition(fo, false, "ProfileInvalid", err.Error()), fo.Status.SchedulingBasis, ""); err != nil {
+		if _, err := r.record(ctx, fo, fo.Placement(), scheduledCondition(fo, false, "ProfileInvalid", err.Error()), fo.Status.SchedulingBasis, ""); err != nil {
 			return reconcile.Result{}, err
 		}
 		return reconcile.Result{RequeueAfter: 30 * time.Second}, nil
@@ -207,7 +208,7 @@ func (r *Reconciler) decide(ctx context.Context, req reconcile.Request) (reconci
 		// A failing plugin (a webhook): keep the placement in force, say why,
 		// and try again on a back-off (no basis recorded).
 		sim.release()
-		if serr := r.record(ctx, fo, fo.Placement(), scheduledCondition(fo, false, "SchedulerError", err.Error()), fo.Status.SchedulingBasis, ""); serr != nil {
+		if _, serr := r.record(ctx, fo, fo.Placement(), scheduledCondition(fo, false, "SchedulerError", err.Error()), fo.Status.SchedulingBasis, ""); serr != nil {
 			return reconcile.Result{}, serr
 		}
 		return reconcile.Result{}, fmt.Errorf("schedule %s: %w", req, err)
@@ -228,7 +229,7 @@ func (r *Reconciler) decide(ctx context.Context, req reconcile.Request) (reconci
 			// Keep the placement in force and the basis unrecorded: the
 			// decision is made again when a token is due.
 			sim.release()
-			if err := r.record(ctx, fo, placement, scheduledCondition(fo, false, reasonEvictionRateLimited, msg), fo.Status.SchedulingBasis, ""); err != nil {
+			if _, err := r.record(ctx, fo, placement, scheduledCondition(fo, false, reasonEvictionRateLimited, msg), fo.Status.SchedulingBasis, ""); err != nil {
 				return reconcile.Result{}, err
 			}
 			return reconcile.Result{RequeueAfter: wait}, nil
@@ -252,12 +253,16 @@ func (r *Reconciler) decide(ctx context.Context, req reconcile.Request) (reconci
 	}
 	placement = withOrdinals(u, tmpl, fo.Placement(), placement, exists, stays)
 	undo := sim.reserve(placement)
-	if err := r.record(ctx, fo, placement, scheduledCondition(fo, reason == "Scheduled", reason, message), basis, message); err != nil {
+	written, err := r.record(ctx, fo, placement, scheduledCondition(fo, reason == "Scheduled", reason, message), basis, message)
+	if !written && err != nil {
 		r.evictions.ReturnAll(drops) // nothing moved
 		undo()
 		return reconcile.Result{}, err
 	}
 	evicted(drops)
+	if err != nil {
+		return reconcile.Result{}, err // the decision is written; what failed after is retried
+	}
 	if reason == v1alpha1.ReasonUnschedulable && (next.RequeueAfter == 0 || next.RequeueAfter > unschedulableRetry) {
 		// Free capacity is not part of the basis: look again later.
 		next.RequeueAfter = unschedulableRetry
@@ -306,7 +311,7 @@ func scheduledCondition(fo *v1alpha1.FederatedObject, ok bool, reason, message s
 // object is not scheduled. An object an earlier version wrote keeps its
 // decision in spec.placement; once status holds it, spec.placement is
 // cleared.
-func (r *Reconciler) record(ctx context.Context, fo *v1alpha1.FederatedObject, placement []v1alpha1.ClusterPlacement, cond metav1.Condition, basis, why string) error {
+func (r *Reconciler) record(ctx context.Context, fo *v1alpha1.FederatedObject, placement []v1alpha1.ClusterPlacement, cond metav1.Condition, basis, why string) (written bool, err error) {
 	if len(placement) == 0 {
 		placement = nil
 	}
@@ -321,24 +326,30 @@ func (r *Reconciler) record(ctx context.Context, fo *v1alpha1.FederatedObject, p
 	// object (a seed, or this controller's own last write, not seen yet)
 	// fails with a conflict and is made again, instead of overwriting
 	// what it did not see.
-	written, err := fedobj.ApplyStatus(ctx, r.Client, fo, fedobj.StatusApply{Manager: v1alpha1.FieldManagerSchedule, ResourceVersion: fo.ResourceVersion, Status: v1alpha1.FederatedObjectStatus{
+	written, err = fedobj.ApplyStatus(ctx, r.Client, fo, fedobj.StatusApply{Manager: v1alpha1.FieldManagerSchedule, ResourceVersion: fo.ResourceVersion, Status: v1alpha1.FederatedObjectStatus{
 		Conditions:        []metav1.Condition{fedobj.Condition(fo.Status, cond)},
 		ScheduledClusters: placement,
 		Placement:         summary(placement),
 		SchedulingBasis:   basis,
 	}})
 	if err != nil {
-		return client.IgnoreNotFound(err)
+		return false, client.IgnoreNotFound(err)
+	}
+	if written && r.Recorder != nil {
+		r.tell(ctx, fo, placement, before, old, cond, why)
 	}
 	if len(fo.Spec.Placement) > 0 {
 		// Written by an earlier version: status holds the decision now.
 		if err := r.Client.Patch(ctx, fo, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"placement":null}}`))); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("clear the deprecated spec.placement of %s/%s: %w", fo.Namespace, fo.Name, err)
+			return written, fmt.Errorf("clear the deprecated spec.placement of %s/%s: %w", fo.Namespace, fo.Name, err)
 		}
 	}
-	if !written || r.Recorder == nil {
-		return nil
-	}
+	return written, nil
+}
+
+// tell records the events of a decision written: a move, and a Warning
+// why an object is not scheduled.
+func (r *Reconciler) tell(ctx context.Context, fo *v1alpha1.FederatedObject, placement, before []v1alpha1.ClusterPlacement, old *metav1.Condition, cond metav1.Condition, why string) {
 	if moved := !equality.Semantic.DeepEqual(placement, before) && !(len(placement) == 0 && len(before) == 0); moved {
 		ctrl.LoggerFrom(ctx).Info("Placed", "placement", describe(placement), "before", describe(before))
 		if old != nil {
@@ -352,7 +363,6 @@ func (r *Reconciler) record(ctx context.Context, fo *v1alpha1.FederatedObject, p
 	if cond.Status == metav1.ConditionFalse && (old == nil || old.Reason != cond.Reason || !sameCause(cond.Reason, old.Message, cond.Message)) {
 		r.Recorder.Eventf(fo, nil, corev1.EventTypeWarning, cond.Reason, "Schedule", "%s", cond.Message)
 	}
-	return nil
 }
 
 // clonePlacement is a deep copy of p.

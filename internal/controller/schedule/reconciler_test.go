@@ -122,16 +122,16 @@ func TestRecordTellsAMove(t *testing.T) {
 	placed := func(a, b int32) []v1alpha1.ClusterPlacement {
 		return []v1alpha1.ClusterPlacement{{Cluster: "a", Replicas: ptr.To(a)}, {Cluster: "b", Replicas: ptr.To(b)}}
 	}
-	if err := r.record(ctx, fo, placed(3, 3), scheduled, "first", ""); err != nil {
+	if _, err := r.record(ctx, fo, placed(3, 3), scheduled, "first", ""); err != nil {
 		t.Fatal(err)
 	}
 	stale := fo.DeepCopy()
-	if err := r.record(ctx, fo, placed(4, 2), scheduled, "second", "capacity"); err != nil {
+	if _, err := r.record(ctx, fo, placed(4, 2), scheduled, "second", "capacity"); err != nil {
 		t.Fatal(err)
 	}
 	// A decision from a copy that did not see the last write is refused.
-	if err := r.record(ctx, stale, placed(5, 1), scheduled, "stale", ""); !apierrors.IsConflict(err) {
-		t.Errorf("a decision from a stale copy: err %v, want a conflict", err)
+	if written, err := r.record(ctx, stale, placed(5, 1), scheduled, "stale", ""); written || !apierrors.IsConflict(err) {
+		t.Errorf("a decision from a stale copy: written %v, err %v; want a conflict and nothing written", written, err)
 	}
 	if got := summary(fo.Status.ScheduledClusters); got != "a=4,b=2" {
 		t.Fatalf("status.scheduledClusters %s after the second decision, want a=4,b=2", got)
