@@ -26,21 +26,8 @@ import (
 // a fake client (this tests the bookkeeping; internal/agent tests the
 // whole path against real apiservers).
 func TestDeleteFindsAnIntentTheCacheHasNotSeen(t *testing.T) {
-	ns := "flotilla-cluster-a"
-	scheme, err := hostscheme.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	deployment := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
-	obj := &unstructured.Unstructured{}
-	obj.SetGroupVersionKind(deployment)
-	obj.SetNamespace("shop")
-	obj.SetName("web")
-	ci := &v1alpha1.ClusterIntent{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web.shop.deployments-x", UID: types.UID("u1")}}
-	hub := fake.NewClientBuilder().WithScheme(scheme).WithObjects(ci.DeepCopy()).Build()
-	s := sessionWith(t, ns)
-	s.cfg.Client = hub
-	ctx := context.Background()
+	s, hub, obj, ci := unseenFixture(t)
+	ns, deployment, ctx := s.namespace, obj.GroupVersionKind(), context.Background()
 
 	if out, err := s.Delete(ctx, deployment, "shop", "web"); out != dispatch.Absent || err != nil {
 		t.Fatalf("Delete of an object the session created no intent for = %q, %v; want Absent", out, err)
@@ -95,21 +82,8 @@ func TestDeleteFindsAnIntentTheCacheHasNotSeen(t *testing.T) {
 // of the object deletes the intent by name, and the cache seeing any
 // intent of the object forgets it.
 func TestDeleteFindsAnIntentWhoseCreateTimedOut(t *testing.T) {
-	ns := "flotilla-cluster-a"
-	scheme, err := hostscheme.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	deployment := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
-	obj := &unstructured.Unstructured{}
-	obj.SetGroupVersionKind(deployment)
-	obj.SetNamespace("shop")
-	obj.SetName("web")
-	stored := &v1alpha1.ClusterIntent{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web.shop.deployments-x", UID: types.UID("u1")}}
-	hub := fake.NewClientBuilder().WithScheme(scheme).WithObjects(stored.DeepCopy()).Build()
-	s := sessionWith(t, ns)
-	s.cfg.Client = hub
-	ctx := context.Background()
+	s, hub, obj, stored := unseenFixture(t)
+	ns, deployment, ctx := s.namespace, obj.GroupVersionKind(), context.Background()
 
 	for _, tc := range []struct {
 		err  error
@@ -146,6 +120,26 @@ func TestDeleteFindsAnIntentWhoseCreateTimedOut(t *testing.T) {
 	if s.unseen.len() != 0 {
 		t.Errorf("after the cache saw an intent of the object: %d remembered, want 0", s.unseen.len())
 	}
+}
+
+// unseenFixture is a session of cluster "a" whose hub (a fake client)
+// holds one intent, and the Deployment shop/web the intent is for.
+func unseenFixture(t *testing.T) (*Session, client.Client, *unstructured.Unstructured, *v1alpha1.ClusterIntent) {
+	t.Helper()
+	ns := "flotilla-cluster-a"
+	scheme, err := hostscheme.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"})
+	obj.SetNamespace("shop")
+	obj.SetName("web")
+	ci := &v1alpha1.ClusterIntent{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web.shop.deployments-x", UID: types.UID("u1")}}
+	hub := fake.NewClientBuilder().WithScheme(scheme).WithObjects(ci.DeepCopy()).Build()
+	s := sessionWith(t, ns)
+	s.cfg.Client = hub
+	return s, hub, obj, ci
 }
 
 // len returns how many intents are remembered.
