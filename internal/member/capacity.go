@@ -143,12 +143,12 @@ func (c *Capacity) DeleteNode(name string) {
 // SetPod records the requests of a pod that counts against its node: bound
 // and not terminated. Other pods are removed.
 func (c *Capacity) SetPod(key string, pod *corev1.Pod) {
-	c.setUsage(key, pod.Spec.NodeName, workloadOf(pod), pod.Status.Phase, milli(PodRequests(pod)))
+	c.setUsage(key, pod.Spec.NodeName, boundWorkload(pod), pod.Status.Phase, milli(PodRequests(pod)))
 }
 
 // setUsage records a pod's requests in milli-units (bytes for memory-like
 // resources), the form the pod cache keeps, and the workload (namespace/name)
-// it belongs to ("" for none). requests is not modified.
+// it counts for in Bound ("" for none). requests is not modified.
 func (c *Capacity) setUsage(key, node, workload string, phase corev1.PodPhase, requests map[corev1.ResourceName]int64) {
 	if p, ok := c.pods[key]; ok && p.node == node && p.workload == workload && maps.Equal(p.requests, requests) &&
 		phase != corev1.PodSucceeded && phase != corev1.PodFailed {
@@ -205,7 +205,8 @@ func (c *Capacity) DeletePod(key string) {
 func (c *Capacity) Version() uint64 { return c.version }
 
 // Bound returns how many pods of a workload (namespace/name) are bound to
-// nodes and not terminated.
+// nodes, not terminated and not being deleted. A pod being deleted still
+// holds its node's resources, but it is no replica the workload will keep.
 func (c *Capacity) Bound(workload string) int32 { return c.bound[workload] }
 
 // Fit estimates how many more replicas of s the member's nodes hold, each
@@ -372,6 +373,16 @@ func quantities(m map[corev1.ResourceName]int64) corev1.ResourceList {
 		list[name] = nodefit.Quantity(name, v)
 	}
 	return list
+}
+
+// boundWorkload is the workload a pod counts for in Capacity.Bound: its
+// workloadOf, or "" for a pod being deleted (its replacement is what a
+// reservation waits for).
+func boundWorkload(pod *corev1.Pod) string {
+	if pod.DeletionTimestamp != nil {
+		return ""
+	}
+	return workloadOf(pod)
 }
 
 // workloadOf names the workload a pod belongs to, as namespace/name: its

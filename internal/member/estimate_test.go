@@ -141,3 +141,41 @@ func TestCapacityFitIncremental(t *testing.T) {
 		}
 	}
 }
+
+// A pod being deleted holds its node's resources until it is gone, but it
+// is not one of its workload's replicas any more: a reservation waiting
+// for the workload's pods to start does not end on it. A node known only
+// from the pods bound to it is not counted as a node.
+func TestPodsBeingDeletedAndNodesNotSeen(t *testing.T) {
+	c := NewCapacity()
+	shape := nodefit.NewShape(&corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: rl("cpu", "2")}}}})
+	c.SetNode(mkNode("n1", rl("cpu", "8", "pods", "110")))
+	c.SetPod("ns/web-a", mkPod("n1", rl("cpu", "2"), controlledBy("StatefulSet", "web", "")))
+	c.SetPod("ns/web-b", mkPod("n1", rl("cpu", "2"), controlledBy("StatefulSet", "web", "")))
+	if got := c.Bound("ns/web"); got != 2 {
+		t.Fatalf("Bound = %d, want 2", got)
+	}
+	deleting := mkPod("n1", rl("cpu", "2"), controlledBy("StatefulSet", "web", ""))
+	deleting.DeletionTimestamp = &metav1.Time{}
+	c.SetPod("ns/web-b", deleting)
+	if got := c.Bound("ns/web"); got != 1 {
+		t.Errorf("with one pod being deleted Bound = %d, want 1", got)
+	}
+	if got := c.Fit(shape).Replicas; got != 2 {
+		t.Errorf("the pod being deleted should still hold its 2 cpus: Fit = %d, want 2", got)
+	}
+	c.DeletePod("ns/web-b")
+	if got, fit := c.Bound("ns/web"), c.Fit(shape).Replicas; got != 1 || fit != 3 {
+		t.Errorf("after the deletion Bound = %d, Fit = %d; want 1, 3", got, fit)
+	}
+
+	// A pod on a node the cache has not seen (yet, or any more).
+	c.SetPod("ns/stray", mkPod("ghost", rl("cpu", "1")))
+	if r := c.Fit(shape); r.Total != 1 || r.Nodes != 1 {
+		t.Errorf("with a node known only from a pod: Total %d, Nodes %d; want 1, 1", r.Total, r.Nodes)
+	}
+	c.DeleteNode("n1")
+	if r := c.Fit(shape); r.Total != 0 {
+		t.Errorf("with only nodes known from pods: Total %d, want 0 (no node-level view)", r.Total)
+	}
+}

@@ -151,8 +151,8 @@ func PodRequests(pod *corev1.Pod) corev1.ResourceList {
 }
 
 // cachedPod is what the pod cache keeps of a pod: identity, node, phase,
-// workload (see workloadOf) and the pod's effective requests in Capacity's
-// units. A pod of ten kilobytes shrinks to a few hundred bytes.
+// workload (see boundWorkload) and the pod's effective requests in
+// Capacity's units. A pod of ten kilobytes shrinks to a few hundred bytes.
 type cachedPod struct {
 	metav1.TypeMeta
 	metav1.ObjectMeta
@@ -182,7 +182,7 @@ func trimPod(obj any) (any, error) {
 	return &cachedPod{
 		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, ResourceVersion: pod.ResourceVersion},
 		NodeName:   pod.Spec.NodeName,
-		Workload:   workloadOf(pod),
+		Workload:   boundWorkload(pod),
 		Phase:      pod.Status.Phase,
 		Requests:   milli(PodRequests(pod)),
 	}, nil

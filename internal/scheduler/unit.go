@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
@@ -34,7 +33,7 @@ func NewUnit(fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured, plac
 		Current:   fo.Placement(),
 	}
 	if spec := PodSpec(tmpl); spec != nil {
-		if reqs := resourcehelper.PodRequests(&corev1.Pod{Spec: *spec}, resourcehelper.PodResourcesOptions{}); len(reqs) > 0 {
+		if reqs := nodefit.TemplateRequests(spec); len(reqs) > 0 {
 			u.Requests = reqs
 		}
 		u.Shape = nodefit.NewShape(spec)
@@ -106,13 +105,14 @@ func EmptyPlacement(p *v1alpha1.Placement, annotations map[string]string) v1alph
 
 // Requests returns one replica's resource requests from an object's pod
 // template (containers, init containers and overhead, as the kube-scheduler
-// counts them); nil when the object has no pod template.
+// counts them, a resource only limited requested at its limit); nil when the
+// object has no pod template.
 func Requests(tmpl *unstructured.Unstructured) corev1.ResourceList {
 	spec := PodSpec(tmpl)
 	if spec == nil {
 		return nil
 	}
-	reqs := resourcehelper.PodRequests(&corev1.Pod{Spec: *spec}, resourcehelper.PodResourcesOptions{})
+	reqs := nodefit.TemplateRequests(spec)
 	if len(reqs) == 0 {
 		return nil
 	}

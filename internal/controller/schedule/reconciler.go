@@ -182,7 +182,7 @@ func (r *Reconciler) decide(ctx context.Context, req reconcile.Request) (reconci
 	if at := scheduler.NextExpiry(u, candidates, now); !at.IsZero() {
 		next.RequeueAfter = at.Sub(now) + time.Second
 	}
-	r.restore(u, candidates)
+	r.restore(u)
 	basis := scheduler.Basis(u, candidates, version, now)
 	last := meta.FindStatusCondition(fo.Status.Conditions, v1alpha1.ConditionScheduled)
 	if basis == fo.Status.SchedulingBasis && last != nil && last.Reason == "Scheduled" && len(fo.Spec.Placement) == 0 &&

@@ -19,21 +19,13 @@ type simulation struct {
 	remote bool
 }
 
-// restore reserves, once after a restart, u's current placement in the
-// members with a node-level view: its replicas may still be starting, and
-// the reservations of the process before are lost. A reservation whose
-// pods are bound ends at once.
-func (r *Reconciler) restore(u *framework.Unit, candidates []*v1alpha1.MemberCluster) {
-	if r.Estimator == nil || !estimate.Applies(u) || r.Estimator.Ledger.Seen(estimate.Workload(u)) {
-		return
-	}
-	r.Estimator.Lock()
-	defer r.Estimator.Unlock()
-	if !r.Estimator.Ledger.Seen(estimate.Workload(u)) {
-		fits := u.Fits
-		r.Estimator.Fill(u, candidates)
-		r.Estimator.Reserve(u, u.Current, true)
-		u.Fits = fits
+// restore reserves u's placement in force in the members with a
+// node-level view that the ledger has nothing recorded for (once after a
+// restart, or when a member's view comes back): its replicas may still be
+// starting, and the reservations of the process before are lost.
+func (r *Reconciler) restore(u *framework.Unit) {
+	if r.Estimator != nil && r.Estimator.Unrestored(u) {
+		r.Estimator.Restore(u)
 	}
 }
 

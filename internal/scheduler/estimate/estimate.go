@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/member"
 	"github.com/flotilla-io/flotilla/internal/scheduler/framework"
@@ -96,14 +98,18 @@ func (e *Estimator) Fill(u *framework.Unit, clusters []*v1alpha1.MemberCluster) 
 // replicas; the object's whole count in every cluster for one that is not
 // divided) and returns the undo for a placement that could not be
 // written. Only clusters with a node-level view (Unit.Fits) are reserved:
-// nothing would see the others' pods start. A cluster whose count is the
-// one in force (Unit.Current) starts no reservation unless restore is set
-// (after a restart, whose ledger is empty): a reservation that ended is
+// nothing would see the others' pods start, and what the ledger holds in
+// a member whose view is gone for a moment stays. A count starts a
+// reservation only when it is new: it differs from the count last
+// recorded in the cluster, or, never recorded there, from the placement
+// in force (Unit.Current); with restore (after a restart, whose ledger is
+// empty) every count never recorded is new. A reservation that ended is
 // not started again by a decision that keeps the count.
 func (e *Estimator) Reserve(u *framework.Unit, placement []v1alpha1.ClusterPlacement, restore bool) (undo func()) {
 	if !Applies(u) {
 		return func() {}
 	}
+	w := Workload(u)
 	count := func(c v1alpha1.ClusterPlacement) int64 {
 		if c.Replicas != nil {
 			return max(int64(*c.Replicas), 0)
@@ -114,17 +120,26 @@ func (e *Estimator) Reserve(u *framework.Unit, placement []v1alpha1.ClusterPlace
 	for _, c := range u.Current {
 		inForce[c.Cluster] = count(c)
 	}
+	fresh := func(cluster string, n int64) bool {
+		if last, ok := e.Ledger.Recorded(w, cluster); ok {
+			// Recorded counts are whole; Current's of an undivided
+			// object are today's count, not the one it was placed with.
+			return last != n
+		}
+		was, placed := inForce[cluster]
+		return restore || !placed || was != n
+	}
 	p := make(map[string]ledger.Count, len(placement))
 	for _, c := range placement {
+		n := count(c)
 		f, ok := u.Fits[c.Cluster]
 		if !ok {
+			p[c.Cluster] = ledger.Count{Replicas: n, Keep: true}
 			continue
 		}
-		n := count(c)
-		was, placed := inForce[c.Cluster]
 		p[c.Cluster] = ledger.Count{
 			Replicas: n,
-			Fresh:    restore || !placed || was != n,
+			Fresh:    fresh(c.Cluster, n),
 			Observed: ledger.Observed{Known: true, Bound: f.Bound, Version: f.Version},
 		}
 	}
@@ -132,9 +147,50 @@ func (e *Estimator) Reserve(u *framework.Unit, placement []v1alpha1.ClusterPlace
 	if e.workloads == nil {
 		e.workloads = map[string]string{}
 	}
-	e.workloads[u.Key] = Workload(u)
+	e.workloads[u.Key] = w
 	e.keysMu.Unlock()
-	return e.Ledger.Reserve(Workload(u), ledger.PerReplica(u.Shape.Requests), p)
+	return e.Ledger.Reserve(w, ledger.PerReplica(u.Shape.Requests), p)
+}
+
+// Unrestored reports whether a unit's placement in force has a cluster
+// with a node-level view where the ledger recorded nothing for it: after a
+// restart, or since the member's view came back, its replicas there may
+// still be starting. Restore reserves them.
+func (e *Estimator) Unrestored(u *framework.Unit) bool {
+	if !Applies(u) {
+		return false
+	}
+	w := Workload(u)
+	for _, c := range u.Current {
+		if _, ok := e.Ledger.Recorded(w, c.Cluster); ok {
+			continue
+		}
+		viewed := false
+		e.Members.EstimateNodes(c.Cluster, func(n member.Nodes) { viewed = n.Fit(u.Shape).Total > 0 })
+		if viewed {
+			return true
+		}
+	}
+	return false
+}
+
+// Restore reserves a unit's placement in force where it is unrestored
+// (see Unrestored); a reservation whose pods are bound ends at once. It
+// locks the estimator and leaves u.Fits as they were.
+func (e *Estimator) Restore(u *framework.Unit) {
+	e.Lock()
+	defer e.Unlock()
+	if !e.Unrestored(u) {
+		return
+	}
+	clusters := make([]*v1alpha1.MemberCluster, len(u.Current))
+	for i, c := range u.Current {
+		clusters[i] = &v1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: c.Cluster}}
+	}
+	fits := u.Fits
+	e.Fill(u, clusters)
+	e.Reserve(u, u.Current, true)
+	u.Fits = fits
 }
 
 // Forget ends the reservations of the unit whose key (its

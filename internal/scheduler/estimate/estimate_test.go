@@ -122,3 +122,95 @@ func TestFillAndReserve(t *testing.T) {
 		t.Errorf("an object without a pod template got fits")
 	}
 }
+
+// An object that is not divided runs its whole count in every cluster: a
+// scale-up starts a reservation for the new replicas, although its
+// placement (the clusters, no counts) stays the same.
+func TestUndividedScaleUpIsReserved(t *testing.T) {
+	m := members{"a": nodes(4, 2)}
+	e := &Estimator{Members: m, Ledger: &ledger.Ledger{}}
+	cs := clusters("a")
+	everywhere := []v1alpha1.ClusterPlacement{{Cluster: "a"}}
+	reserved := func() int64 {
+		other := unit("other", 1, "1")
+		e.Fill(other, cs)
+		return other.Fits["a"].Reserved
+	}
+
+	web := unit("web", 2, "1")
+	e.Fill(web, cs)
+	e.Reserve(web, everywhere, false)
+	if got := reserved(); got != 2 {
+		t.Fatalf("first placement reserves %d, want 2", got)
+	}
+	// Scaled to 5: the placement in force is the same cluster list, and
+	// Current's count (none: the whole count) reads as today's 5.
+	web = unit("web", 5, "1")
+	web.Current = everywhere
+	e.Fill(web, cs)
+	e.Reserve(web, everywhere, false)
+	if got := reserved(); got != 5 {
+		t.Errorf("after scaling to 5, %d reserved, want 5", got)
+	}
+	// Deciding again at 5 keeps that reservation and its deadline.
+	e.Fill(web, cs)
+	e.Reserve(web, everywhere, false)
+	if got := reserved(); got != 5 {
+		t.Errorf("an unchanged decision left %d reserved, want 5", got)
+	}
+}
+
+// A decision made while a member's view is gone (its caches refilling)
+// keeps what the ledger holds there; when the view is back, a workload
+// never recorded there is restored once.
+func TestMemberWithoutAViewKeepsItsReservations(t *testing.T) {
+	m := members{"a": nodes(4, 2), "b": nodes(4, 2)}
+	e := &Estimator{Members: m, Ledger: &ledger.Ledger{}}
+	placed := []v1alpha1.ClusterPlacement{{Cluster: "a", Replicas: ptr.To[int32](3)}, {Cluster: "b", Replicas: ptr.To[int32](3)}}
+	reservedIn := func(cluster string) int64 {
+		other := unit("other", 1, "1")
+		e.Fill(other, clusters(cluster))
+		return other.Fits[cluster].Reserved
+	}
+
+	web := unit("web", 6, "1")
+	e.Fill(web, clusters("a", "b"))
+	e.Reserve(web, placed, false)
+	bView := m["b"]
+	delete(m, "b") // b reconnects
+	web = unit("web", 6, "1")
+	web.Current = placed
+	e.Fill(web, clusters("a", "b"))
+	e.Reserve(web, placed, false)
+	m["b"] = bView
+	if got := reservedIn("b"); got != 3 {
+		t.Errorf("after a decision without b's view, b reserves %d, want the 3 from before", got)
+	}
+
+	// After a restart the ledger is empty and b has no view yet: a is
+	// restored, b is not recorded...
+	e = &Estimator{Members: members{"a": m["a"]}, Ledger: &ledger.Ledger{}}
+	web = unit("web", 6, "1")
+	web.Current = placed
+	if !e.Unrestored(web) {
+		t.Fatalf("a workload in force after a restart is not unrestored")
+	}
+	e.Restore(web)
+	if e.Unrestored(web) {
+		t.Errorf("restored where there is a view, the workload is still unrestored")
+	}
+	if web.Fits != nil {
+		t.Errorf("Restore left fits on the unit")
+	}
+	// ... until b's view comes: then it is restored there too.
+	e.Members = m
+	if !e.Unrestored(web) {
+		t.Fatalf("b's view came back: the workload should be unrestored there")
+	}
+	e.Restore(web)
+	for _, c := range []string{"a", "b"} {
+		if got := reservedIn(c); got != 3 {
+			t.Errorf("after the restores %s reserves %d, want 3", c, got)
+		}
+	}
+}

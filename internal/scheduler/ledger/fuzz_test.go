@@ -33,7 +33,7 @@ func FuzzLedger(f *testing.F) {
 			w := workloads[arg/2%3]
 			switch op {
 			case 0, 1: // a decision
-				p := map[string]Count{c: {Replicas: int64(arg % 5), Fresh: arg%5 != 1}}
+				p := map[string]Count{c: {Replicas: int64(arg % 5), Fresh: arg%5 != 1, Keep: arg%11 == 3}}
 				if arg%7 == 0 {
 					p[clusters[(arg+1)%2]] = Count{Replicas: int64(arg % 3), Fresh: true}
 				}
@@ -43,7 +43,7 @@ func FuzzLedger(f *testing.F) {
 					if arg%3 != 0 {
 						// What the decision saw: the fast ledger at the
 						// member's version, the slow one at its own.
-						p1[cl] = Count{Replicas: n.Replicas, Fresh: n.Fresh, Observed: Observed{Known: true, Bound: bound[cl][w], Version: version[cl]}}
+						p1[cl] = Count{Replicas: n.Replicas, Fresh: n.Fresh, Keep: n.Keep, Observed: Observed{Known: true, Bound: bound[cl][w], Version: version[cl]}}
 					}
 				}
 				u1 := fast.Reserve(w, per, p1)

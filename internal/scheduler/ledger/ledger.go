@@ -30,8 +30,10 @@ type Ledger struct {
 	Now func() time.Time
 
 	mu    sync.Mutex
-	books map[string]*book    // by cluster
-	seen  map[string]struct{} // workloads recorded since start
+	books map[string]*book // by cluster
+	// recorded holds, per workload, the replicas of its last recorded
+	// decision in each cluster the decision had a node-level view of.
+	recorded map[string]map[string]int64
 }
 
 // book is one cluster's reservations and their running total. The total
@@ -131,11 +133,15 @@ type Count struct {
 	// Replicas placed there.
 	Replicas int64
 	// Fresh says the count is new in this decision (it differs from the
-	// placement in force, or the placement is being restored after a
-	// restart). Only a fresh count starts a reservation: one that ended
+	// count last recorded there, or the placement is being restored after
+	// a restart). Only a fresh count starts a reservation: one that ended
 	// (bound, or timed out) is not started again by a decision that keeps
 	// the same count.
 	Fresh bool
+	// Keep says the decision has no node-level view of the cluster (a
+	// member reconnecting, its caches filling): what the ledger holds
+	// there for the workload stays as it is.
+	Keep bool
 	// Observed is what the decision saw there.
 	Observed Observed
 }
@@ -143,18 +149,18 @@ type Count struct {
 // Reserve records a decision for workload (namespace/name): each cluster's
 // replicas are expected to start there. The workload's reservations in
 // clusters left out end. A cluster whose count and per-replica vector are
-// unchanged keeps its reservation and deadline. It returns a function that
-// restores what was there before (for a decision that could not be
+// unchanged keeps its reservation and deadline; one whose count is not
+// fresh keeps its deadline and takes the new vector. It returns a function
+// that restores what was there before (for a decision that could not be
 // written).
 func (l *Ledger) Reserve(workload string, per nodefit.Vector, placement map[string]Count) (undo func()) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.books == nil {
 		l.books = map[string]*book{}
-		l.seen = map[string]struct{}{}
+		l.recorded = map[string]map[string]int64{}
 	}
-	_, wasSeen := l.seen[workload]
-	l.seen[workload] = struct{}{}
+	prevRecord, wasRecorded := l.recorded[workload]
 	before := map[string]entry{}
 	for cluster, b := range l.books {
 		if e, ok := b.entries[workload]; ok {
@@ -164,22 +170,38 @@ func (l *Ledger) Reserve(workload string, per nodefit.Vector, placement map[stri
 			}
 		}
 	}
+	record := make(map[string]int64, len(placement))
 	deadline := l.now().Add(l.timeout())
 	for cluster, c := range placement {
-		if old, ok := before[cluster]; ok && old.want == c.Replicas && old.per.Equal(&per) {
+		if c.Keep {
+			if n, ok := prevRecord[cluster]; ok {
+				record[cluster] = n
+			}
 			continue
 		}
-		if !c.Fresh {
-			continue
+		record[cluster] = c.Replicas
+		old, had := before[cluster]
+		switch {
+		case had && old.want == c.Replicas && old.per.Equal(&per):
+			// Unchanged: it keeps its deadline.
+		case c.Fresh:
+			l.book(cluster).set(workload, &entry{want: c.Replicas, per: per, expires: deadline}, c.Observed)
+		case had:
+			// The count in force, with another per-replica vector (a new
+			// pod template): the same replicas are starting, so the
+			// reservation holds what they request, until its deadline.
+			l.book(cluster).set(workload, &entry{want: c.Replicas, per: per, expires: old.expires}, c.Observed)
 		}
-		l.book(cluster).set(workload, &entry{want: c.Replicas, per: per, expires: deadline}, c.Observed)
 	}
+	l.recorded[workload] = record
 	l.prune()
 	return func() {
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		if !wasSeen {
-			delete(l.seen, workload)
+		if wasRecorded {
+			l.recorded[workload] = prevRecord
+		} else {
+			delete(l.recorded, workload)
 		}
 		for cluster, b := range l.books {
 			if _, ok := b.entries[workload]; ok {
@@ -215,19 +237,20 @@ func (l *Ledger) Forget(workload string) {
 			b.set(workload, nil, Observed{})
 		}
 	}
-	delete(l.seen, workload)
+	delete(l.recorded, workload)
 	l.prune()
 }
 
-// Seen reports whether a decision for workload was recorded since the
-// ledger started; the scheduler reserves a restored workload's placement
-// once after a restart (Reserve) so that its replicas still starting are
-// counted.
-func (l *Ledger) Seen(workload string) bool {
+// Recorded returns the replicas of the last decision recorded for
+// workload in cluster since the ledger started, and whether there was one
+// made with a node-level view of the cluster. The scheduler reserves a
+// placement it finds unrecorded once (after a restart, or when a member's
+// view returns), so that its replicas still starting are counted.
+func (l *Ledger) Recorded(workload, cluster string) (int64, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	_, ok := l.seen[workload]
-	return ok
+	n, ok := l.recorded[workload][cluster]
+	return n, ok
 }
 
 // Reserved returns what a cluster holds for workloads other than except:
@@ -284,13 +307,43 @@ func minus(total nodefit.Vector, per *nodefit.Vector, n int64) nodefit.Vector {
 }
 
 func add(total, per *nodefit.Vector, n int64) {
-	total.CPU += per.CPU * n
-	total.Memory += per.Memory * n
-	total.Ephemeral += per.Ephemeral * n
-	total.Pods += per.Pods * n
+	total.CPU += scaled(per.CPU, n)
+	total.Memory += scaled(per.Memory, n)
+	total.Ephemeral += scaled(per.Ephemeral, n)
+	total.Pods += scaled(per.Pods, n)
 	for name, v := range per.Other {
-		total.Add(name, v*n)
+		total.Add(name, scaled(v, n))
 	}
+}
+
+// maxHeld bounds one reservation's amount of a resource, so that no
+// replica count times request (an object of two billion replicas asking
+// for terabytes each) overflows: far beyond any member's room, it still
+// displaces everything. Adding and removing an entry use the same bound,
+// so running totals stay exact.
+const maxHeld = nodefit.MaxAmount
+
+// scaled is v*n, its magnitude at most maxHeld; scaled(v, -n) is
+// -scaled(v, n).
+func scaled(v, n int64) int64 {
+	if v == 0 || n == 0 {
+		return 0
+	}
+	neg := (v < 0) != (n < 0)
+	if v < 0 {
+		v = -v
+	}
+	if n < 0 {
+		n = -n
+	}
+	p := maxHeld
+	if v <= maxHeld/n {
+		p = min(v*n, maxHeld)
+	}
+	if neg {
+		return -p
+	}
+	return p
 }
 
 // Totals returns each cluster's outstanding reservations as last counted

@@ -92,13 +92,95 @@ func TestReserveUndo(t *testing.T) {
 	if _, n := l.Reserved("m2", "", none, 1); n != 0 {
 		t.Errorf("after undo m2 reserves %d, want 0", n)
 	}
+	if n, ok := l.Recorded("ns/a", "m1"); !ok || n != 2 {
+		t.Errorf("after undo ns/a's record in m1 is %d (%v), want the 2 from before", n, ok)
+	}
+	if _, ok := l.Recorded("ns/a", "m2"); ok {
+		t.Errorf("after undo ns/a is still recorded in m2")
+	}
 	undo = l.Reserve("ns/new", oneCPU, fresh(Placement{"m1": 1}, nil))
-	if !l.Seen("ns/new") {
-		t.Errorf("a reserved workload is not Seen")
+	if n, ok := l.Recorded("ns/new", "m1"); !ok || n != 1 {
+		t.Errorf("a reserved workload is recorded as %d (%v), want 1", n, ok)
 	}
 	undo()
-	if l.Seen("ns/new") {
-		t.Errorf("an undone first reservation leaves the workload Seen")
+	if _, ok := l.Recorded("ns/new", "m1"); ok {
+		t.Errorf("an undone first reservation leaves the workload recorded")
+	}
+}
+
+// A decision without a view of a member (Keep) leaves the workload's
+// reservation and record there as they were; one that leaves the member
+// out ends both.
+func TestKeepLeavesAMemberAsItWas(t *testing.T) {
+	l := &Ledger{}
+	none := func(string) int32 { return 0 }
+	l.Reserve("ns/a", oneCPU, fresh(Placement{"m1": 3, "m2": 2}, nil))
+	l.Reserve("ns/a", oneCPU, map[string]Count{"m1": {Replicas: 5, Keep: true}, "m2": {Replicas: 2}})
+	if _, n := l.Reserved("m1", "", none, 1); n != 3 {
+		t.Errorf("m1, not viewed by the decision, reserves %d, want the 3 from before", n)
+	}
+	if n, ok := l.Recorded("ns/a", "m1"); !ok || n != 3 {
+		t.Errorf("m1's record is %d (%v), want 3", n, ok)
+	}
+	l.Reserve("ns/a", oneCPU, map[string]Count{"m2": {Replicas: 2}})
+	if _, n := l.Reserved("m1", "", none, 1); n != 0 {
+		t.Errorf("m1, left out, still reserves %d", n)
+	}
+	if _, ok := l.Recorded("ns/a", "m1"); ok {
+		t.Errorf("m1, left out, is still recorded")
+	}
+	// A workload never recorded in a member it is not viewed in stays
+	// unrecorded there (it is restored once the view comes).
+	l.Reserve("ns/b", oneCPU, map[string]Count{"m3": {Replicas: 1, Keep: true}})
+	if _, ok := l.Recorded("ns/b", "m3"); ok {
+		t.Errorf("a count kept without a view was recorded")
+	}
+}
+
+// A decision that keeps the count in force but with another per-replica
+// vector (a new pod template) holds the new requests until the old
+// deadline.
+func TestNewVectorKeepsDeadline(t *testing.T) {
+	c := &clock{t: time.Unix(0, 0)}
+	l := &Ledger{Timeout: time.Minute, Now: c.now}
+	none := func(string) int32 { return 0 }
+	twoCPU := PerReplica([]nodefit.Request{{Name: corev1.ResourceCPU, Amount: 2000}})
+	l.Reserve("ns/a", oneCPU, fresh(Placement{"m1": 2}, nil))
+	c.t = c.t.Add(40 * time.Second)
+	l.Reserve("ns/a", twoCPU, map[string]Count{"m1": {Replicas: 2}})
+	if v, n := l.Reserved("m1", "", none, 1); n != 2 || v.CPU != 4000 {
+		t.Errorf("after the new vector m1 reserves %d replicas, %d mcpu; want 2, 4000", n, v.CPU)
+	}
+	c.t = c.t.Add(30 * time.Second)
+	if _, n := l.Reserved("m1", "", none, 1); n != 0 {
+		t.Errorf("the new vector extended the deadline: %d still reserved", n)
+	}
+}
+
+// Reservations of absurd sizes saturate instead of overflowing into
+// negative (free) room, and adding then removing them leaves the total
+// exact.
+func TestHugeReservationsDoNotOverflow(t *testing.T) {
+	l := &Ledger{}
+	none := func(string) int32 { return 0 }
+	huge := PerReplica([]nodefit.Request{{Name: corev1.ResourceMemory, Amount: nodefit.MaxAmount}})
+	l.Reserve("ns/small", oneCPU, fresh(Placement{"m1": 2}, nil))
+	l.Reserve("ns/huge", huge, fresh(Placement{"m1": 1 << 31}, nil))
+	v, n := l.Reserved("m1", "", none, 1)
+	if v.Memory != maxHeld || v.CPU != 2000 || n != 2+1<<31 {
+		t.Errorf("with a huge reservation m1 holds %d bytes, %d mcpu, %d replicas; want %d, 2000, %d", v.Memory, v.CPU, n, maxHeld, 2+1<<31)
+	}
+	l.Forget("ns/huge")
+	if v, n := l.Reserved("m1", "", none, 2); v.Memory != 0 || v.CPU != 2000 || n != 2 {
+		t.Errorf("after the huge one went m1 holds %d bytes, %d mcpu, %d replicas; want 0, 2000, 2", v.Memory, v.CPU, n)
+	}
+	for _, tt := range []struct{ v, n, want int64 }{
+		{3, 4, 12}, {-3, 4, -12}, {3, -4, -12}, {0, 1 << 62, 0},
+		{maxHeld, 2, maxHeld}, {-maxHeld, 2, -maxHeld}, {1 << 40, 1 << 40, maxHeld}, {1 << 62, -(1 << 62), -maxHeld},
+	} {
+		if got := scaled(tt.v, tt.n); got != tt.want {
+			t.Errorf("scaled(%d, %d) = %d, want %d", tt.v, tt.n, got, tt.want)
+		}
 	}
 }
 

@@ -136,7 +136,8 @@ type Result struct {
 	// Replicas is how many more replicas fit, summed over eligible nodes,
 	// each node filled with as many as its free resources hold.
 	Replicas int64
-	// Nodes is how many nodes are eligible; Total how many there are.
+	// Nodes is how many nodes are eligible; Total how many there are (not
+	// counting nodes known only from the pods bound to them).
 	Nodes, Total int
 	// Largest is, per requested resource, the most any one eligible node
 	// has free (in the shape's request order).

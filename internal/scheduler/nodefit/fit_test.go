@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -248,4 +249,76 @@ func abs(v int64) int64 {
 		return -v
 	}
 	return v
+}
+
+// A template gets the requests its pods will get: a resource only limited
+// is requested at its limit, per container and at the pod level.
+func TestTemplateRequests(t *testing.T) {
+	lim := func(pairs ...string) corev1.ResourceList {
+		l := corev1.ResourceList{}
+		for i := 0; i+1 < len(pairs); i += 2 {
+			l[corev1.ResourceName(pairs[i])] = resource.MustParse(pairs[i+1])
+		}
+		return l
+	}
+	tests := []struct {
+		name string
+		spec corev1.PodSpec
+		want corev1.ResourceList
+	}{
+		{"requests", corev1.PodSpec{Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: lim("cpu", "1")}}}}, lim("cpu", "1")},
+		{"limits only", corev1.PodSpec{Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{Limits: lim("cpu", "2", "memory", "1Gi")}}}}, lim("cpu", "2", "memory", "1Gi")},
+		{"a request below its limit stays", corev1.PodSpec{Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: lim("cpu", "500m"), Limits: lim("cpu", "2", "memory", "1Gi")}}}}, lim("cpu", "500m", "memory", "1Gi")},
+		{"init container limits", corev1.PodSpec{
+			InitContainers: []corev1.Container{{Resources: corev1.ResourceRequirements{Limits: lim("cpu", "4")}}},
+			Containers:     []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: lim("cpu", "1")}}},
+		}, lim("cpu", "4")},
+		{"pod-level limits", corev1.PodSpec{
+			Resources:  &corev1.ResourceRequirements{Limits: lim("cpu", "3")},
+			Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: lim("cpu", "1")}}},
+		}, lim("cpu", "3")},
+		{"nothing", corev1.PodSpec{Containers: []corev1.Container{{}}}, corev1.ResourceList{}},
+	}
+	for _, tt := range tests {
+		before := tt.spec.DeepCopy()
+		got := TemplateRequests(&tt.spec)
+		if len(got) != len(tt.want) {
+			t.Errorf("%s: requests %v, want %v", tt.name, got, tt.want)
+			continue
+		}
+		for name, q := range tt.want {
+			if g, ok := got[name]; !ok || g.Cmp(q) != 0 {
+				t.Errorf("%s: %s = %s, want %s", tt.name, name, g.String(), q.String())
+			}
+		}
+		if !equality.Semantic.DeepEqual(before, &tt.spec) {
+			t.Errorf("%s: the spec was modified", tt.name)
+		}
+	}
+	// The shape of a limits-only template requests its limits.
+	s := NewShape(&corev1.PodSpec{Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{Limits: lim("cpu", "2")}}}})
+	if len(s.Requests) != 1 || s.Requests[0].Amount != 2000 {
+		t.Errorf("limits-only shape requests %+v, want cpu 2000", s.Requests)
+	}
+}
+
+// Quantities too large for the sums saturate at MaxAmount.
+func TestAmountSaturates(t *testing.T) {
+	tests := []struct {
+		name corev1.ResourceName
+		q    string
+		want int64
+	}{
+		{corev1.ResourceCPU, "1500m", 1500},
+		{corev1.ResourceMemory, "1Gi", 1 << 30},
+		{corev1.ResourceMemory, "100Ei", MaxAmount},
+		{corev1.ResourceCPU, "100P", MaxAmount},
+		{corev1.ResourceCPU, "9007199254740", 9007199254740000},
+		{"example.com/dongle", "1e30", MaxAmount},
+	}
+	for _, tt := range tests {
+		if got := Amount(tt.name, resource.MustParse(tt.q)); got != tt.want {
+			t.Errorf("Amount(%s, %s) = %d, want %d", tt.name, tt.q, got, tt.want)
+		}
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"slices"
 	"strings"
 
@@ -64,7 +65,7 @@ func (s *Shape) index() {
 func NewShape(spec *corev1.PodSpec) *Shape {
 	pod := &corev1.Pod{Spec: *spec}
 	s := &Shape{tolerations: spec.Tolerations, affinity: nodeaffinity.GetRequiredNodeAffinity(pod)}
-	for name, q := range resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}) {
+	for name, q := range TemplateRequests(spec) {
 		if v := Amount(name, q); v > 0 && name != corev1.ResourcePods {
 			s.Requests = append(s.Requests, Request{Name: name, Amount: v})
 		}
@@ -88,6 +89,62 @@ func NewShape(spec *corev1.PodSpec) *Shape {
 	return s
 }
 
+// TemplateRequests returns the requests of one pod made from a template's
+// spec, as the kube-scheduler counts them (containers, init containers,
+// pod-level resources, overhead). A pod gets a request for each resource it
+// only limits, equal to the limit, when it is created; a template does not
+// (the API server defaults pods, not templates), so that is done here:
+// otherwise a template that sets limits alone would seem to request
+// nothing. spec is not modified.
+func TemplateRequests(spec *corev1.PodSpec) corev1.ResourceList {
+	pod := &corev1.Pod{Spec: *spec}
+	pod.Spec.Containers = withLimitDefaults(spec.Containers)
+	pod.Spec.InitContainers = withLimitDefaults(spec.InitContainers)
+	if r := spec.Resources; r != nil && len(r.Limits) > 0 {
+		pod.Spec.Resources = &corev1.ResourceRequirements{Limits: r.Limits, Requests: requestsOrLimits(r)}
+	}
+	return resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+}
+
+// withLimitDefaults returns cs, copied where a container limits a
+// resource it does not request, with the request set to the limit.
+func withLimitDefaults(cs []corev1.Container) []corev1.Container {
+	var out []corev1.Container
+	for i := range cs {
+		r := &cs[i].Resources
+		if !limitsOnly(r) {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(cs)
+		}
+		out[i].Resources = corev1.ResourceRequirements{Limits: r.Limits, Requests: requestsOrLimits(r), Claims: r.Claims}
+	}
+	if out == nil {
+		return cs
+	}
+	return out
+}
+
+// limitsOnly reports whether r limits a resource it does not request.
+func limitsOnly(r *corev1.ResourceRequirements) bool {
+	for name := range r.Limits {
+		if _, ok := r.Requests[name]; !ok {
+			return true
+		}
+	}
+	return false
+}
+
+// requestsOrLimits returns r's requests with each resource only limited
+// requested at its limit.
+func requestsOrLimits(r *corev1.ResourceRequirements) corev1.ResourceList {
+	out := make(corev1.ResourceList, len(r.Limits)+len(r.Requests))
+	maps.Copy(out, r.Limits)
+	maps.Copy(out, r.Requests)
+	return out
+}
+
 func hash(v any) string {
 	b, _ := json.Marshal(v) // plain structs of API types: cannot fail
 	h := fnv.New64a()
@@ -102,12 +159,29 @@ func Binary(name corev1.ResourceName) bool {
 		strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix)
 }
 
+// MaxAmount is the largest Amount: 2^53 bytes (8 PiB) or milli-units
+// (about 9 billion cores). Larger quantities count as this much, so sums
+// over nodes, pods and replicas stay far from int64's limit.
+const MaxAmount = int64(1) << 53
+
 // Amount is q as an integer: bytes for memory-like resources, milli-units
 // for the rest (cpu in millicores, pods and extended resources in
-// thousandths).
+// thousandths), at most MaxAmount in magnitude.
 func Amount(name corev1.ResourceName, q resource.Quantity) int64 {
 	if Binary(name) {
+		if q.CmpInt64(MaxAmount) > 0 {
+			return MaxAmount
+		}
+		if q.CmpInt64(-MaxAmount) < 0 {
+			return -MaxAmount
+		}
 		return q.Value()
+	}
+	if q.CmpInt64(MaxAmount/1000) > 0 {
+		return MaxAmount
+	}
+	if q.CmpInt64(-MaxAmount/1000) < 0 {
+		return -MaxAmount
 	}
 	return q.MilliValue()
 }

@@ -20,13 +20,15 @@ func NewTally(s *Shape, nodes []*Node, eligible []bool) *Tally {
 		s.index()
 	}
 	t := &Tally{counts: make([]int32, len(nodes)), slots: make([]int32, len(nodes)), argmax: make([]int, len(s.Requests))}
-	t.Total = len(nodes)
 	t.Largest = make([]Request, len(s.Requests))
 	for j, r := range s.Requests {
 		t.Largest[j].Name = r.Name
 		t.argmax[j] = -1
 	}
 	for i, n := range nodes {
+		if n.Object != nil {
+			t.Total++ // a node known only from pods bound to it is not counted
+		}
 		if !eligible[i] {
 			continue
 		}
