@@ -2,6 +2,7 @@ package interpreter
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -422,6 +423,16 @@ func TestRolloutRule(t *testing.T) {
 	}
 	if _, u, _ := in.RolloutBudget(tmpl); u == nil || u.String() != "50%" {
 		t.Errorf("maxUnavailable = %v, want 50%%", u)
+	}
+	// A count beyond int32 saturates rather than wrapping to a negative one.
+	if err := unstructured.SetNestedField(tmpl.Object, int64(1)<<40, "spec", "updateStrategy", "maxUnavailable"); err != nil {
+		t.Fatal(err)
+	}
+	if _, u, _ := in.RolloutBudget(tmpl); u == nil || u.IntValue() != math.MaxInt32 {
+		t.Errorf("maxUnavailable 2^40 reads as %v, want %d", u, math.MaxInt32)
+	}
+	if err := unstructured.SetNestedField(tmpl.Object, "50%", "spec", "updateStrategy", "maxUnavailable"); err != nil {
+		t.Fatal(err)
 	}
 	if in.RolloutPaused(tmpl) {
 		t.Error("paused before SetRolloutPaused")

@@ -89,9 +89,9 @@ func (in *Interpreter) RolloutBudget(obj *unstructured.Unstructured) (surge, una
 		var out intstr.IntOrString
 		switch x := v.(type) {
 		case int64:
-			out = intstr.FromInt32(int32(x))
+			out = intstr.FromInt32(clampInt32(x))
 		case float64:
-			out = intstr.FromInt32(int32(x))
+			out = intstr.FromInt32(clampInt32(int64(max(min(x, math.MaxInt32), math.MinInt32))))
 		case string:
 			out = intstr.FromString(x)
 		default:
@@ -134,7 +134,7 @@ func (in *Interpreter) RolloutCounts(obj *unstructured.Unstructured) (updated, a
 	count := func(p *program, field string) int32 {
 		if in.rollout == nil || p == nil {
 			n, _, _ := unstructured.NestedInt64(obj.Object, "status", field)
-			return int32(n)
+			return max(clampInt32(n), 0)
 		}
 		n, err := p.evalInt32(map[string]any{varObject: obj.Object})
 		if err != nil {
@@ -147,4 +147,10 @@ func (in *Interpreter) RolloutCounts(obj *unstructured.Unstructured) (updated, a
 		u, a = in.rollout.updated, in.rollout.available
 	}
 	return count(u, "updatedReplicas"), count(a, "availableReplicas")
+}
+
+// clampInt32 is n limited to int32's range: a member's copy (a pull
+// agent's report among them) cannot turn a huge count into a negative one.
+func clampInt32(n int64) int32 {
+	return int32(max(math.MinInt32, min(math.MaxInt32, n)))
 }
