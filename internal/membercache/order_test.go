@@ -96,3 +96,49 @@ func TestPagesFollowTheOrder(t *testing.T) {
 func filterName(f Filter) string {
 	return fmt.Sprintf("ns=%q,cluster=%q,label=%v", f.Namespace, f.Cluster, f.Label)
 }
+
+// Pages after the first count what follows from the cache as it is then,
+// less what was served: exact while nothing changes, an estimate of at
+// least 1 while more pages follow when objects before the cursor went.
+func TestRemainingAfterChanges(t *testing.T) {
+	c := newPodCache(t, 100)
+	for _, name := range []string{"a", "b", "c", "d", "e", "f"} {
+		if err := c.Set(podsGR, "m1", pod("ns", name, "1", "Running", nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	page := func(o ListOptions) ListResult {
+		t.Helper()
+		res, err := c.List(podsGR, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	for _, ns := range []string{"", "ns"} {
+		p1 := page(ListOptions{Filter: Filter{Namespace: ns}, Limit: 2})
+		if p1.Remaining != 4 {
+			t.Errorf("namespace %q, first page: remaining %d, want 4", ns, p1.Remaining)
+		}
+		p2 := page(ListOptions{Filter: Filter{Namespace: ns}, Limit: 2, Continue: p1.Continue})
+		if got := names(p2.Items); !slices.Equal(got, []string{"m1/ns/c", "m1/ns/d"}) || p2.Remaining != 2 {
+			t.Errorf("namespace %q, second page: %v remaining %d, want [c d] and 2", ns, got, p2.Remaining)
+		}
+	}
+	// a and b go after the first page: the count (2 objects less the 2
+	// served) would say none follow, but e and f do.
+	p1 := page(ListOptions{Limit: 2})
+	for _, name := range []string{"a", "b"} {
+		if err := c.Delete(podsGR, "m1", pod("ns", name, "1", "Running", nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p2 := page(ListOptions{Limit: 2, Continue: p1.Continue})
+	if p2.Continue == "" || p2.Remaining != 1 {
+		t.Errorf("after deletions before the cursor: continue %q remaining %d, want a next page and 1", p2.Continue, p2.Remaining)
+	}
+	p3 := page(ListOptions{Limit: 2, Continue: p2.Continue})
+	if got := names(p3.Items); !slices.Equal(got, []string{"m1/ns/e", "m1/ns/f"}) || p3.Continue != "" || p3.Remaining != 0 {
+		t.Errorf("last page %v continue %q remaining %d", got, p3.Continue, p3.Remaining)
+	}
+}

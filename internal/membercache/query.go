@@ -39,7 +39,10 @@ type ListResult struct {
 	Continue string
 	// Remaining is how many matching items follow this page; 0 on the
 	// last page, and when a label or field selector makes the count
-	// unknown (Continue still says whether more follow).
+	// unknown (Continue still says whether more follow). Pages after the
+	// first count from the cache as it is then, less the items already
+	// served: objects created or deleted between pages make it an
+	// estimate, as Kubernetes allows remainingItemCount to be.
 	Remaining int64
 }
 
@@ -47,6 +50,8 @@ type continueToken struct {
 	// RV is the first page's resourceVersion, as served (with the epoch).
 	RV    string `json:"rv"`
 	Start string `json:"start"`
+	// Served is how many items the pages before served.
+	Served int64 `json:"n,omitempty"`
 }
 
 // List returns the entries of gr that pass the filter, a page at a time.
@@ -88,8 +93,12 @@ func (c *Cache) List(gr schema.GroupResource, o ListOptions) (ListResult, error)
 	var remaining int64
 	// The matches after the page are counted only without a label or
 	// field selector (a kube-apiserver leaves remainingItemCount unset
-	// with one); otherwise the first one ends the walk.
+	// with one). Without a member filter either, they are the store's (or
+	// the namespace's) count less what was served, so the walk ends at the
+	// first match after the page, as it does with a selector: a page costs
+	// its own items, not the rest of the index.
 	counting := (o.Label == nil || o.Label.Empty()) && (o.Field == nil || o.Field.Empty())
+	byCount := counting && o.Cluster == ""
 	s.mu.RLock()
 	rv := s.last
 	// In list order, from the page's start: the page is the first Limit
@@ -103,8 +112,15 @@ func (c *Cache) List(gr schema.GroupResource, o ListOptions) (ListResult, error)
 			return true
 		}
 		remaining++
-		return counting
+		return counting && !byCount
 	})
+	if byCount && remaining > 0 {
+		total := int64(len(s.objects))
+		if o.Namespace != "" {
+			total = int64(s.namespaces[o.Namespace])
+		}
+		remaining = max(total-tok.Served-int64(len(items)), 1)
+	}
 	s.mu.RUnlock()
 	if o.Continue != "" {
 		rv = tokRV
@@ -114,7 +130,7 @@ func (c *Cache) List(gr schema.GroupResource, o ListOptions) (ListResult, error)
 		if counting {
 			res.Remaining = remaining
 		}
-		raw, _ := json.Marshal(continueToken{RV: c.FormatRV(rv), Start: items[len(items)-1].key()})
+		raw, _ := json.Marshal(continueToken{RV: c.FormatRV(rv), Start: items[len(items)-1].key(), Served: tok.Served + int64(len(items))})
 		res.Continue = base64.RawURLEncoding.EncodeToString(raw)
 	}
 	return res, nil

@@ -48,7 +48,10 @@ type store struct {
 	// without visiting or sorting the rest.
 	order    *btree.BTreeG[*Entry]
 	clusters map[string]int // entries per cluster
-	last     uint64         // sequence of the latest change
+	// namespaces counts the entries per namespace (a list's
+	// remainingItemCount).
+	namespaces map[string]int
+	last       uint64 // sequence of the latest change
 	// history is a ring of the latest changes; horizon is the sequence of
 	// the newest change that fell out of it: a watch may resume from any
 	// resourceVersion at or after it.
@@ -62,12 +65,13 @@ type store struct {
 func newStore(c *Cache, k *Kind) *store {
 	return &store{
 		cache: c, kind: k, codec: newCodec(k),
-		objects:  map[id]*Entry{},
-		order:    btree.NewG(orderDegree, entryLess),
-		clusters: map[string]int{},
-		history:  make([]change, c.opts.History),
-		watchers: map[*Watcher]struct{}{},
-		sources:  map[string]SourceState{},
+		objects:    map[id]*Entry{},
+		order:      btree.NewG(orderDegree, entryLess),
+		clusters:   map[string]int{},
+		namespaces: map[string]int{},
+		history:    make([]change, c.opts.History),
+		watchers:   map[*Watcher]struct{}{},
+		sources:    map[string]SourceState{},
 	}
 }
 
@@ -137,6 +141,7 @@ func (s *store) put(cluster string, obj runtime.Object, old *Entry) error {
 	if old == nil {
 		typ = watch.Added
 		s.clusters[cluster]++
+		s.namespaces[e.Namespace]++
 	}
 	s.record(change{seq: seq, typ: typ, old: old, new: e})
 	return nil
@@ -166,6 +171,9 @@ func (s *store) remove(old *Entry) {
 	if s.clusters[old.Cluster]--; s.clusters[old.Cluster] <= 0 {
 		delete(s.clusters, old.Cluster)
 	}
+	if s.namespaces[old.Namespace]--; s.namespaces[old.Namespace] <= 0 {
+		delete(s.namespaces, old.Namespace)
+	}
 	s.record(change{seq: seq, typ: watch.Deleted, old: old, new: old})
 }
 
@@ -191,6 +199,17 @@ func (s *store) replace(cluster string, objs []runtime.Object, alive live) error
 		if err := s.put(cluster, obj, old); err != nil && firstErr == nil {
 			firstErr = err
 		}
+	}
+	present := 0
+	for key := range seen {
+		if s.objects[key] != nil {
+			present++
+		}
+	}
+	if s.clusters[cluster] == present {
+		// Every entry of the member was in the list (the usual relist):
+		// nothing went, and the other members' entries need no look.
+		return firstErr
 	}
 	for key, e := range s.objects {
 		if key.cluster == cluster && !seen[key] {
