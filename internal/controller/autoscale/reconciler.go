@@ -36,6 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/applied"
 	"github.com/flotilla-io/flotilla/internal/autoscale"
 	"github.com/flotilla-io/flotilla/internal/controller/fedobj"
 	"github.com/flotilla-io/flotilla/internal/member"
@@ -260,7 +261,12 @@ func (r *Reconciler) evaluate(ctx context.Context, hpa *autoscalingv2.Horizontal
 		return st, 0
 	}
 	if err := r.scale(ctx, tmpl, d.Replicas); err != nil {
-		undo()
+		if !applied.Maybe(err) {
+			// Refused (scale-down protection, a conflict): the change
+			// does not count against the scaling policies' periods. One
+			// that may have been made (a timeout) does.
+			undo()
+		}
 		setCondition(&st, autoscalingv2.AbleToScale, corev1.ConditionFalse, "FailedUpdateScale", err.Error(), now)
 		keepTransition(&st, hpa.Status, autoscalingv2.AbleToScale) // set True above in this pass
 		r.event(hpa, corev1.EventTypeWarning, "FailedRescale", err.Error())

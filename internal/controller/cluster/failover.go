@@ -287,8 +287,8 @@ func (r *Reconciler) evictionPlan(ctx context.Context, mc *v1alpha1.MemberCluste
 	return plan, nil, 0, nil
 }
 
-// returnClusterToken gives back the token of an eviction whose taint could
-// not be written.
+// returnClusterToken gives back the token of an eviction whose taint was
+// refused (a write that may have applied keeps it).
 func (r *Reconciler) returnClusterToken() {
 	r.brakeMu.Lock()
 	defer r.brakeMu.Unlock()

@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/applied"
 	"github.com/flotilla-io/flotilla/internal/member"
 	"github.com/flotilla-io/flotilla/internal/pull"
 	"github.com/flotilla-io/flotilla/internal/ratelimit"
@@ -179,7 +180,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		before := mc.Spec.Taints
 		mc.Spec.Taints = taints
 		if err := r.Client.Update(ctx, mc); err != nil {
-			if plan.tookToken {
+			if plan.tookToken && !applied.Maybe(err) {
+				// Refused: no taint was written. One that may have been
+				// (a timeout) keeps the token: the brake errs on the slow
+				// side.
 				r.returnClusterToken()
 			}
 			if apierrors.IsConflict(err) {

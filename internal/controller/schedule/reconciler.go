@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/applied"
 	"github.com/flotilla-io/flotilla/internal/controller/fedobj"
 	"github.com/flotilla-io/flotilla/internal/controller/trigger"
 	"github.com/flotilla-io/flotilla/internal/ratelimit"
@@ -255,7 +256,12 @@ func (r *Reconciler) decide(ctx context.Context, req reconcile.Request) (reconci
 	undo := sim.reserve(placement)
 	written, err := r.record(ctx, fo, placement, scheduledCondition(fo, reason == "Scheduled", reason, message), basis, message)
 	if !written && err != nil {
-		r.evictions.ReturnAll(drops) // nothing moved
+		if !applied.Maybe(err) {
+			// Refused: nothing moved. A write that may have applied (a
+			// timeout) keeps its eviction tokens: the brake errs on the
+			// slow side.
+			r.evictions.ReturnAll(drops)
+		}
 		undo()
 		return reconcile.Result{}, err
 	}
