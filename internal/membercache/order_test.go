@@ -134,8 +134,8 @@ func TestRemainingAfterChanges(t *testing.T) {
 		}
 	}
 	p2 := page(ListOptions{Limit: 2, Continue: p1.Continue})
-	if p2.Continue == "" || p2.Remaining != 1 {
-		t.Errorf("after deletions before the cursor: continue %q remaining %d, want a next page and 1", p2.Continue, p2.Remaining)
+	if p2.Continue == "" || p2.Remaining < 1 || p2.Remaining > 2 {
+		t.Errorf("after deletions before the cursor: continue %q remaining %d, want a next page and an estimate of 1 to 2", p2.Continue, p2.Remaining)
 	}
 	p3 := page(ListOptions{Limit: 2, Continue: p2.Continue})
 	if got := names(p3.Items); !slices.Equal(got, []string{"m1/ns/e", "m1/ns/f"}) || p3.Continue != "" || p3.Remaining != 0 {

@@ -120,8 +120,9 @@ func (e *Estimator) Reserve(u *framework.Unit, placement []v1alpha1.ClusterPlace
 	for _, c := range u.Current {
 		inForce[c.Cluster] = count(c)
 	}
+	records := e.Ledger.Records(w)
 	fresh := func(cluster string, n int64) bool {
-		if last, ok := e.Ledger.Recorded(w, cluster); ok {
+		if last, ok := records[cluster]; ok {
 			// Recorded counts are whole; Current's of an undivided
 			// object are today's count, not the one it was placed with.
 			return last != n
@@ -130,10 +131,22 @@ func (e *Estimator) Reserve(u *framework.Unit, placement []v1alpha1.ClusterPlace
 		return restore || !placed || was != n
 	}
 	p := make(map[string]ledger.Count, len(placement))
+	if restore {
+		// A restore reserves only where nothing is recorded: what is
+		// stays as it is, even if the placement read is older than the
+		// decision that recorded it.
+		for cluster, n := range records {
+			p[cluster] = ledger.Count{Replicas: n, Keep: true}
+		}
+	}
 	for _, c := range placement {
 		n := count(c)
 		f, ok := u.Fits[c.Cluster]
-		if !ok {
+		_, recorded := records[c.Cluster]
+		switch {
+		case restore && recorded:
+			continue // kept as recorded (above)
+		case !ok:
 			p[c.Cluster] = ledger.Count{Replicas: n, Keep: true}
 			continue
 		}

@@ -214,3 +214,61 @@ func TestMemberWithoutAViewKeepsItsReservations(t *testing.T) {
 		}
 	}
 }
+
+// A count changed while a member was out of view is reserved when the
+// view returns; a placement read from before a decision that moved the
+// object (a stale cache) restores nothing and ends nothing.
+func TestRestoreAfterViewAndStaleReads(t *testing.T) {
+	m := members{"a": nodes(4, 4), "b": nodes(4, 4), "c": nodes(4, 4)}
+	e := &Estimator{Members: m, Ledger: &ledger.Ledger{}}
+	reservedIn := func(cluster string) int64 {
+		other := unit("other", 1, "1")
+		e.Fill(other, clusters(cluster))
+		return other.Fits[cluster].Reserved
+	}
+	both := []v1alpha1.ClusterPlacement{{Cluster: "a"}, {Cluster: "b"}}
+
+	web := unit("web", 3, "1")
+	e.Fill(web, clusters("a", "b"))
+	e.Reserve(web, both, false)
+	// b reconnects; meanwhile web is scaled to 10 (not divided: 10 each).
+	bView := m["b"]
+	delete(m, "b")
+	web = unit("web", 10, "1")
+	web.Current = both
+	e.Fill(web, clusters("a", "b"))
+	e.Reserve(web, both, false)
+	m["b"] = bView
+	if got := reservedIn("b"); got != 3 {
+		t.Fatalf("b, out of view, reserves %d, want the 3 from before", got)
+	}
+	if !e.Unrestored(web) {
+		t.Fatalf("b's view is back after a scale-up it missed: the workload should be unrestored there")
+	}
+	e.Restore(web)
+	for _, c := range []string{"a", "b"} {
+		if got := reservedIn(c); got != 10 {
+			t.Errorf("after the restore %s reserves %d, want 10", c, got)
+		}
+	}
+
+	// A decision moves web from a and b to c.
+	moved := []v1alpha1.ClusterPlacement{{Cluster: "c"}}
+	e.Fill(web, clusters("a", "b", "c"))
+	e.Reserve(web, moved, false)
+	// A reconcile reads the object from before that write.
+	stale := unit("web", 10, "1")
+	stale.Current = both
+	if e.Unrestored(stale) {
+		t.Errorf("a stale placement of clusters the last decision left reads as unrestored")
+	}
+	e.Restore(stale)
+	if got := reservedIn("c"); got != 10 {
+		t.Errorf("after a restore from a stale read c reserves %d, want 10", got)
+	}
+	for _, c := range []string{"a", "b"} {
+		if got := reservedIn(c); got != 0 {
+			t.Errorf("after a restore from a stale read %s reserves %d, want 0", c, got)
+		}
+	}
+}

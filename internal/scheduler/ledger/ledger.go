@@ -9,6 +9,7 @@
 package ledger
 
 import (
+	"maps"
 	"sync"
 	"time"
 
@@ -171,10 +172,18 @@ func (l *Ledger) Reserve(workload string, per nodefit.Vector, placement map[stri
 		}
 	}
 	record := make(map[string]int64, len(placement))
+	for cluster := range prevRecord {
+		if _, in := placement[cluster]; !in {
+			record[cluster] = Left
+		}
+	}
 	deadline := l.now().Add(l.timeout())
 	for cluster, c := range placement {
 		if c.Keep {
-			if n, ok := prevRecord[cluster]; ok {
+			// The record stands for the count it says; a count changed
+			// while the member was out of view is unrecorded, so that it
+			// is restored when the view comes back.
+			if n, ok := prevRecord[cluster]; ok && n == c.Replicas {
 				record[cluster] = n
 			}
 			continue
@@ -241,16 +250,30 @@ func (l *Ledger) Forget(workload string) {
 	l.prune()
 }
 
+// Left is the record of a cluster the workload's last decision left out
+// after one had placed it there.
+const Left = -1
+
 // Recorded returns the replicas of the last decision recorded for
-// workload in cluster since the ledger started, and whether there was one
-// made with a node-level view of the cluster. The scheduler reserves a
-// placement it finds unrecorded once (after a restart, or when a member's
-// view returns), so that its replicas still starting are counted.
+// workload in cluster since the ledger started (Left if a decision left
+// the cluster since), and whether there was one made with a node-level
+// view of the cluster. The scheduler reserves a placement it finds
+// unrecorded once (after a restart, or when a member's view returns), so
+// that its replicas still starting are counted; a cluster a decision left
+// is not restored from a placement read before that decision was.
 func (l *Ledger) Recorded(workload, cluster string) (int64, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	n, ok := l.recorded[workload][cluster]
 	return n, ok
+}
+
+// Records returns a copy of the workload's records by cluster (see
+// Recorded).
+func (l *Ledger) Records(workload string) map[string]int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return maps.Clone(l.recorded[workload])
 }
 
 // Reserved returns what a cluster holds for workloads other than except:

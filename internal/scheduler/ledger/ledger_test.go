@@ -109,25 +109,36 @@ func TestReserveUndo(t *testing.T) {
 }
 
 // A decision without a view of a member (Keep) leaves the workload's
-// reservation and record there as they were; one that leaves the member
-// out ends both.
+// reservation there as it was, and its record if the count is the one
+// recorded (one changed out of view is unrecorded, to be restored when
+// the view returns); one that leaves the member out ends the reservation
+// and records that it left.
 func TestKeepLeavesAMemberAsItWas(t *testing.T) {
 	l := &Ledger{}
 	none := func(string) int32 { return 0 }
 	l.Reserve("ns/a", oneCPU, fresh(Placement{"m1": 3, "m2": 2}, nil))
-	l.Reserve("ns/a", oneCPU, map[string]Count{"m1": {Replicas: 5, Keep: true}, "m2": {Replicas: 2}})
+	l.Reserve("ns/a", oneCPU, map[string]Count{"m1": {Replicas: 3, Keep: true}, "m2": {Replicas: 2}})
 	if _, n := l.Reserved("m1", "", none, 1); n != 3 {
 		t.Errorf("m1, not viewed by the decision, reserves %d, want the 3 from before", n)
 	}
 	if n, ok := l.Recorded("ns/a", "m1"); !ok || n != 3 {
 		t.Errorf("m1's record is %d (%v), want 3", n, ok)
 	}
+	l.Reserve("ns/a", oneCPU, map[string]Count{"m1": {Replicas: 5, Keep: true}, "m2": {Replicas: 2}})
+	if _, n := l.Reserved("m1", "", none, 1); n != 3 {
+		t.Errorf("m1, scaled out of view, reserves %d, want the 3 from before", n)
+	}
+	if n, ok := l.Recorded("ns/a", "m1"); ok {
+		t.Errorf("m1, scaled out of view, is recorded as %d; want it unrecorded", n)
+	}
+	l.Reserve("ns/a", oneCPU, map[string]Count{"m2": {Replicas: 2}})
+	l.Reserve("ns/a", oneCPU, fresh(Placement{"m1": 4, "m2": 2}, nil))
 	l.Reserve("ns/a", oneCPU, map[string]Count{"m2": {Replicas: 2}})
 	if _, n := l.Reserved("m1", "", none, 1); n != 0 {
 		t.Errorf("m1, left out, still reserves %d", n)
 	}
-	if _, ok := l.Recorded("ns/a", "m1"); ok {
-		t.Errorf("m1, left out, is still recorded")
+	if n, ok := l.Recorded("ns/a", "m1"); !ok || n != Left {
+		t.Errorf("m1, left out, is recorded as %d (%v), want Left", n, ok)
 	}
 	// A workload never recorded in a member it is not viewed in stays
 	// unrecorded there (it is restored once the view comes).

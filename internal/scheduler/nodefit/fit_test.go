@@ -273,10 +273,21 @@ func TestTemplateRequests(t *testing.T) {
 			InitContainers: []corev1.Container{{Resources: corev1.ResourceRequirements{Limits: lim("cpu", "4")}}},
 			Containers:     []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: lim("cpu", "1")}}},
 		}, lim("cpu", "4")},
-		{"pod-level limits", corev1.PodSpec{
+		{"pod-level limits, containers request: their sum", corev1.PodSpec{
+			Resources: &corev1.ResourceRequirements{Limits: lim("cpu", "4")},
+			Containers: []corev1.Container{
+				{Resources: corev1.ResourceRequirements{Requests: lim("cpu", "500m")}},
+				{Resources: corev1.ResourceRequirements{Requests: lim("cpu", "500m")}},
+			},
+		}, lim("cpu", "1")},
+		{"pod-level limits, no container request: the limit", corev1.PodSpec{
+			Resources:  &corev1.ResourceRequirements{Limits: lim("cpu", "3", "memory", "2Gi")},
+			Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: lim("memory", "1Gi")}}},
+		}, lim("cpu", "3", "memory", "1Gi")},
+		{"pod-level limits, a container limit only: its request", corev1.PodSpec{
 			Resources:  &corev1.ResourceRequirements{Limits: lim("cpu", "3")},
-			Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: lim("cpu", "1")}}},
-		}, lim("cpu", "3")},
+			Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{Limits: lim("cpu", "2")}}},
+		}, lim("cpu", "2")},
 		{"nothing", corev1.PodSpec{Containers: []corev1.Container{{}}}, corev1.ResourceList{}},
 	}
 	for _, tt := range tests {

@@ -91,19 +91,44 @@ func NewShape(spec *corev1.PodSpec) *Shape {
 
 // TemplateRequests returns the requests of one pod made from a template's
 // spec, as the kube-scheduler counts them (containers, init containers,
-// pod-level resources, overhead). A pod gets a request for each resource it
-// only limits, equal to the limit, when it is created; a template does not
-// (the API server defaults pods, not templates), so that is done here:
-// otherwise a template that sets limits alone would seem to request
-// nothing. spec is not modified.
+// pod-level resources, overhead). A container gets a request for each
+// resource it only limits, equal to the limit, when its pod is created,
+// and a pod with pod-level limits gets pod-level requests
+// (podLevelRequests); a template does not (the API server defaults pods,
+// not templates), so that is done here: otherwise a template that sets
+// limits alone would seem to request nothing. spec is not modified.
 func TemplateRequests(spec *corev1.PodSpec) corev1.ResourceList {
 	pod := &corev1.Pod{Spec: *spec}
 	pod.Spec.Containers = withLimitDefaults(spec.Containers)
 	pod.Spec.InitContainers = withLimitDefaults(spec.InitContainers)
 	if r := spec.Resources; r != nil && len(r.Limits) > 0 {
-		pod.Spec.Resources = &corev1.ResourceRequirements{Limits: r.Limits, Requests: requestsOrLimits(r)}
+		pod.Spec.Resources = &corev1.ResourceRequirements{Limits: r.Limits, Requests: podLevelRequests(pod, r)}
 	}
 	return resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+}
+
+// podLevelRequests defaults a pod's own requests as the API server does
+// when the pod sets pod-level limits: a resource the pod does not request
+// itself is requested at what its containers request together, or, when
+// no container requests it, at the pod's limit (cpu and memory only, the
+// resources pod-level requirements support). pod's containers are already
+// defaulted.
+func podLevelRequests(pod *corev1.Pod, r *corev1.ResourceRequirements) corev1.ResourceList {
+	out := maps.Clone(r.Requests)
+	if out == nil {
+		out = corev1.ResourceList{}
+	}
+	for name, q := range resourcehelper.AggregateContainerRequests(pod, resourcehelper.PodResourcesOptions{}) {
+		if _, set := out[name]; !set && resourcehelper.IsSupportedPodLevelResource(name) {
+			out[name] = q
+		}
+	}
+	for name, q := range r.Limits {
+		if _, set := out[name]; !set && resourcehelper.IsSupportedPodLevelResource(name) {
+			out[name] = q
+		}
+	}
+	return out
 }
 
 // withLimitDefaults returns cs, copied where a container limits a
