@@ -3,6 +3,7 @@ package interpreter
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -218,7 +219,7 @@ func numbers(how v1alpha1.StatusAggregate, path []string, values []any) (any, er
 	case how == v1alpha1.AggregateSum && isInt:
 		var sum int64
 		for _, n := range ints {
-			sum += n
+			sum = addSaturating(sum, n)
 		}
 		return sum, nil
 	case how == v1alpha1.AggregateSum:
@@ -412,4 +413,16 @@ func updateTimeIn(members []Member, t string) bool {
 		}
 	}
 	return false
+}
+
+// addSaturating is a+b, held at int64's bounds instead of wrapping: a
+// member (a pull agent's report among them) cannot turn a sum negative.
+func addSaturating(a, b int64) int64 {
+	switch {
+	case b > 0 && a > math.MaxInt64-b:
+		return math.MaxInt64
+	case b < 0 && a < math.MinInt64-b:
+		return math.MinInt64
+	}
+	return a + b
 }

@@ -4,6 +4,7 @@ package interpreter
 // the aggregates rules compute.
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -165,4 +166,24 @@ func normalise(v any) any {
 		}
 	}
 	return v
+}
+
+// Sums of integers saturate at int64's bounds instead of wrapping.
+func TestSumSaturates(t *testing.T) {
+	tests := []struct {
+		values []any
+		want   int64
+	}{
+		{[]any{int64(2), int64(3)}, 5},
+		{[]any{int64(math.MaxInt64), int64(1)}, math.MaxInt64},
+		{[]any{int64(math.MaxInt64 - 1), int64(math.MaxInt64 - 1)}, math.MaxInt64},
+		{[]any{int64(math.MinInt64), int64(-1)}, math.MinInt64},
+		{[]any{int64(math.MaxInt64), int64(math.MinInt64)}, -1},
+	}
+	for _, tt := range tests {
+		got, err := numbers(v1alpha1.AggregateSum, []string{"replicas"}, tt.values)
+		if err != nil || got != tt.want {
+			t.Errorf("sum of %v = %v (%v), want %d", tt.values, got, err, tt.want)
+		}
+	}
 }
