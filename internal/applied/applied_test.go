@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -22,7 +23,9 @@ func TestMaybe(t *testing.T) {
 		{"conflict", apierrors.NewConflict(gr, "m1", errors.New("modified")), false},
 		{"not found", apierrors.NewNotFound(gr, "m1"), false},
 		{"invalid", apierrors.NewInvalid(schema.GroupKind{Group: "flotilla.io", Kind: "MemberCluster"}, "m1", field.ErrorList{field.Required(field.NewPath("spec"), "")}), false},
-		{"forbidden (a webhook's refusal)", apierrors.NewForbidden(gr, "m1", errors.New("protected")), false},
+		{"forbidden", apierrors.NewForbidden(gr, "m1", errors.New("protected")), false},
+		{"a webhook's denial (400, no reason)", &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 400,
+			Message: `admission webhook "protect.example.com" denied the request`}}, false},
 		{"throttled", apierrors.NewTooManyRequests("slow down", 1), false},
 		{"wrapped refusal", fmt.Errorf("update m1: %w", apierrors.NewConflict(gr, "m1", errors.New("modified"))), false},
 		{"server timeout", apierrors.NewServerTimeout(gr, "update", 1), true},

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/ratelimit"
 	hostscheme "github.com/flotilla-io/flotilla/internal/scheme"
 )
 
@@ -284,6 +285,14 @@ func TestGraceRestartsWhenSuppressionGivesWayToAZoneHold(t *testing.T) {
 // (a restart, a new leader) while a member was tainted NoExecute 20 s
 // ago waits the rest of that member's minute before the next eviction.
 func TestClustersPerMinuteAcrossARestart(t *testing.T) {
+	for _, warm := range []bool{false, true} {
+		t.Run(fmt.Sprintf("warm-bucket-%t", warm), func(t *testing.T) { clustersPerMinuteAfterAnEviction(t, warm) })
+	}
+}
+
+// clustersPerMinuteAfterAnEviction is TestClustersPerMinuteAcrossARestart
+// with a fresh bucket, or one that has a token (warm).
+func clustersPerMinuteAfterAnEviction(t *testing.T, warm bool) {
 	since := metav1.NewTime(tNow.Add(-time.Minute))
 	evicted := metav1.NewTime(tNow.Add(-20 * time.Second))
 	var objs []*v1alpha1.MemberCluster
@@ -309,6 +318,11 @@ func TestClustersPerMinuteAcrossARestart(t *testing.T) {
 		b = b.WithObjects(o)
 	}
 	r := &Reconciler{Client: b.Build(), Failover: DefaultFailover()} // fresh: its bucket starts now
+	if warm {
+		// A bucket that has a token: the taint 20 s ago was written by a
+		// write whose error gave its token back.
+		r.clusterBucket = ratelimit.NewBucket(r.Failover.ClustersPerMinute, 1)
+	}
 	view := healthView{known: true, taintKey: v1alpha1.TaintUnreachable}
 	for _, s := range []struct {
 		at          time.Duration
@@ -397,6 +411,28 @@ func TestGraceRestartsAfterASuppressionThatCameBack(t *testing.T) {
 		hold, evicted := look(tNow.Add(s.at), s.others)
 		if hold != s.wantHold || evicted != s.evicted {
 			t.Errorf("+%s: hold %q, evicted %v; want hold %q, evicted %v (taints %v)", s.at, hold, evicted, s.wantHold, s.evicted, last.Spec.Taints)
+		}
+	}
+}
+
+func TestSinceEviction(t *testing.T) {
+	now := time.Unix(1000, 0)
+	tests := []struct {
+		name      string
+		last      time.Time
+		perMinute float64
+		want      time.Duration
+	}{
+		{"none", time.Time{}, 1, 0},
+		{"unlimited", now.Add(-time.Second), 0, 0},
+		{"20 s ago at 1 a minute", now.Add(-20 * time.Second), 1, 40 * time.Second},
+		{"a minute ago", now.Add(-time.Minute), 1, 0},
+		{"20 s ago at 2 a minute", now.Add(-20 * time.Second), 2, 10 * time.Second},
+		{"ahead of the clock", now.Add(time.Hour), 1, time.Minute},
+	}
+	for _, tt := range tests {
+		if got := sinceEviction(tt.last, now, tt.perMinute); (got > 0 || tt.want > 0) && got != tt.want {
+			t.Errorf("%s: %s, want %s", tt.name, got, tt.want)
 		}
 	}
 }

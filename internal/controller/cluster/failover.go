@@ -327,8 +327,26 @@ func (r *Reconciler) takeClusterToken(now time.Time, members []v1alpha1.MemberCl
 	if wait := r.clusterBucket.Wait(now); wait > 0 {
 		return wait
 	}
+	if gap := sinceEviction(newestEviction(members), now, r.Failover.ClustersPerMinute); gap > 0 {
+		// A taint the bucket does not know of: one whose write returned
+		// an error (client-go's retry of a timed-out update can end in a
+		// conflict although the first attempt was stored), or another
+		// leader's.
+		return gap
+	}
 	r.clusterBucket.Take(now)
 	return 0
+}
+
+// sinceEviction is how long the next eviction waits after the newest one
+// (last; zero for none) at perMinute: 0 when it may go now. A TimeAdded
+// ahead of now (another process's clock) waits one interval at most.
+func sinceEviction(last, now time.Time, perMinute float64) time.Duration {
+	if last.IsZero() || perMinute <= 0 {
+		return 0
+	}
+	interval := time.Duration(float64(time.Minute) / perMinute)
+	return min(interval-now.Sub(last), interval)
 }
 
 // newestEviction is the latest TimeAdded of the members' managed NoExecute

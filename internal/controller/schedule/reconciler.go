@@ -257,12 +257,14 @@ func (r *Reconciler) decide(ctx context.Context, req reconcile.Request) (reconci
 	written, err := r.record(ctx, fo, placement, scheduledCondition(fo, reason == "Scheduled", reason, message), basis, message)
 	if !written && err != nil {
 		if !applied.Maybe(err) {
-			// Refused: nothing moved. A write that may have applied (a
-			// timeout) keeps its eviction tokens: the brake errs on the
-			// slow side.
+			// Refused: nothing moved; the decision is made again. A
+			// write that may have been stored (a timeout) keeps its
+			// eviction tokens, as the brake errs on the slow side, and
+			// its reservations and records, which a stored placement
+			// needs (its basis then holds: no decision follows).
 			r.evictions.ReturnAll(drops)
+			undo()
 		}
-		undo()
 		return reconcile.Result{}, err
 	}
 	evicted(drops)

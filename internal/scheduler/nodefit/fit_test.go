@@ -284,6 +284,10 @@ func TestTemplateRequests(t *testing.T) {
 			Resources:  &corev1.ResourceRequirements{Limits: lim("cpu", "3", "memory", "2Gi")},
 			Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: lim("memory", "1Gi")}}},
 		}, lim("cpu", "3", "memory", "1Gi")},
+		{"pod-level hugepages limit: the limit, not the containers' sum", corev1.PodSpec{
+			Resources:  &corev1.ResourceRequirements{Limits: lim("hugepages-2Mi", "1Gi", "cpu", "2")},
+			Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: lim("hugepages-2Mi", "256Mi", "cpu", "1")}}},
+		}, lim("hugepages-2Mi", "1Gi", "cpu", "1")},
 		{"pod-level limits, a container limit only: its request", corev1.PodSpec{
 			Resources:  &corev1.ResourceRequirements{Limits: lim("cpu", "3")},
 			Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{Limits: lim("cpu", "2")}}},

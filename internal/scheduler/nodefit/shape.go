@@ -108,18 +108,20 @@ func TemplateRequests(spec *corev1.PodSpec) corev1.ResourceList {
 }
 
 // podLevelRequests defaults a pod's own requests as the API server does
-// when the pod sets pod-level limits: a resource the pod does not request
-// itself is requested at what its containers request together, or, when
-// no container requests it, at the pod's limit (cpu and memory only, the
-// resources pod-level requirements support). pod's containers are already
-// defaulted.
+// when the pod sets pod-level limits, for the resources pod-level
+// requirements support: a resource the pod does not request itself is
+// requested at what its containers request together if it may be
+// overcommitted (cpu, memory; not hugepages), else, or when no container
+// requests it, at the pod's limit. pod's containers are already defaulted.
 func podLevelRequests(pod *corev1.Pod, r *corev1.ResourceRequirements) corev1.ResourceList {
 	out := maps.Clone(r.Requests)
 	if out == nil {
 		out = corev1.ResourceList{}
 	}
 	for name, q := range resourcehelper.AggregateContainerRequests(pod, resourcehelper.PodResourcesOptions{}) {
-		if _, set := out[name]; !set && resourcehelper.IsSupportedPodLevelResource(name) {
+		_, set := out[name]
+		hugePages := strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix)
+		if !set && !hugePages && resourcehelper.IsSupportedPodLevelResource(name) {
 			out[name] = q
 		}
 	}
