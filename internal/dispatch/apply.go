@@ -52,12 +52,21 @@ const (
 // ErrConflict is returned with Conflict.
 var ErrConflict = errors.New("object exists in the member and is not managed by Flotilla")
 
+// ErrGroupUnavailable is Delete's error for a kind whose API group the
+// member cannot discover just now (its aggregated apiserver is down): the
+// copy cannot be told gone, and the deletion is tried again.
+var ErrGroupUnavailable = errors.New("the member's API group of the kind is not answering discovery (an aggregated apiserver down?): its copy cannot be confirmed gone")
+
 // Applier writes objects into one member.
 type Applier struct {
 	// Client is a dynamic client for the member.
 	Client dynamic.Interface
 	// Mapper maps kinds to the member's resources.
 	Mapper meta.RESTMapper
+	// Unavailable reports whether the member's discovery of an API group
+	// failed just now (nil: never): Delete does not take a kind of that
+	// group missing from Mapper for a copy that is gone.
+	Unavailable func(group string) bool
 }
 
 // Options tune one Apply.
@@ -335,6 +344,11 @@ func (a *Applier) Delete(ctx context.Context, gvk schema.GroupVersionKind, names
 	// the kind at all has no copy.
 	res, err := a.resource(schema.GroupVersionKind{Group: gvk.Group, Kind: gvk.Kind}, namespace)
 	if meta.IsNoMatchError(err) {
+		if a.Unavailable != nil && a.Unavailable(gvk.Group) {
+			// Its aggregated apiserver is down: the kind is missing from
+			// discovery, not from the member, and a copy may be there.
+			return "", fmt.Errorf("delete %s %s: %w", gvk.Kind, joinName(namespace, name), ErrGroupUnavailable)
+		}
 		return Absent, nil
 	}
 	if err != nil {

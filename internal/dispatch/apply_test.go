@@ -392,3 +392,24 @@ func TestHeldCopyCreatedUnpaused(t *testing.T) {
 		}
 	}
 }
+
+// TestDeleteOfAKindInAnUnavailableGroup: a kind the member does not serve
+// has no copy to delete (Absent), unless the member's discovery of its
+// group failed (an aggregated apiserver down): then the copy may be there
+// and Delete says it cannot tell.
+func TestDeleteOfAKindInAnUnavailableGroup(t *testing.T) {
+	a, _ := applier(t)
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	gvk := schema.GroupVersionKind{Group: "metrics.example.com", Version: "v1", Kind: "Sample"}
+	if got, err := a.Delete(ctx, gvk, ns, "s1"); got != dispatch.Absent || err != nil {
+		t.Errorf("Delete of a kind the member does not serve: %q, %v; want Absent", got, err)
+	}
+	a.Unavailable = func(group string) bool { return group == gvk.Group }
+	if got, err := a.Delete(ctx, gvk, ns, "s1"); got != "" || !errors.Is(err, dispatch.ErrGroupUnavailable) {
+		t.Errorf("Delete of a kind whose group's discovery failed: %q, %v; want ErrGroupUnavailable", got, err)
+	}
+	if got, err := a.Delete(ctx, schema.GroupVersionKind{Group: "other.example.com", Version: "v1", Kind: "Sample"}, ns, "s1"); got != dispatch.Absent || err != nil {
+		t.Errorf("Delete of a kind of another group: %q, %v; want Absent", got, err)
+	}
+}

@@ -1,9 +1,13 @@
 package member
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 )
@@ -74,5 +78,25 @@ func TestSortAPIResources(t *testing.T) {
 				t.Errorf("SortAPIResources() mismatch (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// failedGroups names the groups a partial discovery failure lists, and
+// nothing for any other error.
+func TestFailedGroups(t *testing.T) {
+	partial := &discovery.ErrGroupDiscoveryFailed{Groups: map[schema.GroupVersion]error{
+		{Group: "metrics.k8s.io", Version: "v1beta1"}: errors.New("503"),
+		{Group: "metrics.k8s.io", Version: "v1"}:      errors.New("503"),
+		{Group: "custom.example.com", Version: "v1"}:  errors.New("503"),
+	}}
+	got := failedGroups(fmt.Errorf("discover API resources: %w", partial))
+	if len(got) != 2 || !got["metrics.k8s.io"] || !got["custom.example.com"] {
+		t.Errorf("failedGroups = %v, want metrics.k8s.io and custom.example.com", got)
+	}
+	if got := failedGroups(errors.New("connection refused")); got != nil {
+		t.Errorf("failedGroups of another error = %v, want none", got)
+	}
+	if got := failedGroups(nil); got != nil {
+		t.Errorf("failedGroups(nil) = %v", got)
 	}
 }

@@ -160,8 +160,12 @@ type Session struct {
 	damper    *Damper
 	version   string
 	resources []v1alpha1.APIResource
-	inv       *inventory
-	pending   *pendingPods // unbound pods, for UnschedulablePods
+	// failedGroups are the API groups whose discovery failed at the last
+	// discovery (an aggregated apiserver down): a kind of theirs missing
+	// from the member's mapping may still have objects.
+	failedGroups map[string]bool
+	inv          *inventory
+	pending      *pendingPods // unbound pods, for UnschedulablePods
 	// onUnschedulable is set by the Pool, possibly after the cache of
 	// unbound pods has started.
 	onUnschedulable UnschedulableHandler
@@ -382,6 +386,7 @@ func (s *Session) discover(ctx context.Context) (ok, changed bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	resources = keepFailedGroups(resources, s.resources, err)
+	s.failedGroups = failedGroups(err)
 	access.MarkReadOnly(resources)
 	changed = s.version != v.GitVersion || !slices.Equal(s.resources, resources)
 	s.version, s.resources = v.GitVersion, resources
@@ -406,6 +411,28 @@ func (s *Session) reviewAccess(ctx context.Context) Access {
 	s.lastAccessErr = ""
 	s.access = access
 	return access
+}
+
+// failedGroups are the groups an ErrGroupDiscoveryFailed names (nil for
+// any other error).
+func failedGroups(err error) map[string]bool {
+	var failed *discovery.ErrGroupDiscoveryFailed
+	if !errors.As(err, &failed) {
+		return nil
+	}
+	out := make(map[string]bool, len(failed.Groups))
+	for gv := range failed.Groups {
+		out[gv.Group] = true
+	}
+	return out
+}
+
+// groupUnavailable reports whether the member's last discovery of an API
+// group failed.
+func (s *Session) groupUnavailable(group string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failedGroups[group]
 }
 
 // keepFailedGroups adds to fresh the previous entries of the group versions
