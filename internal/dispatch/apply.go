@@ -52,10 +52,11 @@ const (
 // ErrConflict is returned with Conflict.
 var ErrConflict = errors.New("object exists in the member and is not managed by Flotilla")
 
-// ErrGroupUnavailable is Delete's error for a kind whose API group the
-// member cannot discover just now (its aggregated apiserver is down): the
-// copy cannot be told gone, and the deletion is tried again.
-var ErrGroupUnavailable = errors.New("the member's API group of the kind is not answering discovery (an aggregated apiserver down?): its copy cannot be confirmed gone")
+// ErrGroupUnavailable is Delete's error for a kind the member's mapping
+// does not know while its API group cannot be discovered (an aggregated
+// apiserver down) or the member's last discovery listed it: the copy
+// cannot be told gone, and the deletion is tried again.
+var ErrGroupUnavailable = errors.New("the member's API group of the kind is not answering discovery (an aggregated apiserver down?) or the kind was removed a moment ago: its copy cannot be confirmed gone yet")
 
 // Applier writes objects into one member.
 type Applier struct {
@@ -63,10 +64,11 @@ type Applier struct {
 	Client dynamic.Interface
 	// Mapper maps kinds to the member's resources.
 	Mapper meta.RESTMapper
-	// Unavailable reports whether the member's discovery of an API group
-	// failed just now (nil: never): Delete does not take a kind of that
-	// group missing from Mapper for a copy that is gone.
-	Unavailable func(group string) bool
+	// Unavailable reports whether a kind missing from Mapper may still
+	// have objects in the member (its API group's discovery failed: an
+	// aggregated apiserver down); nil: never. Delete does not take such a
+	// kind's copy for gone.
+	Unavailable func(gk schema.GroupKind) bool
 }
 
 // Options tune one Apply.
@@ -344,9 +346,9 @@ func (a *Applier) Delete(ctx context.Context, gvk schema.GroupVersionKind, names
 	// the kind at all has no copy.
 	res, err := a.resource(schema.GroupVersionKind{Group: gvk.Group, Kind: gvk.Kind}, namespace)
 	if meta.IsNoMatchError(err) {
-		if a.Unavailable != nil && a.Unavailable(gvk.Group) {
-			// Its aggregated apiserver is down: the kind is missing from
-			// discovery, not from the member, and a copy may be there.
+		if a.Unavailable != nil && a.Unavailable(gvk.GroupKind()) {
+			// Missing from discovery, not necessarily from the member: a
+			// copy may be there.
 			return "", fmt.Errorf("delete %s %s: %w", gvk.Kind, joinName(namespace, name), ErrGroupUnavailable)
 		}
 		return Absent, nil

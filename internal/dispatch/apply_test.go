@@ -405,7 +405,7 @@ func TestDeleteOfAKindInAnUnavailableGroup(t *testing.T) {
 	if got, err := a.Delete(ctx, gvk, ns, "s1"); got != dispatch.Absent || err != nil {
 		t.Errorf("Delete of a kind the member does not serve: %q, %v; want Absent", got, err)
 	}
-	a.Unavailable = func(group string) bool { return group == gvk.Group }
+	a.Unavailable = func(gk schema.GroupKind) bool { return gk == gvk.GroupKind() }
 	if got, err := a.Delete(ctx, gvk, ns, "s1"); got != "" || !errors.Is(err, dispatch.ErrGroupUnavailable) {
 		t.Errorf("Delete of a kind whose group's discovery failed: %q, %v; want ErrGroupUnavailable", got, err)
 	}

@@ -100,3 +100,26 @@ func TestFailedGroups(t *testing.T) {
 		t.Errorf("failedGroups(nil) = %v", got)
 	}
 }
+
+// A kind the mapping does not know may still have objects when its group
+// failed discovery or the last discovery listed it; not otherwise (a kind
+// of a served group that the member never served).
+func TestKindUnavailable(t *testing.T) {
+	s := &Session{
+		resources:    []v1alpha1.APIResource{{Group: "example.com", Version: "v1", Kind: "Widget", Resource: "widgets"}},
+		failedGroups: map[string]bool{"metrics.k8s.io": true},
+	}
+	for _, tt := range []struct {
+		gk   schema.GroupKind
+		want bool
+	}{
+		{schema.GroupKind{Group: "metrics.k8s.io", Kind: "PodMetrics"}, true},
+		{schema.GroupKind{Group: "example.com", Kind: "Widget"}, true},
+		{schema.GroupKind{Group: "example.com", Kind: "Gadget"}, false},
+		{schema.GroupKind{Group: "other.example.com", Kind: "Widget"}, false},
+	} {
+		if got := s.kindUnavailable(tt.gk); got != tt.want {
+			t.Errorf("kindUnavailable(%s) = %t, want %t", tt.gk, got, tt.want)
+		}
+	}
+}

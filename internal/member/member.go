@@ -130,6 +130,6 @@ func (s *Session) Apply(ctx context.Context, gvr schema.GroupVersionResource, in
 
 // Delete deletes the member's managed copy of an object.
 func (s *Session) Delete(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (dispatch.Outcome, error) {
-	applier := &dispatch.Applier{Client: s.objects.client, Mapper: s.mapper, Unavailable: s.groupUnavailable}
+	applier := &dispatch.Applier{Client: s.objects.client, Mapper: s.mapper, Unavailable: s.kindUnavailable}
 	return applier.Delete(ctx, gvk, namespace, name)
 }

@@ -427,12 +427,23 @@ func failedGroups(err error) map[string]bool {
 	return out
 }
 
-// groupUnavailable reports whether the member's last discovery of an API
-// group failed.
-func (s *Session) groupUnavailable(group string) bool {
+// kindUnavailable reports whether a kind the member's mapping does not
+// know may still have objects there: the member's last discovery of its
+// group failed, or listed the kind (the mapping's newer look found the
+// group missing: an aggregated apiserver that went down since, or a CRD
+// deleted since, which the next discovery tells apart).
+func (s *Session) kindUnavailable(gk schema.GroupKind) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.failedGroups[group]
+	if s.failedGroups[gk.Group] {
+		return true
+	}
+	for _, r := range s.resources {
+		if r.Group == gk.Group && r.Kind == gk.Kind {
+			return true
+		}
+	}
+	return false
 }
 
 // keepFailedGroups adds to fresh the previous entries of the group versions
