@@ -56,7 +56,7 @@ var ErrConflict = errors.New("object exists in the member and is not managed by 
 // does not know while its API group cannot be discovered (an aggregated
 // apiserver down) or the member's last discovery listed it: the copy
 // cannot be told gone, and the deletion is tried again.
-var ErrGroupUnavailable = errors.New("the member's API group of the kind is not answering discovery (an aggregated apiserver down?) or the kind was removed a moment ago: its copy cannot be confirmed gone yet")
+var ErrGroupUnavailable = errors.New("the member does not list the kind now, but its API group failed discovery (an aggregated apiserver down? see kubectl get apiservices in the member) or was listed moments ago: the copy cannot be confirmed gone yet")
 
 // Applier writes objects into one member.
 type Applier struct {
@@ -349,7 +349,7 @@ func (a *Applier) Delete(ctx context.Context, gvk schema.GroupVersionKind, names
 		if a.Unavailable != nil && a.Unavailable(gvk.GroupKind()) {
 			// Missing from discovery, not necessarily from the member: a
 			// copy may be there.
-			return "", fmt.Errorf("delete %s %s: %w", gvk.Kind, joinName(namespace, name), ErrGroupUnavailable)
+			return "", fmt.Errorf("delete %s %s: %w", gvk.GroupKind(), joinName(namespace, name), ErrGroupUnavailable)
 		}
 		return Absent, nil
 	}

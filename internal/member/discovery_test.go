@@ -105,9 +105,13 @@ func TestFailedGroups(t *testing.T) {
 // failed discovery or the last discovery listed it; not otherwise (a kind
 // of a served group that the member never served).
 func TestKindUnavailable(t *testing.T) {
+	if (&Session{}).kindUnavailable(schema.GroupKind{Group: "example.com", Kind: "Gadget"}) != true {
+		t.Errorf("before any discovery a kind the mapping does not know is taken as gone")
+	}
 	s := &Session{
 		resources:    []v1alpha1.APIResource{{Group: "example.com", Version: "v1", Kind: "Widget", Resource: "widgets"}},
 		failedGroups: map[string]bool{"metrics.k8s.io": true},
+		discovered:   true,
 	}
 	for _, tt := range []struct {
 		gk   schema.GroupKind

@@ -162,8 +162,10 @@ type Session struct {
 	resources []v1alpha1.APIResource
 	// failedGroups are the API groups whose discovery failed at the last
 	// discovery (an aggregated apiserver down): a kind of theirs missing
-	// from the member's mapping may still have objects.
+	// from the member's mapping may still have objects. discovered says a
+	// discovery completed (until then nothing is known to be missing).
 	failedGroups map[string]bool
+	discovered   bool
 	inv          *inventory
 	pending      *pendingPods // unbound pods, for UnschedulablePods
 	// onUnschedulable is set by the Pool, possibly after the cache of
@@ -386,7 +388,7 @@ func (s *Session) discover(ctx context.Context) (ok, changed bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	resources = keepFailedGroups(resources, s.resources, err)
-	s.failedGroups = failedGroups(err)
+	s.failedGroups, s.discovered = failedGroups(err), true
 	access.MarkReadOnly(resources)
 	changed = s.version != v.GitVersion || !slices.Equal(s.resources, resources)
 	s.version, s.resources = v.GitVersion, resources
@@ -428,14 +430,15 @@ func failedGroups(err error) map[string]bool {
 }
 
 // kindUnavailable reports whether a kind the member's mapping does not
-// know may still have objects there: the member's last discovery of its
-// group failed, or listed the kind (the mapping's newer look found the
-// group missing: an aggregated apiserver that went down since, or a CRD
-// deleted since, which the next discovery tells apart).
+// know may still have objects there: no discovery completed yet (a
+// session just started), the member's last discovery of its group failed,
+// or it listed the kind (the mapping's newer look found the group
+// missing: an aggregated apiserver that went down since, or a CRD deleted
+// since, which the next discovery tells apart).
 func (s *Session) kindUnavailable(gk schema.GroupKind) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.failedGroups[gk.Group] {
+	if !s.discovered || s.failedGroups[gk.Group] {
 		return true
 	}
 	for _, r := range s.resources {
