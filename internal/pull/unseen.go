@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/applied"
 	"github.com/flotilla-io/flotilla/internal/dispatch"
 	"github.com/flotilla-io/flotilla/internal/member"
 )
@@ -111,13 +112,8 @@ func (s *Session) deleteUnseen(ctx context.Context, key string) (dispatch.Outcom
 }
 
 // mayExist says whether a failed create may have left the intent on the
-// hub (or found one there): anything but a refusal of the request itself.
+// hub (a write that may have been applied), or found one there
+// (AlreadyExists): anything but a refusal of the request itself.
 func mayExist(err error) bool {
-	switch {
-	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err), apierrors.IsForbidden(err), apierrors.IsUnauthorized(err),
-		apierrors.IsNotFound(err), apierrors.IsTooManyRequests(err), apierrors.IsRequestEntityTooLargeError(err),
-		apierrors.IsMethodNotSupported(err), apierrors.IsNotAcceptable(err), apierrors.IsUnsupportedMediaType(err):
-		return false
-	}
-	return true
+	return apierrors.IsAlreadyExists(err) || applied.Maybe(err)
 }

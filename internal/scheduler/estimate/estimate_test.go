@@ -131,16 +131,11 @@ func TestUndividedScaleUpIsReserved(t *testing.T) {
 	e := &Estimator{Members: m, Ledger: &ledger.Ledger{}}
 	cs := clusters("a")
 	everywhere := []v1alpha1.ClusterPlacement{{Cluster: "a"}}
-	reserved := func() int64 {
-		other := unit("other", 1, "1")
-		e.Fill(other, cs)
-		return other.Fits["a"].Reserved
-	}
 
 	web := unit("web", 2, "1")
 	e.Fill(web, cs)
 	e.Reserve(web, everywhere, false)
-	if got := reserved(); got != 2 {
+	if got := reservedIn(e, "a"); got != 2 {
 		t.Fatalf("first placement reserves %d, want 2", got)
 	}
 	// Scaled to 5: the placement in force is the same cluster list, and
@@ -149,13 +144,13 @@ func TestUndividedScaleUpIsReserved(t *testing.T) {
 	web.Current = everywhere
 	e.Fill(web, cs)
 	e.Reserve(web, everywhere, false)
-	if got := reserved(); got != 5 {
+	if got := reservedIn(e, "a"); got != 5 {
 		t.Errorf("after scaling to 5, %d reserved, want 5", got)
 	}
 	// Deciding again at 5 keeps that reservation and its deadline.
 	e.Fill(web, cs)
 	e.Reserve(web, everywhere, false)
-	if got := reserved(); got != 5 {
+	if got := reservedIn(e, "a"); got != 5 {
 		t.Errorf("an unchanged decision left %d reserved, want 5", got)
 	}
 }
@@ -167,23 +162,14 @@ func TestMemberWithoutAViewKeepsItsReservations(t *testing.T) {
 	m := members{"a": nodes(4, 2), "b": nodes(4, 2)}
 	e := &Estimator{Members: m, Ledger: &ledger.Ledger{}}
 	placed := []v1alpha1.ClusterPlacement{{Cluster: "a", Replicas: ptr.To[int32](3)}, {Cluster: "b", Replicas: ptr.To[int32](3)}}
-	reservedIn := func(cluster string) int64 {
-		other := unit("other", 1, "1")
-		e.Fill(other, clusters(cluster))
-		return other.Fits[cluster].Reserved
-	}
 
 	web := unit("web", 6, "1")
 	e.Fill(web, clusters("a", "b"))
 	e.Reserve(web, placed, false)
-	bView := m["b"]
-	delete(m, "b") // b reconnects
 	web = unit("web", 6, "1")
 	web.Current = placed
-	e.Fill(web, clusters("a", "b"))
-	e.Reserve(web, placed, false)
-	m["b"] = bView
-	if got := reservedIn("b"); got != 3 {
+	decideWithoutAView(e, m, "b", web, placed) // b reconnects
+	if got := reservedIn(e, "b"); got != 3 {
 		t.Errorf("after a decision without b's view, b reserves %d, want the 3 from before", got)
 	}
 
@@ -209,7 +195,7 @@ func TestMemberWithoutAViewKeepsItsReservations(t *testing.T) {
 	}
 	e.Restore(web)
 	for _, c := range []string{"a", "b"} {
-		if got := reservedIn(c); got != 3 {
+		if got := reservedIn(e, c); got != 3 {
 			t.Errorf("after the restores %s reserves %d, want 3", c, got)
 		}
 	}
@@ -221,25 +207,16 @@ func TestMemberWithoutAViewKeepsItsReservations(t *testing.T) {
 func TestRestoreAfterViewAndStaleReads(t *testing.T) {
 	m := members{"a": nodes(4, 4), "b": nodes(4, 4), "c": nodes(4, 4)}
 	e := &Estimator{Members: m, Ledger: &ledger.Ledger{}}
-	reservedIn := func(cluster string) int64 {
-		other := unit("other", 1, "1")
-		e.Fill(other, clusters(cluster))
-		return other.Fits[cluster].Reserved
-	}
 	both := []v1alpha1.ClusterPlacement{{Cluster: "a"}, {Cluster: "b"}}
 
 	web := unit("web", 3, "1")
 	e.Fill(web, clusters("a", "b"))
 	e.Reserve(web, both, false)
 	// b reconnects; meanwhile web is scaled to 10 (not divided: 10 each).
-	bView := m["b"]
-	delete(m, "b")
 	web = unit("web", 10, "1")
 	web.Current = both
-	e.Fill(web, clusters("a", "b"))
-	e.Reserve(web, both, false)
-	m["b"] = bView
-	if got := reservedIn("b"); got != 3 {
+	decideWithoutAView(e, m, "b", web, both)
+	if got := reservedIn(e, "b"); got != 3 {
 		t.Fatalf("b, out of view, reserves %d, want the 3 from before", got)
 	}
 	if !e.Unrestored(web) {
@@ -247,7 +224,7 @@ func TestRestoreAfterViewAndStaleReads(t *testing.T) {
 	}
 	e.Restore(web)
 	for _, c := range []string{"a", "b"} {
-		if got := reservedIn(c); got != 10 {
+		if got := reservedIn(e, c); got != 10 {
 			t.Errorf("after the restore %s reserves %d, want 10", c, got)
 		}
 	}
@@ -263,12 +240,34 @@ func TestRestoreAfterViewAndStaleReads(t *testing.T) {
 		t.Errorf("a stale placement of clusters the last decision left reads as unrestored")
 	}
 	e.Restore(stale)
-	if got := reservedIn("c"); got != 10 {
+	if got := reservedIn(e, "c"); got != 10 {
 		t.Errorf("after a restore from a stale read c reserves %d, want 10", got)
 	}
 	for _, c := range []string{"a", "b"} {
-		if got := reservedIn(c); got != 0 {
+		if got := reservedIn(e, c); got != 0 {
 			t.Errorf("after a restore from a stale read %s reserves %d, want 0", c, got)
 		}
 	}
+}
+
+// reservedIn is what other decisions hold in cluster, as a 1-cpu unit of
+// another workload sees it.
+func reservedIn(e *Estimator, cluster string) int64 {
+	other := unit("other", 1, "1")
+	e.Fill(other, clusters(cluster))
+	return other.Fits[cluster].Reserved
+}
+
+// decideWithoutAView fills and reserves u's placement while the member
+// out has no node-level view (it reconnects), then gives the view back.
+func decideWithoutAView(e *Estimator, m members, out string, u *framework.Unit, placement []v1alpha1.ClusterPlacement) {
+	view := m[out]
+	delete(m, out)
+	names := make([]string, 0, len(placement))
+	for _, c := range placement {
+		names = append(names, c.Cluster)
+	}
+	e.Fill(u, clusters(names...))
+	e.Reserve(u, placement, false)
+	m[out] = view
 }
