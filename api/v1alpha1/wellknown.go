@@ -275,6 +275,11 @@ const (
 	// ValidatingAdmissionPolicy flotilla.io-deletion-protection), so that
 	// a mistaken delete cannot remove a workload from every cluster.
 	AnnotationDeletionProtection = "flotilla.io/deletion-protection"
+	// AnnotationTemplateProtected, on a FederatedObject, records that its
+	// host object carries AnnotationDeletionProtection "true" (Flotilla
+	// sets it). A protected object removed with its kind's CRD, whose
+	// cleanup deletes objects without admission, keeps its member copies.
+	AnnotationTemplateProtected = "flotilla.io/template-protected"
 	// FinalizerPropagation is legacy: earlier versions put it on every
 	// host object they propagated, to hold its deletion until the member
 	// copies were gone. Flotilla no longer sets it and removes it where it
@@ -284,7 +289,9 @@ const (
 	// member copies when it is deleted: ReleaseDelete or ReleaseOrphan.
 	// Flotilla sets it before it deletes a FederatedObject, and sets
 	// ReleaseOrphan on a live one while its host object carries
-	// AnnotationOrphan "true".
+	// AnnotationOrphan "true". On a ClusterIntent, ReleaseDelete is the
+	// hub's mark, set before it deletes the intent, that the agent deletes
+	// the copy; an intent deleted without it keeps its copy.
 	AnnotationRelease = "flotilla.io/release"
 	// AnnotationKeptForOrphans, on the FederatedObject of a follower (a
 	// ConfigMap, Secret, ServiceAccount or PersistentVolumeClaim that

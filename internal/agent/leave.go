@@ -44,3 +44,16 @@ func (r *Reconciler) leaving(ctx context.Context) (string, error) {
 	}
 	return "", nil
 }
+
+// unmarked says why an intent being deleted does not delete its copy when
+// the hub did not mark it (v1alpha1.AnnotationRelease: ReleaseDelete), and
+// "" when it did. The hub marks an intent before it deletes it; an intent
+// deleted any other way (by hand, or with the ClusterIntent CRD, which
+// deletes every pull member's intents at once) says nothing about its
+// object, and one mistaken deletion must not empty the members.
+func unmarked(ci *v1alpha1.ClusterIntent) string {
+	if ci.Annotations[v1alpha1.AnnotationRelease] == v1alpha1.ReleaseDelete {
+		return ""
+	}
+	return fmt.Sprintf("the intent was deleted without the hub's %s: %s (by hand, or with its CRD)", v1alpha1.AnnotationRelease, v1alpha1.ReleaseDelete)
+}

@@ -6,12 +6,14 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/agent"
@@ -107,4 +109,62 @@ func TestLeavingMemberKeepsCopies(t *testing.T) {
 		return nil
 	})
 	kept("after the MemberCluster was removed")
+}
+
+// TestIntentDeletedWithoutTheHubsMarkKeepsItsCopy: an intent deleted by
+// hand (as the ClusterIntent CRD's deletion deletes every intent) is let
+// go by the agent with the member's copy left running; the hub writes the
+// intent again, and the copy is the same object throughout. Deleting the
+// host object, which the hub marks the intent for, deletes the copy.
+func TestIntentDeletedWithoutTheHubsMarkKeepsItsCopy(t *testing.T) {
+	startControlPlane(t)
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	createClusterPolicy(t, ns, v1alpha1.PropagationSpec{
+		ResourceSelectors: deploymentsIn(ns),
+		Placement:         v1alpha1.Placement{ClusterNames: []string{pullName}},
+	})
+	dep := testenv.MakeDeployment("kept", ns).Replicas(1).Obj()
+	if err := admin.Create(ctx, dep); err != nil {
+		t.Fatal(err)
+	}
+	waitForCluster(t, ns, "kept", v1alpha1.PropagationOK)
+	var before *appsv1.Deployment
+	var first *v1alpha1.ClusterIntent
+	testenv.Eventually(t, waitTimeout, "the copy and its intent", func(ctx context.Context) error {
+		var err error
+		if first, err = intentOf(ctx, ns, "kept"); err != nil {
+			return err
+		}
+		before, err = memberDeployment(ctx, ns, "kept")
+		return err
+	})
+	if err := admin.Delete(ctx, first, client.Preconditions{UID: &first.UID}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, waitTimeout, "the intent let go by the agent and written again by the hub", func(ctx context.Context) error {
+		ci, err := intentOf(ctx, ns, "kept")
+		if err != nil {
+			return err
+		}
+		if ci.UID == first.UID {
+			return fmt.Errorf("the deleted intent is still there (deleting since %v, finalizers %v)", ci.DeletionTimestamp, ci.Finalizers)
+		}
+		return nil
+	})
+	testenv.Consistently(t, 2*time.Second, func() error {
+		copy, err := memberDeployment(ctx, ns, "kept")
+		if err != nil {
+			return fmt.Errorf("the member's copy: %w", err)
+		}
+		if copy.UID != before.UID || copy.DeletionTimestamp != nil {
+			return fmt.Errorf("the member's copy has uid %s (was %s), deleting since %v; want it kept", copy.UID, before.UID, copy.DeletionTimestamp)
+		}
+		return nil
+	})
+
+	if err := admin.Delete(ctx, dep); err != nil {
+		t.Fatal(err)
+	}
+	waitCopyAndIntentGone(t, ns, "kept")
 }

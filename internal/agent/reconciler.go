@@ -91,11 +91,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// deleting passes the update that marks an intent deleted.
+// deleting passes the update that marks an intent deleted, and the hub's
+// mark for the deletion of its copy on one being deleted (unmarked).
 type deleting struct{ predicate.Funcs }
 
 func (deleting) Update(e event.UpdateEvent) bool {
-	return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
+	if e.ObjectNew.GetDeletionTimestamp().IsZero() {
+		return false
+	}
+	release := v1alpha1.AnnotationRelease
+	return e.ObjectOld.GetDeletionTimestamp().IsZero() || e.ObjectOld.GetAnnotations()[release] != e.ObjectNew.GetAnnotations()[release]
 }
 
 // Reconcile makes the member's copy hold one intent and reports it.
@@ -190,17 +195,23 @@ func (r *Reconciler) suspended(ctx context.Context, sess member.Member, ci *v1al
 
 // remove deletes the member's copy of an intent being deleted, then lets
 // the intent go. An object Flotilla does not manage is left alone, and so
-// is every copy while the member is leaving the federation (leaving).
+// is every copy whose intent the hub did not mark for the deletion of its
+// copy (deleted by hand, or with the ClusterIntent CRD: see
+// pull.Session.Delete) or while the member is leaving the federation
+// (leaving).
 func (r *Reconciler) remove(ctx context.Context, sess member.Member, ci *v1alpha1.ClusterIntent, obj *unstructured.Unstructured) (reconcile.Result, error) {
 	if !controllerutil.ContainsFinalizer(ci, v1alpha1.FinalizerAgent) {
 		return reconcile.Result{}, nil
 	}
-	why, err := r.leaving(ctx)
-	if err != nil {
-		return reconcile.Result{}, fmt.Errorf("before deleting %s: %w", describe(obj), err)
+	why := unmarked(ci)
+	if why == "" {
+		var err error
+		if why, err = r.leaving(ctx); err != nil {
+			return reconcile.Result{}, fmt.Errorf("before deleting %s: %w", describe(obj), err)
+		}
 	}
 	if why != "" {
-		ctrl.LoggerFrom(ctx).Info("Keeping copy: the member is leaving the federation", "object", describe(obj), "reason", why)
+		ctrl.LoggerFrom(ctx).Info("Keeping copy: its intent is deleted, but not for the copy's deletion", "object", describe(obj), "reason", why)
 	} else {
 		dctx, cancel := context.WithTimeout(ctx, applyTimeout)
 		outcome, err := sess.Delete(dctx, obj.GroupVersionKind(), obj.GetNamespace(), obj.GetName())

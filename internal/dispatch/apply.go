@@ -25,6 +25,15 @@ import (
 // federation writes to members.
 const FieldManager = "flotilla"
 
+// NamespaceFieldManager is the field manager of the namespaces Flotilla
+// creates in members on demand, for the copies in them. It is not
+// FieldManager: such a namespace is not a copy of a host Namespace
+// (Written is false for it), so neither the placement, eviction or
+// deletion of a propagated Namespace nor Delete removes it, with the
+// copies and the member's own objects in it. A host Namespace placed in
+// that member takes it over (OnDemandNamespace).
+const NamespaceFieldManager = "flotilla-namespace"
+
 // Outcome is what Apply or Delete did to a member object.
 type Outcome string
 
@@ -104,8 +113,8 @@ const LabelTemplateHash = "flotilla.io/template-hash"
 // owner references and finalizers), compares the rest with the live object
 // and sends a server-side apply only when a federation-set field differs.
 // desired is not modified. A namespaced object whose namespace the member
-// lacks gets the namespace first (created, or adopted if it appears
-// meanwhile).
+// lacks gets the namespace first (created; one that appears meanwhile is
+// left as it is).
 func (a *Applier) Apply(ctx context.Context, desired *unstructured.Unstructured, opts Options) (Outcome, error) {
 	in, err := Prepare(desired)
 	if err != nil {
@@ -126,21 +135,42 @@ func (a *Applier) ApplyIntent(ctx context.Context, in *Intent, opts Options) (Ou
 }
 
 // ensureNamespace creates a namespace in the member for the objects it
-// receives; a namespace that exists by then is adopted (labelled managed),
-// never a conflict.
+// receives, labelled managed and owned by NamespaceFieldManager. One that
+// exists by then (created by someone else meanwhile) is left as it is:
+// neither labelled nor taken as Flotilla's.
 func (a *Applier) ensureNamespace(ctx context.Context, name string) error {
-	ns := &unstructured.Unstructured{}
-	ns.SetAPIVersion("v1")
-	ns.SetKind("Namespace")
-	ns.SetName(name)
-	in, err := Prepare(ns)
-	if err == nil {
-		_, err = a.write(ctx, in, Options{Adopt: true})
-	}
+	res, err := a.resource(namespaceGVK, "")
 	if err != nil {
 		return fmt.Errorf("create namespace %s: %w", name, err)
 	}
+	ns := &unstructured.Unstructured{}
+	ns.SetGroupVersionKind(namespaceGVK)
+	ns.SetName(name)
+	ns.SetLabels(map[string]string{v1alpha1.LabelManaged: "true"})
+	_, err = res.Create(ctx, ns, metav1.CreateOptions{FieldManager: NamespaceFieldManager})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create namespace %s: %w", name, err)
+	}
 	return nil
+}
+
+// namespaceGVK is the kind of the namespaces created on demand.
+var namespaceGVK = schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}
+
+// OnDemandNamespace reports whether a member object is a namespace Flotilla
+// created on demand for the copies in it (NamespaceFieldManager) and no
+// propagated Namespace has written since: a placed host Namespace takes it
+// over without a conflict, nothing else counts it as a copy.
+func OnDemandNamespace(obj *unstructured.Unstructured) bool {
+	if obj.GroupVersionKind() != namespaceGVK || Written(obj) {
+		return false
+	}
+	for _, f := range obj.GetManagedFields() {
+		if f.Manager == NamespaceFieldManager {
+			return true
+		}
+	}
+	return false
 }
 
 // missingNamespace reports whether a write failed because the object's
@@ -225,6 +255,11 @@ func (a *Applier) write(ctx context.Context, in *Intent, opts Options) (Outcome,
 			// A kept field the projection does not carry (a Job's pod
 			// template): only the whole copy has the member's value.
 			live = nil
+		case !Written(live) && live.GroupVersionKind() == namespaceGVK:
+			// A namespace that is not Flotilla's copy: only the whole
+			// object tells one created on demand (its managed fields) from
+			// another one.
+			live = nil
 		}
 	}
 	if live == nil {
@@ -260,7 +295,7 @@ func (a *Applier) write(ctx context.Context, in *Intent, opts Options) (Outcome,
 	if live != nil {
 		managed := isManaged(live)
 		switch {
-		case !managed && !opts.Adopt:
+		case !managed && !opts.Adopt && !OnDemandNamespace(live):
 			return Conflict, fmt.Errorf("%s: %w", describe(obj), ErrConflict)
 		case !managed:
 			outcome = Adopted

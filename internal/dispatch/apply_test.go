@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -363,6 +364,60 @@ func TestApplyCreatesAMissingNamespace(t *testing.T) {
 	if w := writes.take(); len(w) != 1 {
 		t.Errorf("writes %v, want one apply", w)
 	}
+
+	// The namespace is not a copy of a host Namespace (nothing that
+	// deletes copies deletes it), until a propagated Namespace takes it
+	// over, without a conflict.
+	live, err := env.Members[0].Dynamic.Resource(corev1.SchemeGroupVersion.WithResource("namespaces")).Get(ctx, ns, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dispatch.Written(live) || !dispatch.OnDemandNamespace(live) {
+		t.Errorf("namespace created on demand: Written %v, OnDemandNamespace %v, want false, true (managed fields %+v)",
+			dispatch.Written(live), dispatch.OnDemandNamespace(live), live.GetManagedFields())
+	}
+	if out, err := a.Delete(ctx, namespaceObj(ns, nil).GroupVersionKind(), "", ns); out != dispatch.Conflict || !errors.Is(err, dispatch.ErrConflict) {
+		t.Errorf("Delete of the namespace created on demand: %s, %v; want %s (not Flotilla's copy)", out, err, dispatch.Conflict)
+	}
+	mustApply(t, a, namespaceObj(ns, map[string]string{"team": "a"}), dispatch.Options{}, dispatch.Adopted)
+	got, err = m.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	if err != nil || got.Labels["team"] != "a" || got.DeletionTimestamp != nil {
+		t.Fatalf("namespace after the host Namespace's copy was applied: %v, %v", got, err)
+	}
+	writes.take()
+
+	// A namespace someone else created is left as it is: the copy goes in,
+	// the namespace is neither labelled nor written, and a Namespace copy
+	// is a conflict there.
+	own := "dispatch-own-ns"
+	if _, err := m.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: own}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := m.CoreV1().Namespaces().Delete(context.Background(), own, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("delete namespace %s: %v", own, err)
+		}
+	})
+	mustApply(t, a, deployment(own, "web", "nginx:1"), dispatch.Options{}, dispatch.Created)
+	if w := writes.take(); len(w) != 1 {
+		t.Errorf("writes %v, want the apply of the Deployment only", w)
+	}
+	if out, err := a.Apply(ctx, namespaceObj(own, nil), dispatch.Options{}); out != dispatch.Conflict || !errors.Is(err, dispatch.ErrConflict) {
+		t.Errorf("Apply of a Namespace over the member's own: %s, %v; want %s", out, err, dispatch.Conflict)
+	}
+	if got, err := m.CoreV1().Namespaces().Get(ctx, own, metav1.GetOptions{}); err != nil || len(got.Labels) != 1 {
+		t.Errorf("the member's own namespace: labels %v (%v), want only kubernetes.io/metadata.name", got.Labels, err)
+	}
+}
+
+// namespaceObj is a host Namespace with labels.
+func namespaceObj(name string, labels map[string]string) *unstructured.Unstructured {
+	ns := &unstructured.Unstructured{}
+	ns.SetAPIVersion("v1")
+	ns.SetKind("Namespace")
+	ns.SetName(name)
+	ns.SetLabels(labels)
+	return ns
 }
 
 // TestHeldCopyCreatedUnpaused: a copy rendered held by a federated rollout

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,6 +11,7 @@ import (
 	metainternalscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	kjson "sigs.k8s.io/json"
 )
 
 // A pod deletion goes to the member with the control plane's credential,
@@ -53,10 +53,18 @@ func checkDeleteOptions(r *http.Request, name string) error {
 	opts = metav1.DeleteOptions{}
 	def := schema.GroupVersionKind{Version: "v1", Kind: "DeleteOptions"}
 	if _, _, err := codecs.UniversalDeserializer().Decode(body, &def, &opts); err != nil {
-		// Another apiVersion (meta.k8s.io/v1) in JSON reads as well.
+		// Another apiVersion (meta.k8s.io/v1) in JSON reads as well, as
+		// the member reads it: field names matched case-sensitively (Go's
+		// encoding/json would take "IgnoreStoreReadError..." for the
+		// option the member ignores). A field given twice is refused: the
+		// member keeps the last, and the gateway need not guess.
 		opts = metav1.DeleteOptions{}
-		if jerr := json.Unmarshal(body, &opts); jerr != nil {
+		strict, jerr := kjson.UnmarshalStrict(body, &opts, kjson.DisallowDuplicateFields)
+		if jerr != nil {
 			return apierrors.NewBadRequest(fmt.Sprintf("the body is not DeleteOptions: %v", err))
+		}
+		if len(strict) > 0 {
+			return apierrors.NewBadRequest(fmt.Sprintf("the DeleteOptions: %v", strict[0]))
 		}
 	}
 	return refuseUnsafe(&opts, gr, name)

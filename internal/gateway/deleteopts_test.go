@@ -21,6 +21,10 @@ func TestCheckDeleteOptions(t *testing.T) {
 		{name: "unsafe in the body", body: `{"kind":"DeleteOptions","apiVersion":"v1","ignoreStoreReadErrorWithClusterBreakingPotential":true}`, refused: true},
 		{name: "unsafe in a meta.k8s.io body", body: `{"kind":"DeleteOptions","apiVersion":"meta.k8s.io/v1","ignoreStoreReadErrorWithClusterBreakingPotential":true}`, refused: true},
 		{name: "unsafe false", body: `{"ignoreStoreReadErrorWithClusterBreakingPotential":false}`},
+		// Go's encoding/json would match the second key to the field and
+		// keep its false; the member, case-sensitive, reads true.
+		{name: "unsafe beside a capitalised key", body: `{"kind":"DeleteOptions","apiVersion":"meta.k8s.io/v1","ignoreStoreReadErrorWithClusterBreakingPotential":true,"IgnoreStoreReadErrorWithClusterBreakingPotential":false}`, refused: true},
+		{name: "unsafe given twice", body: `{"kind":"DeleteOptions","apiVersion":"meta.k8s.io/v1","ignoreStoreReadErrorWithClusterBreakingPotential":false,"ignoreStoreReadErrorWithClusterBreakingPotential":true}`, bad: true},
 		{name: "not options", body: `[1,2`, bad: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -36,7 +36,9 @@ const tokenTunnelAge = time.Hour
 // isTunnel reports whether r is for a MemberCluster's tunnel subresource.
 func isTunnel(r *http.Request) bool {
 	info, ok := request.RequestInfoFrom(r.Context())
-	return ok && info.IsResourceRequest && info.APIGroup == v1alpha1.GroupVersion.Group &&
+	// MemberClusters are cluster-scoped: a namespaced path would be
+	// authorized against that namespace's RoleBindings.
+	return ok && info.IsResourceRequest && info.APIGroup == v1alpha1.GroupVersion.Group && info.Namespace == "" &&
 		info.Resource == memberClustersGVR.Resource && info.Subresource == tunnel.Subresource && info.Name != ""
 }
 

@@ -131,10 +131,9 @@ func restrictedRules(kinds []schema.GroupResource) []*rbacv1ac.PolicyRuleApplyCo
 		rbacv1ac.PolicyRule().WithNonResourceURLs(memberHealthURLs...).WithVerbs("get"),
 		// Capacity (node and pod caches) and unschedulable pods.
 		rbacv1ac.PolicyRule().WithAPIGroups("").WithResources("nodes", "pods").WithVerbs("get", "list", "watch"),
-		// Namespaces are created on demand for the copies in them, by
-		// server-side apply (create and patch; an existing one is
-		// labelled as holding managed copies). Never deleted.
-		rbacv1ac.PolicyRule().WithAPIGroups("").WithResources("namespaces").WithVerbs("get", "list", "watch", "create", "patch"),
+		// Namespaces are created on demand for the copies in them (an
+		// existing one is left as it is). Never deleted.
+		rbacv1ac.PolicyRule().WithAPIGroups("").WithResources("namespaces").WithVerbs("get", "list", "watch", "create"),
 		// The claim on the control plane's own namespace.
 		rbacv1ac.PolicyRule().WithAPIGroups("").WithResources("namespaces").WithResourceNames(v1alpha1.SystemNamespace).WithVerbs("update", "patch"),
 		// What it may write (discovery marks the rest read-only).

@@ -471,8 +471,9 @@ func (s *Session) write(ctx context.Context, cur *intent, gvr schema.GroupVersio
 	return nil
 }
 
-// Delete deletes the object's intent; the agent deletes the copy and then
-// lets the intent go. ErrAwaitingAgent until it is gone.
+// Delete marks the object's intent for the deletion of its copy and
+// deletes it (release.go); the agent deletes the copy and then lets the
+// intent go. ErrAwaitingAgent until it is gone.
 func (s *Session) Delete(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (dispatch.Outcome, error) {
 	if !s.intents.HasSynced() {
 		return "", member.ErrCacheSyncing
@@ -483,16 +484,22 @@ func (s *Session) Delete(ctx context.Context, gvk schema.GroupVersionKind, names
 		return s.deleteUnseen(ctx, key)
 	}
 	cur := &intent{objs[0].(*unstructured.Unstructured)}
+	marked := releaseMarked(cur.u.GetAnnotations())
 	if cur.deleting() {
+		if !marked {
+			// Deleted by someone else meanwhile: the copy goes only with
+			// the mark.
+			if err := s.markRelease(ctx, cur.u.GetName(), cur.u.GetUID()); err != nil && !apierrors.IsNotFound(err) {
+				return "", err
+			}
+		}
 		if v1alpha1.IntentOutcome(cur.outcome()) == v1alpha1.IntentDeleteFailed {
 			return "", fmt.Errorf("%w: it could not delete the copy: %s", member.ErrAwaitingAgent, cur.message())
 		}
 		return "", member.ErrAwaitingAgent
 	}
-	uid := cur.u.GetUID()
-	ci := &v1alpha1.ClusterIntent{ObjectMeta: metav1.ObjectMeta{Namespace: s.namespace, Name: cur.u.GetName()}}
-	if err := s.cfg.Client.Delete(ctx, ci, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
-		return "", fmt.Errorf("delete the intent %s/%s: %w", s.namespace, ci.Name, err)
+	if err := s.deleteIntent(ctx, cur.u.GetName(), cur.u.GetUID(), marked); err != nil && !apierrors.IsNotFound(err) {
+		return "", err
 	}
 	return "", member.ErrAwaitingAgent
 }

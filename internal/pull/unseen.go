@@ -6,10 +6,8 @@ import (
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/applied"
@@ -95,18 +93,13 @@ func (s *Session) deleteUnseen(ctx context.Context, key string) (dispatch.Outcom
 	if !ok {
 		return dispatch.Absent, nil
 	}
-	ci := &v1alpha1.ClusterIntent{ObjectMeta: metav1.ObjectMeta{Namespace: s.namespace, Name: c.name}}
-	var pre client.Preconditions
-	if c.uid != "" {
-		pre.UID = &c.uid
-	}
-	err := s.cfg.Client.Delete(ctx, ci, pre)
+	err := s.deleteIntent(ctx, c.name, c.uid, false)
 	switch {
 	case apierrors.IsNotFound(err):
 		s.unseen.drop(key, c.uid)
 		return dispatch.Absent, nil
 	case err != nil:
-		return "", fmt.Errorf("delete the intent %s/%s, created a moment ago: %w", s.namespace, c.name, err)
+		return "", fmt.Errorf("the intent created a moment ago: %w", err)
 	}
 	return "", member.ErrAwaitingAgent
 }

@@ -167,6 +167,16 @@ func (c *Cache) LastSeenOrphan(k Key, uid types.UID) bool {
 	return c.orphans.orphaned(k, uid, time.Now())
 }
 
+// GoneKeepsCopies reports whether the member copies of the object of key
+// k (uid), found gone, stay: its final state asked to keep them
+// (LastSeenOrphan), or it was protected from deletion (protected: as its
+// FederatedObject recorded, v1alpha1.AnnotationTemplateProtected) and went
+// with its kind's CRD, whose cleanup deletes past the admission policy
+// that protects it (RemovedWithCRD).
+func (c *Cache) GoneKeepsCopies(k Key, uid types.UID, protected bool) bool {
+	return c.LastSeenOrphan(k, uid) || (protected && c.RemovedWithCRD(k.GroupKind()))
+}
+
 // ForgetOrphan drops what the cache remembers about the object of key k;
 // call it once nothing is left to decide (the template and its
 // FederatedObject are gone).

@@ -132,6 +132,19 @@ func (c *Cache) crdOf(gk schema.GroupKind) (crdState, error) {
 	return st, nil
 }
 
+// RemovedWithCRD reports whether the objects of gk went, or are going,
+// with its CRD: every CRD that defines it is being deleted, or the cache
+// saw one deleted and none defines it now (also before the cache has
+// synced). A CRD's cleanup deletes its objects in storage, past admission:
+// deletion protection does not hold them.
+func (c *Cache) RemovedWithCRD(gk schema.GroupKind) bool {
+	crd, err := c.crdOf(gk)
+	if err != nil {
+		return crd.sawDeleted
+	}
+	return crd.deleting || (!crd.found && crd.sawDeleted)
+}
+
 // definedBy reports whether a CRD of crds defines gk, and whether every
 // one that does is being deleted.
 func definedBy(crds []*unstructured.Unstructured, gk schema.GroupKind) (found, deleting bool) {

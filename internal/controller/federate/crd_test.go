@@ -34,16 +34,34 @@ const keptGizmo = "gizmo-0"
 
 // TestDeletingACRDReleasesItsObjects: deleting a CRD on the host deletes
 // its objects there, and the template cache stops watching the kind. Each
-// object's member copy is deleted (or kept, for the one whose final state
-// asked for it) and no FederatedObject stays behind.
+// object's member copy is deleted (or kept: for the one whose final state
+// asked for it, and for the one protected from deletion, which the CRD's
+// cleanup deletes past the protecting admission policy) and no
+// FederatedObject stays behind.
 func TestDeletingACRDReleasesItsObjects(t *testing.T) {
 	startControlPlane(t)
+	ctx := context.Background()
 	gvr := schema.GroupVersionResource{Group: "crd-deletion.flotilla.io", Version: "v1", Resource: "gizmos"}
 	ns, crd, names := propagatedGizmos(t, gvr, 8)
-	if err := admin.Delete(context.Background(), crd); err != nil {
+	const protected = "gizmo-1"
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"true"}}}`, v1alpha1.AnnotationDeletionProtection)
+	if _, err := env.Host.Dynamic.Resource(gvr).Namespace(ns).Patch(ctx, protected, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, waitTimeout, "the protection recorded on the FederatedObject", func(ctx context.Context) error {
+		fo := &v1alpha1.FederatedObject{}
+		if err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: protected + ".gizmo." + gvr.Group}, fo); err != nil {
+			return err
+		}
+		if fo.Annotations[v1alpha1.AnnotationTemplateProtected] != "true" {
+			return fmt.Errorf("annotations %v", fo.Annotations)
+		}
+		return nil
+	})
+	if err := admin.Delete(ctx, crd); err != nil {
 		t.Fatalf("delete the host's CRD: %v", err)
 	}
-	waitGizmosReleased(t, gvr, ns, names)
+	waitGizmosReleased(t, gvr, ns, names, keptGizmo, protected)
 }
 
 // TestCRDDeletedWhileTheControllerManagerIsDown: the CRD is deleted, with
@@ -113,7 +131,7 @@ func TestCRDDeletedWhileTheControllerManagerIsDown(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitGizmosReleased(t, gvr, ns, names)
+	waitGizmosReleased(t, gvr, ns, names, keptGizmo)
 }
 
 // gizmoCopies checks that the member holds a copy of every Gizmo of names.
@@ -238,9 +256,9 @@ func propagatedGizmos(t *testing.T, gvr schema.GroupVersionResource, n int) (str
 }
 
 // waitGizmosReleased waits until no Gizmo of the names has a
-// FederatedObject left, then checks that the member holds only
-// keptGizmo's copy.
-func waitGizmosReleased(t *testing.T, gvr schema.GroupVersionResource, ns string, names []string) {
+// FederatedObject left, then checks that the member holds only the copies
+// of kept (sorted).
+func waitGizmosReleased(t *testing.T, gvr schema.GroupVersionResource, ns string, names []string, kept ...string) {
 	t.Helper()
 	testenv.Eventually(t, waitTimeout, "every Gizmo's FederatedObject gone", func(ctx context.Context) error {
 		var left []string
@@ -268,8 +286,9 @@ func waitGizmosReleased(t *testing.T, gvr schema.GroupVersionResource, ns string
 	for _, g := range list.Items {
 		copies = append(copies, g.GetName())
 	}
-	if len(copies) != 1 || copies[0] != keptGizmo {
-		t.Errorf("member copies after the CRD's deletion: %v, want only %s (annotated %s)", copies, keptGizmo, v1alpha1.AnnotationOrphan)
+	slices.Sort(copies)
+	if !slices.Equal(copies, kept) {
+		t.Errorf("member copies after the CRD's deletion: %v, want only %v (annotated %s or %s)", copies, kept, v1alpha1.AnnotationOrphan, v1alpha1.AnnotationDeletionProtection)
 	}
 }
 

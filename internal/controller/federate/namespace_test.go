@@ -12,10 +12,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/dispatch"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
 
@@ -155,5 +157,111 @@ func TestNamespaceDeletionSparesAProtectedWorkload(t *testing.T) {
 			return errors.New("not being deleted")
 		}
 		return nil
+	})
+}
+
+// TestNamespacesCreatedOnDemandAreNotCopies: a host Namespace propagated to
+// member-1 only (flotilla.io/keep-on-move: "false", so a copy leaving the
+// placement is deleted) leaves alone the member-2 namespace of that name
+// that holds a Deployment's copy: one Flotilla created on demand for the
+// copy, and one an earlier version created on demand with Flotilla's own
+// field manager. Taking either for a copy of the Namespace would delete it
+// in member-2, with the Deployment's copy.
+func TestNamespacesCreatedOnDemandAreNotCopies(t *testing.T) {
+	startControlPlane(t)
+	joinSecondMember(t)
+	ctx := context.Background()
+	host := env.Host.Client.CoreV1().Namespaces()
+	second := env.Cluster(secondMember).Client
+	suffix := time.Now().UnixNano() % 1e6
+	onDemand, legacy := fmt.Sprintf("on-demand-%d", suffix), fmt.Sprintf("legacy-%d", suffix)
+	// What an earlier version's on-demand creation left in the member.
+	if _, err := second.CoreV1().Namespaces().Apply(ctx, corev1ac.Namespace(legacy).WithLabels(map[string]string{v1alpha1.LabelManaged: "true"}),
+		metav1.ApplyOptions{FieldManager: dispatch.FieldManager, Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range []string{onDemand, legacy} {
+		if _, err := host.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
+			Annotations: map[string]string{v1alpha1.AnnotationKeepOnMove: "false"}}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = host.Delete(context.Background(), ns, metav1.DeleteOptions{})
+			_ = second.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+		})
+		pp := &v1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: v1alpha1.PropagationSpec{
+			ResourceSelectors: deploymentsIn(ns), Placement: v1alpha1.Placement{ClusterNames: []string{secondMember}}}}
+		if err := admin.Create(ctx, pp); err != nil {
+			t.Fatal(err)
+		}
+		if err := admin.Create(ctx, testenv.MakeDeployment("web", ns).Obj()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inSecond := func(ctx context.Context) error {
+		for _, ns := range []string{onDemand, legacy} {
+			n, err := second.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+			if err != nil {
+				return fmt.Errorf("%s's namespace: %w", secondMember, err)
+			}
+			if n.DeletionTimestamp != nil {
+				return fmt.Errorf("%s's namespace %s is being deleted", secondMember, ns)
+			}
+			if _, err := second.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{}); err != nil {
+				return fmt.Errorf("%s's copy of %s/web: %w", secondMember, ns, err)
+			}
+		}
+		return nil
+	}
+	testenv.Eventually(t, waitTimeout, "the Deployments' copies in "+secondMember, inSecond)
+
+	// Another Namespace placed in member-2, so that Flotilla watches
+	// member-2's namespaces (as a federation that propagates namespaces
+	// does): an unrecorded copy is looked for among what it watches.
+	warm := fmt.Sprintf("watched-%d", suffix)
+	if _, err := host.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: warm}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = host.Delete(context.Background(), warm, metav1.DeleteOptions{}) })
+	warmPolicy := &v1alpha1.ClusterPropagationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: warm},
+		Spec: v1alpha1.PropagationSpec{ResourceSelectors: []v1alpha1.ResourceSelector{{APIVersion: "v1", Kind: "Namespace", Name: warm}},
+			Placement: v1alpha1.Placement{ClusterNames: []string{secondMember}}},
+	}
+	if err := admin.Create(ctx, warmPolicy); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = admin.Delete(context.Background(), warmPolicy) })
+	testenv.Eventually(t, waitTimeout, "namespace "+warm+" in "+secondMember, func(ctx context.Context) error {
+		_, err := second.CoreV1().Namespaces().Get(ctx, warm, metav1.GetOptions{})
+		return err
+	})
+
+	cpp := &v1alpha1.ClusterPropagationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: onDemand},
+		Spec: v1alpha1.PropagationSpec{ResourceSelectors: []v1alpha1.ResourceSelector{
+			{APIVersion: "v1", Kind: "Namespace", Name: onDemand}, {APIVersion: "v1", Kind: "Namespace", Name: legacy}},
+			Placement: v1alpha1.Placement{ClusterNames: []string{memberName}}},
+	}
+	if err := admin.Create(ctx, cpp); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = admin.Delete(context.Background(), cpp) })
+	for _, ns := range []string{onDemand, legacy} {
+		waitForCluster(t, types.NamespacedName{Namespace: v1alpha1.SystemNamespace, Name: ns + ".namespace"}, v1alpha1.PropagationOK)
+	}
+	testenv.Consistently(t, 3*time.Second, func() error {
+		for _, ns := range []string{onDemand, legacy} {
+			fo := &v1alpha1.FederatedObject{}
+			if err := admin.Get(ctx, types.NamespacedName{Namespace: v1alpha1.SystemNamespace, Name: ns + ".namespace"}, fo); err != nil {
+				return err
+			}
+			for _, c := range fo.Status.Clusters {
+				if c.Cluster == secondMember {
+					return fmt.Errorf("Namespace %s counts %s's namespace as its copy: %+v", ns, secondMember, c)
+				}
+			}
+		}
+		return inSecond(ctx)
 	})
 }

@@ -132,7 +132,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key templates.Key) (reconcil
 			r.Templates.ForgetOrphan(key) // nothing left to decide
 			return reconcile.Result{}, nil
 		}
-		mode := goneRelease(fo.Annotations[v1alpha1.AnnotationRelease], r.Templates.LastSeenOrphan(key, fo.Spec.Template.UID))
+		mode := goneRelease(fo.Annotations[v1alpha1.AnnotationRelease], goneKeepsCopies(r.Templates, key, fo))
 		return r.result(r.deleteFederatedObject(ctx, fo, mode))
 	}
 	if !tmpl.GetDeletionTimestamp().IsZero() {
@@ -322,6 +322,12 @@ func keepsCopies(tmpl *unstructured.Unstructured) bool {
 	return v1alpha1.KeepsCopies(tmpl.GetAnnotations())
 }
 
+// goneKeepsCopies is templates.Cache.GoneKeepsCopies for the template of
+// fo, which is gone.
+func goneKeepsCopies(c *templates.Cache, key templates.Key, fo *v1alpha1.FederatedObject) bool {
+	return c.GoneKeepsCopies(key, fo.Spec.Template.UID, fo.Annotations[v1alpha1.AnnotationTemplateProtected] == "true")
+}
+
 // goneRelease decides what happens to the member copies of a template
 // that is gone, from the release mode its FederatedObject records
 // (ReleaseOrphan while the template asked to keep its copies) and whether
@@ -359,6 +365,7 @@ func (r *Reconciler) ensure(ctx context.Context, key templates.Key, tmpl *unstru
 		}
 	}
 	orphan := keepsCopies(tmpl)
+	protected := v1alpha1.DeletionProtected(tmpl.GetAnnotations())
 	if fo == nil {
 		name := key.FederatedName()
 		fo = &v1alpha1.FederatedObject{
@@ -371,9 +378,8 @@ func (r *Reconciler) ensure(ctx context.Context, key templates.Key, tmpl *unstru
 			},
 			Spec: v1alpha1.FederatedObjectSpec{Template: ref, Policy: policyRef, Followers: followers},
 		}
-		if orphan {
-			fo.Annotations = map[string]string{v1alpha1.AnnotationRelease: v1alpha1.ReleaseOrphan}
-		}
+		recordAnnotation(fo, v1alpha1.AnnotationRelease, v1alpha1.ReleaseOrphan, orphan)
+		recordAnnotation(fo, v1alpha1.AnnotationTemplateProtected, "true", protected)
 		if err := r.Client.Create(ctx, fo); err != nil {
 			if apierrors.IsAlreadyExists(err) {
 				return nil // the cache was behind; its event brings us back
@@ -385,20 +391,15 @@ func (r *Reconciler) ensure(ctx context.Context, key templates.Key, tmpl *unstru
 		return nil
 	}
 	recorded := fo.Annotations[v1alpha1.AnnotationRelease] == v1alpha1.ReleaseOrphan
-	if recorded == orphan && equality.Semantic.DeepEqual(fo.Spec.Template, ref) && equality.Semantic.DeepEqual(fo.Spec.Policy, policyRef) && equality.Semantic.DeepEqual(fo.Spec.Followers, followers) {
+	recordedProtected := fo.Annotations[v1alpha1.AnnotationTemplateProtected] == "true"
+	if recorded == orphan && recordedProtected == protected && equality.Semantic.DeepEqual(fo.Spec.Template, ref) &&
+		equality.Semantic.DeepEqual(fo.Spec.Policy, policyRef) && equality.Semantic.DeepEqual(fo.Spec.Followers, followers) {
 		return nil
 	}
 	policyChanged := !equality.Semantic.DeepEqual(fo.Spec.Policy, policyRef)
 	fo = fo.DeepCopy()
-	switch {
-	case orphan && !recorded:
-		if fo.Annotations == nil {
-			fo.Annotations = map[string]string{}
-		}
-		fo.Annotations[v1alpha1.AnnotationRelease] = v1alpha1.ReleaseOrphan
-	case !orphan && recorded:
-		delete(fo.Annotations, v1alpha1.AnnotationRelease)
-	}
+	recordAnnotation(fo, v1alpha1.AnnotationRelease, v1alpha1.ReleaseOrphan, orphan)
+	recordAnnotation(fo, v1alpha1.AnnotationTemplateProtected, "true", protected)
 	fo.Spec.Template, fo.Spec.Policy, fo.Spec.Followers = ref, policyRef, followers
 	fo.OwnerReferences = []metav1.OwnerReference{{APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name, UID: ref.UID}}
 	if err := r.Client.Update(ctx, fo); err != nil {
@@ -414,6 +415,21 @@ func (r *Reconciler) ensure(ctx context.Context, key templates.Key, tmpl *unstru
 		ctrl.LoggerFrom(ctx).Info("Recorded whether the member copies stay when the object is deleted", "federatedObject", client.ObjectKeyFromObject(fo), "keepCopies", orphan)
 	}
 	return nil
+}
+
+// recordAnnotation sets the annotation key to value on fo when on, and
+// otherwise removes it if it holds value (another value is not this
+// record's).
+func recordAnnotation(fo *v1alpha1.FederatedObject, key, value string, on bool) {
+	switch {
+	case on:
+		if fo.Annotations == nil {
+			fo.Annotations = map[string]string{}
+		}
+		fo.Annotations[key] = value
+	case fo.Annotations[key] == value:
+		delete(fo.Annotations, key)
+	}
 }
 
 func describePolicy(ref *v1alpha1.PolicyReference) string {

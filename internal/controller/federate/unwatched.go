@@ -56,7 +56,7 @@ func (r *Reconciler) unwatchedKind(ctx context.Context, key templates.Key) (reco
 	case live != nil:
 		return reconcile.Result{RequeueAfter: unwatchedRetry}, nil
 	}
-	mode := goneRelease(fo.Annotations[v1alpha1.AnnotationRelease], r.Templates.LastSeenOrphan(key, fo.Spec.Template.UID))
+	mode := goneRelease(fo.Annotations[v1alpha1.AnnotationRelease], goneKeepsCopies(r.Templates, key, fo))
 	ctrl.LoggerFrom(ctx).Info("Host object removed with its kind's CRD", "object", key, "memberCopies", mode)
 	return r.result(r.deleteFederatedObject(ctx, fo, mode))
 }

@@ -86,7 +86,8 @@ func (r *Reconciler) orphans(fo *v1alpha1.FederatedObject, tmpl *unstructured.Un
 		return false, false
 	}
 	if tmpl == nil {
-		return r.Templates.LastSeenOrphan(templates.KeyOfReference(fo.Spec.Template), fo.Spec.Template.UID), false
+		return r.Templates.GoneKeepsCopies(templates.KeyOfReference(fo.Spec.Template), fo.Spec.Template.UID,
+			fo.Annotations[v1alpha1.AnnotationTemplateProtected] == "true"), false
 	}
 	if !tmpl.GetDeletionTimestamp().IsZero() || r.namespaceDeleting(tmpl) {
 		return v1alpha1.KeepsCopies(tmpl.GetAnnotations()), false
