@@ -203,11 +203,23 @@ func precedes(a, b Chosen) int {
 	return cmp.Compare(a.Ref.Name, b.Ref.Name)
 }
 
+// ClusterAdminKind reports whether obj is of a namespaced kind that the
+// default namespace roles (admin, edit) do not let a namespace's users
+// write: the limits a cluster admin puts on a namespace (ResourceQuota,
+// LimitRange). A namespace's own policies (PropagationPolicies,
+// OverridePolicies) neither select nor change them, so that its users
+// cannot take them out of the members, or change them there, through
+// Flotilla; cluster policies do.
+func ClusterAdminKind(obj *unstructured.Unstructured) bool {
+	gvk := obj.GroupVersionKind()
+	return gvk.Group == "" && (gvk.Kind == "ResourceQuota" || gvk.Kind == "LimitRange")
+}
+
 // SelectsAny reports whether any selector selects obj. policyNamespace is
 // the namespace of a namespaced policy ("" for cluster policies): such a
-// policy selects only objects in it.
+// policy selects only objects in it, and none of a ClusterAdminKind.
 func SelectsAny(selectors []v1alpha1.ResourceSelector, obj *unstructured.Unstructured, policyNamespace string) bool {
-	if policyNamespace != "" && obj.GetNamespace() != policyNamespace {
+	if policyNamespace != "" && (obj.GetNamespace() != policyNamespace || ClusterAdminKind(obj)) {
 		return false
 	}
 	for _, s := range selectors {
@@ -225,7 +237,7 @@ func SelectsAny(selectors []v1alpha1.ResourceSelector, obj *unstructured.Unstruc
 // ignored in silence (its overrides would vanish from every copy) but
 // fails the copies it may change.
 func unreadableSelector(selectors []v1alpha1.ResourceSelector, obj *unstructured.Unstructured, policyNamespace string) string {
-	if policyNamespace != "" && obj.GetNamespace() != policyNamespace {
+	if policyNamespace != "" && (obj.GetNamespace() != policyNamespace || ClusterAdminKind(obj)) {
 		return ""
 	}
 	for i, s := range selectors {

@@ -98,6 +98,13 @@ func TestSelect(t *testing.T) {
 		{"no policies", web, nil, nil, ""},
 		{"no selector matches", web, []v1alpha1.PropagationPolicy{pp("shop", "cm", 0, selector("v1", "ConfigMap"))}, nil, ""},
 		{"propagation policy selector", web, []v1alpha1.PropagationPolicy{pp("shop", "all", 0, deployments)}, nil, "PropagationPolicy/shop/all"},
+		// A namespace's users may not write its ResourceQuotas and
+		// LimitRanges: their own policies do not decide about them.
+		{"a namespace's policy does not take its quota from a cluster policy", object("v1", "ResourceQuota", "shop", "limits", nil),
+			[]v1alpha1.PropagationPolicy{pp("shop", "mine", 1000, selector("v1", "ResourceQuota"))},
+			[]v1alpha1.ClusterPropagationPolicy{cpp("quotas", 0, selector("v1", "ResourceQuota"))}, "ClusterPropagationPolicy/quotas"},
+		{"a namespace's policy does not select a LimitRange", object("v1", "LimitRange", "shop", "defaults", nil),
+			[]v1alpha1.PropagationPolicy{pp("shop", "mine", 0, selector("v1", "LimitRange"))}, nil, ""},
 		{"cluster policy selector", web, nil, []v1alpha1.ClusterPropagationPolicy{cpp("global", 0, deployments)}, "ClusterPropagationPolicy/global"},
 		{"explicit label wins over higher-priority selectors",
 			withLabel(v1alpha1.LabelPropagationPolicy, "chosen"),

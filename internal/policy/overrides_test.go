@@ -155,6 +155,26 @@ func TestOverridesClusterScopedObject(t *testing.T) {
 	}
 }
 
+// TestOverridesOfClusterAdminKinds: a namespace's OverridePolicy does not
+// change its ResourceQuotas and LimitRanges (its users may not write
+// them), not even with an unreadable selector; a ClusterOverridePolicy
+// does.
+func TestOverridesOfClusterAdminKinds(t *testing.T) {
+	for _, kind := range []string{"ResourceQuota", "LimitRange"} {
+		obj := object("v1", kind, "shop", "limits", nil)
+		sels := []v1alpha1.ResourceSelector{selector("v1", kind)}
+		unreadable := selector("v1", kind)
+		unreadable.LabelSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "a", Operator: "Bad"}}}
+		got := describe(Overrides(obj, memberCluster("member-1", nil),
+			[]v1alpha1.ClusterOverridePolicy{cop("admin", sels, rule("c", everywhere))},
+			[]v1alpha1.OverridePolicy{op("shop", "raise", sels, rule("o", everywhere)), op("shop", "stuck", []v1alpha1.ResourceSelector{unreadable}, rule("u", everywhere))}))
+		want := []string{"ClusterOverridePolicy/admin rule 0=c"}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: Overrides = %q, want %q", kind, got, want)
+		}
+	}
+}
+
 func TestOverridesKeepsOverriders(t *testing.T) {
 	ov := v1alpha1.Overriders{Image: []v1alpha1.ImageOverrider{{Tag: "1.28"}}}
 	got := Overrides(deployment("shop", "web", nil), memberCluster("member-1", nil), nil,
