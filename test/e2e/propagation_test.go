@@ -309,8 +309,9 @@ func TestPropagation(t *testing.T) {
 		})
 	})
 
-	t.Run("a restarted controller-manager with 500 workloads writes nothing to members", func(t *testing.T) {
-		restartWritesNothing(t, f, 500)
+	n := restartWorkloads(t)
+	t.Run(fmt.Sprintf("a restarted controller-manager with %d workloads writes nothing to members", n), func(t *testing.T) {
+		restartWritesNothing(t, f, n)
 	})
 }
 

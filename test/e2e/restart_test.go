@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,6 +18,23 @@ import (
 	"github.com/flotilla-io/flotilla/internal/localenv"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
+
+// restartWorkloads is how many workloads the restart test federates: 200,
+// or FLOTILLA_E2E_RESTART_WORKLOADS (docs/benchmarks.md measures 500; in
+// `make test` the other packages share the two cores, and 500 took over
+// three minutes of them).
+func restartWorkloads(t *testing.T) int {
+	t.Helper()
+	v := os.Getenv("FLOTILLA_E2E_RESTART_WORKLOADS")
+	if v == "" {
+		return 200
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("FLOTILLA_E2E_RESTART_WORKLOADS=%q: want a positive number", v)
+	}
+	return n
+}
 
 // restartWritesNothing federates n Deployments to every member, waits for
 // steady state, restarts the controller-manager and checks from the
