@@ -154,6 +154,23 @@ func (a *Applier) ensureNamespace(ctx context.Context, name string) error {
 	return nil
 }
 
+// LegacyOnDemandNamespace reports whether a member object is a namespace
+// that an earlier version created on demand: with FieldManager (it is
+// Written) and the template hash of a bare namespace of its name. It is
+// not taken for a copy of a host Namespace that the status does not
+// record (copies.Unrecorded). A copy of a host Namespace with no labels or
+// annotations of its own looks the same, and is left in place too.
+func LegacyOnDemandNamespace(obj *unstructured.Unstructured) bool {
+	if obj.GroupVersionKind() != namespaceGVK {
+		return false
+	}
+	bare := &unstructured.Unstructured{}
+	bare.SetGroupVersionKind(namespaceGVK)
+	bare.SetName(obj.GetName())
+	in, err := Prepare(bare)
+	return err == nil && obj.GetLabels()[LabelTemplateHash] == in.Hash
+}
+
 // namespaceGVK is the kind of the namespaces created on demand.
 var namespaceGVK = schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}
 

@@ -383,7 +383,11 @@ func (s *Session) Apply(ctx context.Context, gvr schema.GroupVersionResource, in
 	switch {
 	case cur != nil && cur.deleting():
 		return "", fmt.Errorf("%w: its previous copy is being deleted", member.ErrAwaitingAgent)
-	case cur == nil || cur.hash() != in.Hash || cur.adopt() != opts.Adopt || !slices.Equal(cur.keepLive(), keep) || cur.resource() != gvr || cur.suspended():
+	case cur == nil || cur.hash() != in.Hash || cur.adopt() != opts.Adopt || !slices.Equal(cur.keepLive(), keep) || cur.resource() != gvr || cur.suspended() ||
+		releaseMarked(cur.u.GetAnnotations()):
+		// A live intent marked for its copy's deletion (the delete after
+		// the mark failed) is written afresh, without the mark: a
+		// deletion by hand later must keep the copy.
 		if err := s.taken(gvr.GroupResource(), obj.GetNamespace(), obj.GetName()); err != nil {
 			return "", err
 		}

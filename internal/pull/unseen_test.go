@@ -148,3 +148,76 @@ func (u *unseen) len() int {
 	defer u.mu.Unlock()
 	return len(u.m)
 }
+
+// TestDeleteMarksTheIntent: the hub marks an intent for its copy's
+// deletion before deleting it (the agent deletes a copy only then), also
+// an intent someone else is deleting; an Apply over a live intent that
+// kept a mark (the delete after it failed) writes it afresh without it.
+func TestDeleteMarksTheIntent(t *testing.T) {
+	s, hub, obj, ci := unseenFixture(t)
+	ctx := context.Background()
+	held := ci.DeepCopy()
+	held.Finalizers = []string{v1alpha1.FinalizerAgent}
+	held.ResourceVersion = ""
+	if err := hub.Delete(ctx, ci); err != nil {
+		t.Fatal(err)
+	}
+	if err := hub.Create(ctx, held); err != nil {
+		t.Fatal(err)
+	}
+	s.created(obj, held)
+	if _, err := s.Delete(ctx, obj.GroupVersionKind(), "shop", "web"); !errors.Is(err, member.ErrAwaitingAgent) {
+		t.Fatalf("Delete: %v, want ErrAwaitingAgent", err)
+	}
+	got := &v1alpha1.ClusterIntent{}
+	if err := hub.Get(ctx, client.ObjectKeyFromObject(held), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.DeletionTimestamp.IsZero() || !releaseMarked(got.Annotations) {
+		t.Fatalf("the intent after Delete: deleting since %v, annotations %v; want it deleted and marked %s=%s",
+			got.DeletionTimestamp, got.Annotations, v1alpha1.AnnotationRelease, v1alpha1.ReleaseDelete)
+	}
+}
+
+// TestApplyDropsAStaleMark: a live intent that kept the mark for its
+// copy's deletion (the delete after the mark failed) is written afresh,
+// without it, by the next Apply of the same object: a deletion by hand
+// later must keep the copy.
+func TestApplyDropsAStaleMark(t *testing.T) {
+	s, hub, obj, _ := unseenFixture(t)
+	ctx := context.Background()
+	gvr := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	in, err := dispatch.Prepare(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := IntentName(gvr.GroupResource(), "shop", "web")
+	stored := &v1alpha1.ClusterIntent{ObjectMeta: metav1.ObjectMeta{Namespace: s.namespace, Name: name,
+		Finalizers:  []string{v1alpha1.FinalizerAgent},
+		Annotations: map[string]string{v1alpha1.AnnotationRelease: v1alpha1.ReleaseDelete}}}
+	if err := hub.Create(ctx, stored); err != nil {
+		t.Fatal(err)
+	}
+	cached := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "flotilla.io/v1alpha1", "kind": "ClusterIntent",
+		"metadata": map[string]any{"name": name, "namespace": s.namespace, "resourceVersion": stored.ResourceVersion,
+			"finalizers":  []any{v1alpha1.FinalizerAgent},
+			"annotations": map[string]any{v1alpha1.AnnotationRelease: v1alpha1.ReleaseDelete}},
+		"spec": map[string]any{"hash": in.Hash,
+			"resource": map[string]any{"group": "apps", "version": "v1", "resource": "deployments"},
+			"object":   map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "web", "namespace": "shop"}}},
+	}}
+	if err := s.intents.GetIndexer().Add(cached); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Apply(ctx, gvr, in, dispatch.Options{}); !errors.Is(err, member.ErrAwaitingAgent) {
+		t.Fatalf("Apply over a marked intent: %v, want ErrAwaitingAgent (written afresh)", err)
+	}
+	got := &v1alpha1.ClusterIntent{}
+	if err := hub.Get(ctx, client.ObjectKeyFromObject(stored), got); err != nil {
+		t.Fatal(err)
+	}
+	if releaseMarked(got.Annotations) || got.Spec.Hash != in.Hash {
+		t.Errorf("the intent after Apply: annotations %v, hash %q; want no mark and hash %q", got.Annotations, got.Spec.Hash, in.Hash)
+	}
+}

@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 )
 
 // Kind is a resource the cache watches.
@@ -325,6 +327,31 @@ func (c *Cache) Touch(gk schema.GroupKind) {
 			}
 		}
 	}
+}
+
+// ProtectedIn returns an object of namespace ns, of any watched kind, that
+// carries v1alpha1.AnnotationDeletionProtection "true", if the cache holds
+// one. Such an object outlives a namespace whose finalization was forced
+// (the namespace is gone, the object still stored), and the member
+// namespaces that hold its copies must stay with it.
+func (c *Cache) ProtectedIn(ns string) (Key, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, w := range c.kinds {
+		if !w.Namespaced {
+			continue
+		}
+		items, err := w.informer.GetIndexer().ByIndex(cache.NamespaceIndex, ns)
+		if err != nil {
+			continue
+		}
+		for _, it := range items {
+			if u, ok := it.(*unstructured.Unstructured); ok && v1alpha1.DeletionProtected(u.GetAnnotations()) {
+				return KeyOf(u), true
+			}
+		}
+	}
+	return Key{}, false
 }
 
 // LabelledFor returns the keys of the templates, of every kind, that name a

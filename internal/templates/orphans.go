@@ -177,6 +177,15 @@ func (c *Cache) GoneKeepsCopies(k Key, uid types.UID, protected bool) bool {
 	return c.LastSeenOrphan(k, uid) || (protected && c.RemovedWithCRD(k.GroupKind()))
 }
 
+// DeletingKeepsCopies reports whether the member copies of tmpl, whose
+// deletion has started (finalizers hold it), stay: it asks to keep them
+// (v1alpha1.KeepsCopies), or it is protected from deletion and its
+// deletion is its kind's CRD's cleanup, which passes no admission.
+func (c *Cache) DeletingKeepsCopies(tmpl *unstructured.Unstructured) bool {
+	a := tmpl.GetAnnotations()
+	return v1alpha1.KeepsCopies(a) || (v1alpha1.DeletionProtected(a) && c.RemovedWithCRD(KeyOf(tmpl).GroupKind()))
+}
+
 // ForgetOrphan drops what the cache remembers about the object of key k;
 // call it once nothing is left to decide (the template and its
 // FederatedObject are gone).

@@ -124,15 +124,11 @@ func Of(ctx context.Context, pool Sessions, mc *v1alpha1.MemberCluster, name str
 // Flotilla's field manager wrote (a write whose status update was lost to
 // a conflict or a crash). It starts no cache. An object that merely
 // carries the managed label in a cluster the object was never placed on is
-// not ours and is not returned. Namespaces never are: an earlier version
-// created members' namespaces on demand with Flotilla's field manager, and
-// taking one for a lost copy of a propagated Namespace would delete the
-// copies and the member's own objects in it (an unrecorded copy of a
-// Namespace is left in place instead).
+// not ours and is not returned, and neither is a namespace an earlier
+// version created on demand (dispatch.LegacyOnDemandNamespace): taking it
+// for a lost copy of a propagated Namespace would delete the copies and
+// the member's own objects in it.
 func Unrecorded(pool *member.Pool, known func(cluster string) bool, gvr schema.GroupVersionResource, namespace, name string) []string {
-	if gvr.Group == "" && gvr.Resource == "namespaces" {
-		return nil
-	}
 	var out []string
 	for _, cluster := range pool.Names() {
 		if known(cluster) {
@@ -142,7 +138,7 @@ func Unrecorded(pool *member.Pool, known func(cluster string) bool, gvr schema.G
 		if sess == nil {
 			continue
 		}
-		if obj, found := sess.PeekManagedObject(gvr, namespace, name); found && dispatch.Written(obj) {
+		if obj, found := sess.PeekManagedObject(gvr, namespace, name); found && dispatch.Written(obj) && !dispatch.LegacyOnDemandNamespace(obj) {
 			out = append(out, cluster)
 		}
 	}

@@ -43,25 +43,36 @@ func TestDeletingACRDReleasesItsObjects(t *testing.T) {
 	ctx := context.Background()
 	gvr := schema.GroupVersionResource{Group: "crd-deletion.flotilla.io", Version: "v1", Resource: "gizmos"}
 	ns, crd, names := propagatedGizmos(t, gvr, 8)
-	const protected = "gizmo-1"
-	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"true"}}}`, v1alpha1.AnnotationDeletionProtection)
-	if _, err := env.Host.Dynamic.Resource(gvr).Namespace(ns).Patch(ctx, protected, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
+	// Protected: one the CRD's cleanup deletes at once, and one a
+	// finalizer (an operator's) holds being deleted.
+	const protected, held, finalizer = "gizmo-1", "gizmo-2", "example.com/hold"
+	gizmos := env.Host.Dynamic.Resource(gvr).Namespace(ns)
+	for name, patch := range map[string]string{
+		protected: fmt.Sprintf(`{"metadata":{"annotations":{%q:"true"}}}`, v1alpha1.AnnotationDeletionProtection),
+		held:      fmt.Sprintf(`{"metadata":{"annotations":{%q:"true"},"finalizers":[%q]}}`, v1alpha1.AnnotationDeletionProtection, finalizer),
+	} {
+		if _, err := gizmos.Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, waitTimeout, "the protection recorded on the FederatedObject of "+name, func(ctx context.Context) error {
+			fo := &v1alpha1.FederatedObject{}
+			if err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: name + ".gizmo." + gvr.Group}, fo); err != nil {
+				return err
+			}
+			if fo.Annotations[v1alpha1.AnnotationTemplateProtected] != "true" {
+				return fmt.Errorf("annotations %v", fo.Annotations)
+			}
+			return nil
+		})
 	}
-	testenv.Eventually(t, waitTimeout, "the protection recorded on the FederatedObject", func(ctx context.Context) error {
-		fo := &v1alpha1.FederatedObject{}
-		if err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: protected + ".gizmo." + gvr.Group}, fo); err != nil {
-			return err
-		}
-		if fo.Annotations[v1alpha1.AnnotationTemplateProtected] != "true" {
-			return fmt.Errorf("annotations %v", fo.Annotations)
-		}
-		return nil
-	})
 	if err := admin.Delete(ctx, crd); err != nil {
 		t.Fatalf("delete the host's CRD: %v", err)
 	}
-	waitGizmosReleased(t, gvr, ns, names, keptGizmo, protected)
+	waitGizmosReleased(t, gvr, ns, names, keptGizmo, protected, held)
+	// Let the CRD go.
+	if _, err := gizmos.Patch(ctx, held, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
 }
 
 // TestCRDDeletedWhileTheControllerManagerIsDown: the CRD is deleted, with

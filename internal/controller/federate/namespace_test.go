@@ -11,8 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -175,8 +175,17 @@ func TestNamespacesCreatedOnDemandAreNotCopies(t *testing.T) {
 	second := env.Cluster(secondMember).Client
 	suffix := time.Now().UnixNano() % 1e6
 	onDemand, legacy := fmt.Sprintf("on-demand-%d", suffix), fmt.Sprintf("legacy-%d", suffix)
-	// What an earlier version's on-demand creation left in the member.
-	if _, err := second.CoreV1().Namespaces().Apply(ctx, corev1ac.Namespace(legacy).WithLabels(map[string]string{v1alpha1.LabelManaged: "true"}),
+	// What an earlier version's on-demand creation left in the member: a
+	// bare namespace, prepared and applied as a copy.
+	bare := &unstructured.Unstructured{}
+	bare.SetAPIVersion("v1")
+	bare.SetKind("Namespace")
+	bare.SetName(legacy)
+	in, err := dispatch.Prepare(bare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Cluster(secondMember).Dynamic.Resource(corev1.SchemeGroupVersion.WithResource("namespaces")).Apply(ctx, legacy, in.Object,
 		metav1.ApplyOptions{FieldManager: dispatch.FieldManager, Force: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -263,5 +272,93 @@ func TestNamespacesCreatedOnDemandAreNotCopies(t *testing.T) {
 			}
 		}
 		return inSecond(ctx)
+	})
+}
+
+// TestForcedNamespaceFinalizationSparesAProtectedWorkload: the usual way
+// out of a namespace stuck Terminating, emptying its spec.finalizers,
+// removes the host namespace while a protected Deployment is still stored
+// in it. The member namespace stays, with the Deployment's copy, while the
+// Deployment is there (the Namespace's FederatedObject waits); once the
+// namespace is created again, the protection lifted and the Deployment
+// deleted, that FederatedObject's cleanup goes on.
+func TestForcedNamespaceFinalizationSparesAProtectedWorkload(t *testing.T) {
+	startControlPlane(t)
+	ctx := context.Background()
+	host := env.Host.Client.CoreV1().Namespaces()
+	ns := fmt.Sprintf("forced-%d", time.Now().UnixNano()%1e6)
+	if _, err := host.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = host.Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	cpp := &v1alpha1.ClusterPropagationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: ns},
+		Spec: v1alpha1.PropagationSpec{ResourceSelectors: []v1alpha1.ResourceSelector{{APIVersion: "v1", Kind: "Namespace", Name: ns}},
+			Placement: v1alpha1.Placement{ClusterNames: []string{memberName}}},
+	}
+	if err := admin.Create(ctx, cpp); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = admin.Delete(context.Background(), cpp) })
+	nsKey := types.NamespacedName{Namespace: v1alpha1.SystemNamespace, Name: ns + ".namespace"}
+	waitForCluster(t, nsKey, v1alpha1.PropagationOK)
+	nsFO := &v1alpha1.FederatedObject{}
+	if err := admin.Get(ctx, nsKey, nsFO); err != nil {
+		t.Fatal(err)
+	}
+	dep, _ := propagatedDeployment(t, ns)
+	annotate(t, *dep, v1alpha1.AnnotationDeletionProtection, "true")
+
+	if err := host.Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// What `kubectl replace --raw /api/v1/namespaces/NS/finalize` with no
+	// spec.finalizers does.
+	testenv.Eventually(t, waitTimeout, "the host namespace finalized by hand and gone", func(ctx context.Context) error {
+		n, err := host.Get(ctx, ns, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		n.Spec.Finalizers = nil
+		if _, err := host.Finalize(ctx, n, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		return errors.New("finalized; waiting for it to go")
+	})
+	if err := admin.Get(ctx, *dep, testenv.MakeDeployment(dep.Name, dep.Namespace).Obj()); err != nil {
+		t.Fatalf("the protected Deployment outlives its namespace on the host: %v", err)
+	}
+	member := env.Cluster(memberName).Client.CoreV1().Namespaces()
+	testenv.Consistently(t, 5*time.Second, func() error {
+		if n, err := member.Get(ctx, ns, metav1.GetOptions{}); err != nil || n.DeletionTimestamp != nil {
+			return fmt.Errorf("the member namespace is being deleted: %v", err)
+		}
+		if ok, err := memberCopy(ctx, *dep); !ok || err != nil {
+			return fmt.Errorf("the protected Deployment's copy: present %v, %v", ok, err)
+		}
+		return nil
+	})
+
+	// The way out: the namespace again, then the protection lifted and the
+	// Deployment deleted (objects of a missing namespace cannot be
+	// changed).
+	if _, err := host.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	annotate(t, *dep, v1alpha1.AnnotationDeletionProtection, "false")
+	if err := admin.Delete(ctx, testenv.MakeDeployment(dep.Name, dep.Namespace).Obj()); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatalf("delete %s: %v", dep, err)
+	}
+	testenv.Eventually(t, waitTimeout, "the gone namespace's FederatedObject cleaned up once the protected Deployment is gone", func(ctx context.Context) error {
+		fo := &v1alpha1.FederatedObject{}
+		if err := admin.Get(ctx, nsKey, fo); apierrors.IsNotFound(err) || (err == nil && fo.UID != nsFO.UID) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		return fmt.Errorf("still there (deleting since %v, finalizers %v)", fo.DeletionTimestamp, fo.Finalizers)
 	})
 }

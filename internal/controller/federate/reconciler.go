@@ -146,7 +146,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key templates.Key) (reconcil
 		// Still there: it has finalizers (the legacy one of an earlier
 		// version, or others). Released as soon as its deletion starts.
 		mode := v1alpha1.ReleaseDelete
-		if keepsCopies(tmpl) {
+		if r.Templates.DeletingKeepsCopies(tmpl) {
 			mode = v1alpha1.ReleaseOrphan
 		}
 		return r.result(r.release(ctx, key, tmpl, fo, mode))

@@ -54,6 +54,13 @@ func (r *Reconciler) cleanup(ctx context.Context, fo *v1alpha1.FederatedObject, 
 		}
 	}
 	if !keep {
+		if held := r.namespaceHeld(fo); held != "" {
+			// The protected object's events do not reach this
+			// FederatedObject: the period brings it back (a look at the
+			// template cache's indexes, no request).
+			r.noteHeld(ctx, fo, held)
+			return reconcile.Result{RequeueAfter: 10 * time.Second}, nil
+		}
 		if res, done := r.deleteCopies(ctx, fo, tmpl); !done {
 			return res, nil
 		}
@@ -67,6 +74,36 @@ func (r *Reconciler) cleanup(ctx context.Context, fo *v1alpha1.FederatedObject, 
 	}
 	r.unknownFate.Delete(fo.UID)
 	return reconcile.Result{}, nil
+}
+
+// namespaceHeld says why the member copies of a host Namespace that is
+// gone must stay, or "": an object in it is still stored and protected
+// from deletion (the namespace's finalization was forced while the
+// protection held it Terminating), and deleting a member namespace
+// deletes that object's copies in it.
+func (r *Reconciler) namespaceHeld(fo *v1alpha1.FederatedObject) string {
+	ref := fo.Spec.Template
+	if ref.APIVersion != "v1" || ref.Kind != "Namespace" {
+		return ""
+	}
+	key, ok := r.Templates.ProtectedIn(ref.Name)
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("the member namespaces %s stay while %s %s/%s, protected from deletion (%s), is still in it on the host (the namespace's finalization was forced?); they are deleted once it is gone",
+		ref.Name, key.Kind, key.Namespace, key.Name, v1alpha1.AnnotationDeletionProtection)
+}
+
+// noteHeld logs and records, once per FederatedObject, why its cleanup
+// keeps the copies for now.
+func (r *Reconciler) noteHeld(ctx context.Context, fo *v1alpha1.FederatedObject, why string) {
+	if _, seen := r.unknownFate.LoadOrStore(fo.UID, true); seen {
+		return
+	}
+	ctrl.LoggerFrom(ctx).Info("Cleanup waiting: " + why)
+	if r.Recorder != nil {
+		r.Recorder.Eventf(fo, nil, corev1.EventTypeWarning, ReasonCleanupWaiting, "Delete", "%s", why)
+	}
 }
 
 // orphans decides whether a deleted FederatedObject's member copies stay;
@@ -90,7 +127,7 @@ func (r *Reconciler) orphans(fo *v1alpha1.FederatedObject, tmpl *unstructured.Un
 			fo.Annotations[v1alpha1.AnnotationTemplateProtected] == "true"), false
 	}
 	if !tmpl.GetDeletionTimestamp().IsZero() || r.namespaceDeleting(tmpl) {
-		return v1alpha1.KeepsCopies(tmpl.GetAnnotations()), false
+		return r.Templates.DeletingKeepsCopies(tmpl), false
 	}
 	return true, true
 }
