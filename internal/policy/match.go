@@ -124,7 +124,7 @@ const notSelected = "whose resourceSelectors do not select this object (a label 
 // existing policy.
 func byLabel(obj *unstructured.Unstructured, pps []v1alpha1.PropagationPolicy, cpps []v1alpha1.ClusterPropagationPolicy) (d Decision, ok bool) {
 	ns := obj.GetNamespace()
-	if name := obj.GetLabels()[v1alpha1.LabelPropagationPolicy]; name != "" && ns != "" {
+	if name := obj.GetLabels()[v1alpha1.LabelPropagationPolicy]; name != "" && ns != "" && !ClusterAdminKind(obj) {
 		for i := range pps {
 			p := &pps[i]
 			if p.Name != name || p.Namespace != ns || !p.DeletionTimestamp.IsZero() {

@@ -38,13 +38,12 @@ func (s *Session) markRelease(ctx context.Context, name string, uid types.UID) e
 	return nil
 }
 
-// deleteIntent marks the intent (markRelease, unless marked says it is)
-// and deletes it. A NotFound of either write is returned as such.
-func (s *Session) deleteIntent(ctx context.Context, name string, uid types.UID, marked bool) error {
-	if !marked {
-		if err := s.markRelease(ctx, name, uid); err != nil {
-			return err
-		}
+// deleteIntent marks the intent (markRelease) and deletes it. The mark is
+// sent even when the cache shows it: a rewrite may have dropped it since.
+// A NotFound of either write is returned as such.
+func (s *Session) deleteIntent(ctx context.Context, name string, uid types.UID) error {
+	if err := s.markRelease(ctx, name, uid); err != nil {
+		return err
 	}
 	var pre client.Preconditions
 	if uid != "" {

@@ -502,7 +502,7 @@ func (s *Session) Delete(ctx context.Context, gvk schema.GroupVersionKind, names
 		}
 		return "", member.ErrAwaitingAgent
 	}
-	if err := s.deleteIntent(ctx, cur.u.GetName(), cur.u.GetUID(), marked); err != nil && !apierrors.IsNotFound(err) {
+	if err := s.deleteIntent(ctx, cur.u.GetName(), cur.u.GetUID()); err != nil && !apierrors.IsNotFound(err) {
 		return "", err
 	}
 	return "", member.ErrAwaitingAgent

@@ -93,7 +93,7 @@ func (s *Session) deleteUnseen(ctx context.Context, key string) (dispatch.Outcom
 	if !ok {
 		return dispatch.Absent, nil
 	}
-	err := s.deleteIntent(ctx, c.name, c.uid, false)
+	err := s.deleteIntent(ctx, c.name, c.uid)
 	switch {
 	case apierrors.IsNotFound(err):
 		s.unseen.drop(key, c.uid)

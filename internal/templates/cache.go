@@ -329,29 +329,39 @@ func (c *Cache) Touch(gk schema.GroupKind) {
 	}
 }
 
-// ProtectedIn returns an object of namespace ns, of any watched kind, that
-// carries v1alpha1.AnnotationDeletionProtection "true", if the cache holds
+// ProtectedIn returns an object of namespace ns, of any watched kind,
+// that carries v1alpha1.AnnotationDeletionProtection "true" and was
+// created before the time before (any time when zero), if the cache holds
 // one. Such an object outlives a namespace whose finalization was forced
 // (the namespace is gone, the object still stored), and the member
-// namespaces that hold its copies must stay with it.
-func (c *Cache) ProtectedIn(ns string) (Key, bool) {
+// namespaces that hold its copies must stay with it. ErrNotSynced when the
+// cache cannot tell yet: its first discovery has not listed, or a kind is
+// still listing (or never listed: a stalled kind holds the answer too).
+func (c *Cache) ProtectedIn(ns string, before time.Time) (Key, bool, error) {
+	if !c.gatesOpen() {
+		return Key{}, false, ErrNotSynced
+	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	for _, w := range c.kinds {
 		if !w.Namespaced {
 			continue
 		}
+		if !w.informer.HasSynced() {
+			return Key{}, false, fmt.Errorf("%s: %w", w.GVR, ErrNotSynced)
+		}
 		items, err := w.informer.GetIndexer().ByIndex(cache.NamespaceIndex, ns)
 		if err != nil {
 			continue
 		}
 		for _, it := range items {
-			if u, ok := it.(*unstructured.Unstructured); ok && v1alpha1.DeletionProtected(u.GetAnnotations()) {
-				return KeyOf(u), true
+			u, ok := it.(*unstructured.Unstructured)
+			if ok && v1alpha1.DeletionProtected(u.GetAnnotations()) && (before.IsZero() || u.GetCreationTimestamp().Time.Before(before)) {
+				return KeyOf(u), true, nil
 			}
 		}
 	}
-	return Key{}, false
+	return Key{}, false, nil
 }
 
 // LabelledFor returns the keys of the templates, of every kind, that name a

@@ -179,11 +179,13 @@ func (c *Cache) GoneKeepsCopies(k Key, uid types.UID, protected bool) bool {
 
 // DeletingKeepsCopies reports whether the member copies of tmpl, whose
 // deletion has started (finalizers hold it), stay: it asks to keep them
-// (v1alpha1.KeepsCopies), or it is protected from deletion and its
-// deletion is its kind's CRD's cleanup, which passes no admission.
+// (v1alpha1.KeepsCopies), or it is protected from deletion. The admission
+// policy refuses the deletion of a protected object, so one being deleted
+// went past it (its kind's CRD's cleanup) or was protected after its
+// deletion began: either way the protection says to keep the copies.
 func (c *Cache) DeletingKeepsCopies(tmpl *unstructured.Unstructured) bool {
 	a := tmpl.GetAnnotations()
-	return v1alpha1.KeepsCopies(a) || (v1alpha1.DeletionProtected(a) && c.RemovedWithCRD(KeyOf(tmpl).GroupKind()))
+	return v1alpha1.KeepsCopies(a) || v1alpha1.DeletionProtected(a)
 }
 
 // ForgetOrphan drops what the cache remembers about the object of key k;

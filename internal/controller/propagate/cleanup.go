@@ -80,14 +80,24 @@ func (r *Reconciler) cleanup(ctx context.Context, fo *v1alpha1.FederatedObject, 
 // gone must stay, or "": an object in it is still stored and protected
 // from deletion (the namespace's finalization was forced while the
 // protection held it Terminating), and deleting a member namespace
-// deletes that object's copies in it.
+// deletes that object's copies in it. A namespace of that name created
+// again counts only the objects from before it. While the template cache
+// cannot tell (a kind still listing, or stalled), the copies stay too.
 func (r *Reconciler) namespaceHeld(fo *v1alpha1.FederatedObject) string {
 	ref := fo.Spec.Template
 	if ref.APIVersion != "v1" || ref.Kind != "Namespace" {
 		return ""
 	}
-	key, ok := r.Templates.ProtectedIn(ref.Name)
-	if !ok {
+	var before time.Time
+	if n, err := r.Templates.Get(templates.Key{Kind: "Namespace", Name: ref.Name}); err == nil && n != nil && n.GetUID() != ref.UID {
+		before = n.GetCreationTimestamp().Time
+	}
+	key, ok, err := r.Templates.ProtectedIn(ref.Name, before)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("the member namespaces %s stay until Flotilla can tell whether an object protected from deletion (%s) is still stored in that namespace on the host: %v",
+			ref.Name, v1alpha1.AnnotationDeletionProtection, err)
+	case !ok:
 		return ""
 	}
 	return fmt.Sprintf("the member namespaces %s stay while %s %s/%s, protected from deletion (%s), is still in it on the host (the namespace's finalization was forced?); they are deleted once it is gone",
