@@ -126,7 +126,8 @@ func (r *Reconciler) syncCluster(ctx context.Context, fo types.NamespacedName, t
 		}
 		return res
 	}
-	if res, done := r.flights.run(flightKey{fo: fo, cluster: p.Cluster}, intent(in, opts), r.waitBudget(), job, r.wake(fo)); done {
+	what := fmt.Sprintf("%s|generation=%d", intent(in, opts), tmpl.GetGeneration())
+	if res, done := r.flights.run(flightKey{fo: fo, cluster: p.Cluster}, what, r.waitBudget(), job, r.wake(fo)); done {
 		return res
 	}
 	return r.inFlight(prev, p.Cluster)
@@ -143,6 +144,9 @@ func (r *Reconciler) apply(sess member.Member, gvr schema.GroupVersionResource, 
 // intent identifies what a write of in with opts would make the member
 // hold, so that a finished write is recognised as current: the prepared
 // object's hash (computed once, by dispatch.Prepare) and the options.
+// syncCluster adds the template's generation, which a result records
+// (templateGeneration): a write of an older generation that renders the
+// same copy (a scale that has not been divided anew yet) is not current.
 func intent(in *dispatch.Intent, opts dispatch.Options) string {
 	return fmt.Sprintf("%s|adopt=%v|keep=%v", in.Hash, opts.Adopt, opts.KeepLive)
 }

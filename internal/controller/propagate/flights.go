@@ -40,7 +40,8 @@ type flight struct {
 // run returns job's result for (fo, cluster) when it ends within wait.
 // Otherwise ok is false, job goes on, and wake is called when it ends; the
 // next run for the same key with the same intent returns its result
-// without writing again. While a job runs, run starts no other for the key.
+// without writing again, unless that result was Pending (see reusable).
+// While a job runs, run starts no other for the key.
 func (f *flights) run(k flightKey, what string, wait time.Duration, job func() result, wake func()) (res result, ok bool) {
 	f.mu.Lock()
 	if f.m == nil {
@@ -55,7 +56,7 @@ func (f *flights) run(k flightKey, what string, wait time.Duration, job func() r
 			return result{}, false
 		}
 		delete(f.m, k)
-		if fl.what == what {
+		if fl.what == what && reusable(fl.res) {
 			f.mu.Unlock()
 			return fl.res, true
 		}
@@ -94,6 +95,17 @@ func (f *flights) run(k flightKey, what string, wait time.Duration, job func() r
 	}
 	f.mu.Unlock()
 	return fl.res, true
+}
+
+// reusable reports whether a detached job's finished result still holds
+// when it is collected. A Pending result does not: it waits for news from
+// outside the write (a pull agent's report on the intent), and that news
+// may have come while the job ran. Its event then found the job in flight
+// and was spent on collecting this result; reused, the result would stand
+// until something else touched the object. Running the job again costs
+// one cache lookup when the write is done.
+func reusable(res result) bool {
+	return res.status.Reason != v1alpha1.PropagationPending
 }
 
 // guard runs job; a panic in it is recovered (logged with its stack and

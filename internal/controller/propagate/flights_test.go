@@ -68,6 +68,29 @@ func TestFlights(t *testing.T) {
 	if _, done := f.run(k, "d", time.Second, func() result { ran = true; return ok }, func() {}); !done || !ran {
 		t.Fatalf("stale result reused: done %v, ran %v", done, ran)
 	}
+
+	// A finished Pending result (a pull member's agent has not reported
+	// yet) is not reused, even for the same intent: the report may have
+	// come while the job ran, and its event is the run collecting the
+	// result. The job runs again and its answer counts.
+	pending := result{status: v1alpha1.ClusterPropagationStatus{Cluster: "member-1", Reason: v1alpha1.PropagationPending, Message: "handed to the cluster's agent; waiting for it to report"}}
+	gate = make(chan struct{})
+	if _, done := f.run(k, "e", 10*time.Millisecond, func() result { <-gate; return pending }, func() {}); done {
+		t.Fatal("slow job reported done")
+	}
+	f.mu.Lock()
+	fl = f.m[k]
+	f.mu.Unlock()
+	close(gate)
+	select {
+	case <-fl.done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("job did not end")
+	}
+	res, done = f.run(k, "e", time.Second, func() result { return ok }, func() {})
+	if !done || res.status.Reason != v1alpha1.PropagationOK {
+		t.Fatalf("a finished Pending result was reused: %+v, %v", res, done)
+	}
 }
 
 func TestFlightPanicIsAFailedResult(t *testing.T) {
