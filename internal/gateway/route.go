@@ -34,6 +34,11 @@ func newMemberRoute(name string, cfg *rest.Config) (*memberRoute, error) {
 	if err != nil {
 		return nil, fmt.Errorf("member %s: %w", name, err)
 	}
+	// A member's apiserver never redirects the pod requests routed to it;
+	// one that does (compromised, or an impostor at its address) would
+	// send the user's client, with its credentials, wherever it likes. As
+	// kube-apiserver does for aggregated APIs, the redirect becomes a 502.
+	h.RejectForwardingRedirects = true
 	return &memberRoute{host: host, handler: h}, nil
 }
 

@@ -114,6 +114,7 @@ func MemberHandler(cluster string, member *rest.Config, noStreams []string) (htt
 	if err != nil {
 		return nil, fmt.Errorf("proxy to member %s: %w", cluster, err)
 	}
+	h.RejectForwardingRedirects = true // as the gateway's member routes (a redirect is a 502)
 	denied := sets.New(noStreams...)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info, err := allowed(r)
