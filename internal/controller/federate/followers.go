@@ -21,13 +21,7 @@ import (
 // before fo is deleted, so that the follower's placement never misses
 // them.
 func (r *Reconciler) keepFollowers(ctx context.Context, fo *v1alpha1.FederatedObject) error {
-	var clusters []string
-	for _, p := range fo.Placement() {
-		clusters = append(clusters, p.Cluster)
-	}
-	for _, c := range fo.Status.Clusters {
-		clusters = append(clusters, c.Cluster)
-	}
+	clusters := heldClusters(fo)
 	if len(clusters) == 0 {
 		return nil
 	}
@@ -43,19 +37,41 @@ func (r *Reconciler) keepFollowers(ctx context.Context, fo *v1alpha1.FederatedOb
 		if !follower.DeletionTimestamp.IsZero() || follower.Spec.Policy != nil {
 			continue // going, or placed by a policy of its own
 		}
-		kept := fedobj.KeptForOrphans(follower)
-		merged := slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(kept), clusters...))))
-		if slices.Equal(kept, merged) {
+		patch := client.MergeFrom(follower.DeepCopy())
+		if !keepIn(follower, clusters) {
 			continue
 		}
-		patch := client.MergeFrom(follower.DeepCopy())
-		if follower.Annotations == nil {
-			follower.Annotations = map[string]string{}
-		}
-		follower.Annotations[v1alpha1.AnnotationKeptForOrphans] = strings.Join(merged, ",")
 		if err := r.Client.Patch(ctx, follower, patch); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("keep follower %s in %v: %w", name, merged, err)
+			return fmt.Errorf("keep follower %s in %v: %w", name, fedobj.KeptForOrphans(follower), err)
 		}
 	}
 	return nil
+}
+
+// heldClusters returns the clusters fo places, or still holds a copy in.
+func heldClusters(fo *v1alpha1.FederatedObject) []string {
+	var clusters []string
+	for _, p := range fo.Placement() {
+		clusters = append(clusters, p.Cluster)
+	}
+	for _, c := range fo.Status.Clusters {
+		clusters = append(clusters, c.Cluster)
+	}
+	return clusters
+}
+
+// keepIn adds clusters to the ones fo, a follower, keeps its copies in
+// (v1alpha1.AnnotationKeptForOrphans), and reports whether that changed
+// fo.
+func keepIn(fo *v1alpha1.FederatedObject, clusters []string) bool {
+	kept := fedobj.KeptForOrphans(fo)
+	merged := slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(kept), clusters...))))
+	if slices.Equal(kept, merged) {
+		return false
+	}
+	if fo.Annotations == nil {
+		fo.Annotations = map[string]string{}
+	}
+	fo.Annotations[v1alpha1.AnnotationKeptForOrphans] = strings.Join(merged, ",")
+	return true
 }

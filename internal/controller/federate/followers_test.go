@@ -118,3 +118,91 @@ func clusterNames(p []v1alpha1.ClusterPlacement) []string {
 	slices.Sort(out)
 	return out
 }
+
+// TestObjectBecomingAFollowerKeepsItsCopies: a ConfigMap a policy placed
+// on both members, and that a workload on one member references, keeps
+// its copy on the other member when the policy stops selecting it: it
+// turns into the workload's follower, and an object no policy selects any
+// more keeps its copies (docs/security.md). Before, the follower placement
+// (the workload's member only) deleted the other copy.
+func TestObjectBecomingAFollowerKeepsItsCopies(t *testing.T) {
+	startControlPlane(t)
+	joinSecondMember(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	web := testenv.MakeDeployment("web", ns).Obj()
+	web.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "MODE", ValueFrom: &corev1.EnvVarSource{
+		ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}, Key: "mode"}}}}
+	cfgPolicy := &v1alpha1.PropagationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cfg"},
+		Spec: v1alpha1.PropagationSpec{
+			ResourceSelectors: []v1alpha1.ResourceSelector{{APIVersion: "v1", Kind: "ConfigMap", Name: "cfg"}},
+			Placement:         v1alpha1.Placement{ClusterNames: []string{memberName, secondMember}},
+		},
+	}
+	for _, o := range []client.Object{
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cfg"}, Data: map[string]string{"mode": "fast"}},
+		cfgPolicy,
+		&v1alpha1.PropagationPolicy{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+			Spec: v1alpha1.PropagationSpec{
+				ResourceSelectors: []v1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}},
+				Placement:         v1alpha1.Placement{ClusterNames: []string{memberName}},
+			},
+		},
+		web,
+	} {
+		if err := admin.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.Eventually(t, time.Minute, "the ConfigMap in both members, the workload in the first", func(ctx context.Context) error {
+		for _, m := range []string{memberName, secondMember} {
+			if _, err := env.Cluster(m).Client.CoreV1().ConfigMaps(ns).Get(ctx, "cfg", metav1.GetOptions{}); err != nil {
+				return fmt.Errorf("%s: %w", m, err)
+			}
+		}
+		_, err := env.Cluster(memberName).Client.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+		return err
+	})
+	cfgInSecond, err := env.Cluster(secondMember).Client.CoreV1().ConfigMaps(ns).Get(ctx, "cfg", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if err := admin.Delete(ctx, cfgPolicy); err != nil {
+		t.Fatal(err)
+	}
+	cfgKey := types.NamespacedName{Namespace: ns, Name: "cfg.configmap"}
+	testenv.Eventually(t, time.Minute, "the ConfigMap a follower", func(ctx context.Context) error {
+		fo := &v1alpha1.FederatedObject{}
+		if err := admin.Get(ctx, cfgKey, fo); err != nil {
+			return err
+		}
+		if fo.Spec.Policy != nil {
+			return fmt.Errorf("still placed by %v", fo.Spec.Policy)
+		}
+		return nil
+	})
+	testenv.Consistently(t, 10*time.Second, func() error {
+		got, err := env.Cluster(secondMember).Client.CoreV1().ConfigMaps(ns).Get(ctx, "cfg", metav1.GetOptions{})
+		if err != nil || got.UID != cfgInSecond.UID || got.DeletionTimestamp != nil {
+			return fmt.Errorf("the ConfigMap in %s, where its policy put it: %v, want it kept", secondMember, err)
+		}
+		fo := &v1alpha1.FederatedObject{}
+		if err := admin.Get(ctx, cfgKey, fo); err != nil {
+			return err
+		}
+		if names := clusterNames(fo.Placement()); !slices.Equal(names, []string{memberName, secondMember}) {
+			return fmt.Errorf("the ConfigMap placed on %v, want both members", names)
+		}
+		return nil
+	})
+	fo := &v1alpha1.FederatedObject{}
+	if err := admin.Get(ctx, cfgKey, fo); err != nil {
+		t.Fatal(err)
+	}
+	if kept := fedobj.KeptForOrphans(fo); !slices.Equal(kept, []string{memberName, secondMember}) {
+		t.Fatalf("kept for orphans %v, want both members", kept)
+	}
+}

@@ -398,6 +398,14 @@ func (r *Reconciler) ensure(ctx context.Context, key templates.Key, tmpl *unstru
 	}
 	policyChanged := !equality.Semantic.DeepEqual(fo.Spec.Policy, policyRef)
 	fo = fo.DeepCopy()
+	if fo.Spec.Policy != nil && policyRef == nil {
+		// No policy selects it any more, but a propagated workload
+		// references it: from now on it follows its workloads. Where its
+		// policy put it, its copies stay, as an unselected object's do
+		// (pods that Flotilla does not manage may use them); they go when
+		// it is deleted in the host.
+		keepIn(fo, heldClusters(fo))
+	}
 	recordAnnotation(fo, v1alpha1.AnnotationRelease, v1alpha1.ReleaseOrphan, orphan)
 	recordAnnotation(fo, v1alpha1.AnnotationTemplateProtected, "true", protected)
 	fo.Spec.Template, fo.Spec.Policy, fo.Spec.Followers = ref, policyRef, followers
