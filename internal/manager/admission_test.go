@@ -224,7 +224,22 @@ func TestScaleDownProtection(t *testing.T) {
 	if _, err := deps.UpdateScale(ctx, "web", scale, metav1.UpdateOptions{}); err == nil || !strings.Contains(err.Error(), "from 10 to 0 replicas") {
 		t.Errorf("10 -> 0 through /scale: %v, want a refusal", err)
 	}
-	if _, err := deps.Patch(ctx, "web", "application/merge-patch+json", replicas(1, `"flotilla.io/scale-down-limit":"90","flotilla.io/scale-down-to":null`), metav1.PatchOptions{}); err != nil {
+	// A change cannot lift its own limit: raising it (or removing it, as a
+	// manifest applied without the annotation does) while scaling down is
+	// judged by the limit in force before.
+	if _, err := deps.Patch(ctx, "web", "application/merge-patch+json", replicas(1, `"flotilla.io/scale-down-limit":"90","flotilla.io/scale-down-to":null`), metav1.PatchOptions{}); err == nil || !strings.Contains(err.Error(), "at most 50%") {
+		t.Errorf("10 -> 1 while raising the workload's limit to 90%%: %v, want a refusal under the 50%% in force", err)
+	}
+	if _, err := deps.Patch(ctx, "web", "application/merge-patch+json", replicas(10, `"flotilla.io/scale-down-limit":"20"`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := deps.Patch(ctx, "web", "application/merge-patch+json", replicas(5, `"flotilla.io/scale-down-limit":null`), metav1.PatchOptions{}); err == nil || !strings.Contains(err.Error(), "at most 20%") {
+		t.Errorf("10 -> 5 while removing the workload's 20%% limit: %v, want a refusal under the 20%% in force", err)
+	}
+	if _, err := deps.Patch(ctx, "web", "application/merge-patch+json", replicas(10, `"flotilla.io/scale-down-limit":"90"`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := deps.Patch(ctx, "web", "application/merge-patch+json", replicas(1, `"flotilla.io/scale-down-to":null`), metav1.PatchOptions{}); err != nil {
 		t.Errorf("10 -> 1 under the workload's own 90%% limit: %v", err)
 	}
 	// Another namespace sets no limit.
