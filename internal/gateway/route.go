@@ -38,6 +38,8 @@ func newMemberRoute(name string, cfg *rest.Config) (*memberRoute, error) {
 	// one that does (compromised, or an impostor at its address) would
 	// send the user's client, with its credentials, wherever it likes. As
 	// kube-apiserver does for aggregated APIs, the redirect becomes a 502.
+	// (This covers logs and deletion; exec, attach and port-forward are
+	// upgrades, which the handler already fails on any 3xx.)
 	h.RejectForwardingRedirects = true
 	return &memberRoute{host: host, handler: h}, nil
 }

@@ -3,6 +3,7 @@ package templates
 import (
 	"cmp"
 	"container/list"
+	"context"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -172,9 +173,17 @@ func (c *Cache) LastSeenOrphan(k Key, uid types.UID) bool {
 // (LastSeenOrphan), or it was protected from deletion (protected: as its
 // FederatedObject recorded, v1alpha1.AnnotationTemplateProtected) and went
 // with its kind's CRD, whose cleanup deletes past the admission policy
-// that protects it (RemovedWithCRD).
-func (c *Cache) GoneKeepsCopies(k Key, uid types.UID, protected bool) bool {
-	return c.LastSeenOrphan(k, uid) || (protected && c.RemovedWithCRD(k.GroupKind()))
+// that protects it (RemovedWithCRDNow: the host is asked when the cache
+// has not seen the CRD's deletion yet). An error says that cannot be told
+// yet; ask again.
+func (c *Cache) GoneKeepsCopies(ctx context.Context, k Key, uid types.UID, protected bool) (bool, error) {
+	if c.LastSeenOrphan(k, uid) {
+		return true, nil
+	}
+	if !protected {
+		return false, nil
+	}
+	return c.RemovedWithCRDNow(ctx, k.GroupKind())
 }
 
 // DeletingKeepsCopies reports whether the member copies of tmpl, whose

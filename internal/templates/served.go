@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -143,6 +145,59 @@ func (c *Cache) RemovedWithCRD(gk schema.GroupKind) bool {
 		return crd.sawDeleted
 	}
 	return crd.deleting || (!crd.found && crd.sawDeleted)
+}
+
+// RemovedWithCRDNow is RemovedWithCRD that asks the host when the cache
+// says no. The cache hears of a CRD and of its kind's objects through
+// different watches, so the delete events of the objects its cleanup
+// removes can come before the CRD's own deletion is seen. A kind that no
+// CRD in the cache defines is never removed with one (no question asked).
+// The kind's CRDs that the host no longer holds, or holds being deleted,
+// took its objects with them.
+func (c *Cache) RemovedWithCRDNow(ctx context.Context, gk schema.GroupKind) (bool, error) {
+	if c.RemovedWithCRD(gk) {
+		return true, nil
+	}
+	if !c.gatesOpen() {
+		return false, ErrNotSynced
+	}
+	crds, err := c.List(crdKind, "")
+	if err != nil {
+		return false, err
+	}
+	var names []string
+	for _, u := range crds {
+		if defined, ok := definedKind(u); ok && defined == gk {
+			names = append(names, u.GetName())
+		}
+	}
+	res := c.client.Resource(schema.GroupVersionResource{Group: crdKind.Group, Version: "v1", Resource: "customresourcedefinitions"})
+	return crdsGone(gk, names, func(name string) (*unstructured.Unstructured, error) {
+		return res.Get(ctx, name, metav1.GetOptions{})
+	})
+}
+
+// crdsGone reports whether none of the CRDs names (those the cache knows
+// to define gk) still defines gk on the host, as get reads them: each is
+// gone, being deleted, or defines another kind now. No names: gk is not
+// a CRD's kind, so not gone with one.
+func crdsGone(gk schema.GroupKind, names []string, get func(name string) (*unstructured.Unstructured, error)) (bool, error) {
+	if len(names) == 0 {
+		return false, nil
+	}
+	for _, name := range names {
+		live, err := get(name)
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return false, fmt.Errorf("read CRD %s: %w", name, err)
+		}
+		if defined, _ := definedKind(live); defined == gk && live.GetDeletionTimestamp().IsZero() {
+			return false, nil // it still defines the kind
+		}
+	}
+	return true, nil
 }
 
 // definedBy reports whether a CRD of crds defines gk, and whether every

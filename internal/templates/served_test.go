@@ -152,3 +152,52 @@ func TestDefinedBy(t *testing.T) {
 		}
 	}
 }
+
+func TestCRDsGone(t *testing.T) {
+	gizmo := schema.GroupKind{Group: "example.com", Kind: "Gizmo"}
+	crd := func(kind string, deleting bool) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"spec": map[string]any{"group": "example.com", "names": map[string]any{"kind": kind}},
+		}}
+		if deleting {
+			u.SetDeletionTimestamp(&metav1.Time{Time: time.Now()})
+		}
+		return u
+	}
+	notFound := apierrors.NewNotFound(schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}, "x")
+	tests := []struct {
+		name    string
+		names   []string
+		host    map[string]*unstructured.Unstructured // nil entry: not found
+		err     error
+		gone    bool
+		wantErr bool
+	}{
+		{name: "not a CRD's kind", gone: false},
+		{name: "the CRD lives", names: []string{"gizmos.example.com"}, host: map[string]*unstructured.Unstructured{"gizmos.example.com": crd("Gizmo", false)}},
+		{name: "the CRD is being deleted (the cache has not seen it yet)", names: []string{"gizmos.example.com"}, host: map[string]*unstructured.Unstructured{"gizmos.example.com": crd("Gizmo", true)}, gone: true},
+		{name: "the CRD is gone", names: []string{"gizmos.example.com"}, host: map[string]*unstructured.Unstructured{"gizmos.example.com": nil}, gone: true},
+		{name: "a CRD of that name defines another kind now", names: []string{"gizmos.example.com"}, host: map[string]*unstructured.Unstructured{"gizmos.example.com": crd("Widget", false)}, gone: true},
+		{name: "one of two CRDs still defines it", names: []string{"a.example.com", "b.example.com"}, host: map[string]*unstructured.Unstructured{"a.example.com": nil, "b.example.com": crd("Gizmo", false)}},
+		{name: "the host cannot be asked", names: []string{"gizmos.example.com"}, err: errors.New("connection refused"), wantErr: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			gone, err := crdsGone(gizmo, tc.names, func(name string) (*unstructured.Unstructured, error) {
+				if tc.err != nil {
+					return nil, tc.err
+				}
+				if u := tc.host[name]; u != nil {
+					return u, nil
+				}
+				return nil, notFound
+			})
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("error %v, want error %v", err, tc.wantErr)
+			}
+			if gone != tc.gone {
+				t.Fatalf("gone %v, want %v", gone, tc.gone)
+			}
+		})
+	}
+}

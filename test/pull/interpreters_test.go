@@ -150,7 +150,7 @@ func TestCustomWorkloads(t *testing.T) {
 	all := []string{push, push2, pull}
 	for _, k := range customKinds {
 		waitDivided(t, dyn, k.gvr, ns, "web", map[string]int64{push: 3, push2: 3, pull: 3})
-		waitHostColumns(t, k.resource, k.kind, ns, "web", 9)
+		waitHostColumns(t, k.resource, k.kind+"."+k.gvr.Group, ns, "web", 9)
 	}
 	eventually(t, "the mounted ConfigMap in every member", func(ctx context.Context) error {
 		for _, m := range all {
@@ -165,7 +165,7 @@ func TestCustomWorkloads(t *testing.T) {
 	// subresource, as kubectl scale does).
 	kubectlGateway(t, "scale", "-n", ns, "clonesets.apps.kruise.io/web", "--replicas", "6")
 	waitDivided(t, dyn, customKinds[0].gvr, ns, "web", map[string]int64{push: 2, push2: 2, pull: 2})
-	waitHostColumns(t, customKinds[0].resource, customKinds[0].kind, ns, "web", 6)
+	waitHostColumns(t, customKinds[0].resource, customKinds[0].kind+"."+customKinds[0].gvr.Group, ns, "web", 6)
 
 	// A push member whose apiserver stops: after the failure threshold and
 	// the grace period its replicas move to the others.
@@ -341,11 +341,12 @@ func waitDivided(t *testing.T, dyn map[string]dynamic.Interface, gvr schema.Grou
 }
 
 // waitHostColumns waits until `kubectl get` through the gateway shows the
-// host object with want desired and want ready (the members' sum). While
+// host object (of kindGroup, Kind.group) with want desired and want ready
+// (the members' sum). While
 // it does not, the error quotes the propagation status of each member
 // (the FederatedObject's status.clusters), which says whose copy the host
 // is still waiting for.
-func waitHostColumns(t *testing.T, resource, kind, ns, name string, want int) {
+func waitHostColumns(t *testing.T, resource, kindGroup, ns, name string, want int) {
 	t.Helper()
 	eventually(t, fmt.Sprintf("kubectl get %s %s shows %d desired and ready", resource, name, want), func(ctx context.Context) error {
 		out, err := kubectlGatewayErr("get", resource, name, "-n", ns, "--no-headers",
@@ -356,8 +357,7 @@ func waitHostColumns(t *testing.T, resource, kind, ns, name string, want int) {
 		f := strings.Fields(out)
 		w := fmt.Sprint(want)
 		if len(f) != 5 || f[0] != w || f[1] != w || f[2] != w || f[3] != f[4] {
-			group := strings.SplitN(resource, ".", 2)[1]
-			fo, _ := kubectlGatewayErr("get", "federatedobjects.flotilla.io", name+"."+strings.ToLower(kind)+"."+group, "-n", ns, "-o", "jsonpath={.status.clusters}")
+			fo, _ := kubectlGatewayErr("get", "federatedobjects.flotilla.io", name+"."+strings.ToLower(kindGroup), "-n", ns, "-o", "jsonpath={.status.clusters}")
 			return fmt.Errorf("got %q; propagation %s", strings.TrimSpace(out), strings.TrimSpace(fo))
 		}
 		return nil

@@ -21,7 +21,7 @@ import (
 // before fo is deleted, so that the follower's placement never misses
 // them.
 func (r *Reconciler) keepFollowers(ctx context.Context, fo *v1alpha1.FederatedObject) error {
-	clusters := heldClusters(fo)
+	clusters := heldClusters(fo, true)
 	if len(clusters) == 0 {
 		return nil
 	}
@@ -48,30 +48,44 @@ func (r *Reconciler) keepFollowers(ctx context.Context, fo *v1alpha1.FederatedOb
 	return nil
 }
 
-// heldClusters returns the clusters fo places, or still holds a copy in.
-func heldClusters(fo *v1alpha1.FederatedObject) []string {
+// heldClusters returns the clusters fo places, or still holds a copy in;
+// with deleting, also those whose copy is being deleted (it left the
+// placement earlier).
+func heldClusters(fo *v1alpha1.FederatedObject, deleting bool) []string {
 	var clusters []string
 	for _, p := range fo.Placement() {
 		clusters = append(clusters, p.Cluster)
 	}
 	for _, c := range fo.Status.Clusters {
-		clusters = append(clusters, c.Cluster)
+		if deleting || c.Reason != v1alpha1.PropagationDeleting {
+			clusters = append(clusters, c.Cluster)
+		}
 	}
 	return clusters
 }
 
-// keepIn adds clusters to the ones fo, a follower, keeps its copies in
+// keepIn adds clusters to the ones fo keeps its copies in as a follower
 // (v1alpha1.AnnotationKeptForOrphans), and reports whether that changed
 // fo.
 func keepIn(fo *v1alpha1.FederatedObject, clusters []string) bool {
-	kept := fedobj.KeptForOrphans(fo)
-	merged := slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(kept), clusters...))))
-	if slices.Equal(kept, merged) {
+	return setKept(fo, append(slices.Clone(fedobj.KeptForOrphans(fo)), clusters...))
+}
+
+// setKept sets the clusters fo keeps its copies in as a follower to
+// clusters (none: the annotation goes), and reports whether that changed
+// fo.
+func setKept(fo *v1alpha1.FederatedObject, clusters []string) bool {
+	kept := slices.Compact(slices.Sorted(slices.Values(clusters)))
+	if slices.Equal(fedobj.KeptForOrphans(fo), kept) {
 		return false
+	}
+	if len(kept) == 0 {
+		delete(fo.Annotations, v1alpha1.AnnotationKeptForOrphans)
+		return true
 	}
 	if fo.Annotations == nil {
 		fo.Annotations = map[string]string{}
 	}
-	fo.Annotations[v1alpha1.AnnotationKeptForOrphans] = strings.Join(merged, ",")
+	fo.Annotations[v1alpha1.AnnotationKeptForOrphans] = strings.Join(kept, ",")
 	return true
 }

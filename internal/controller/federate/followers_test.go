@@ -205,4 +205,27 @@ func TestObjectBecomingAFollowerKeepsItsCopies(t *testing.T) {
 	if kept := fedobj.KeptForOrphans(fo); !slices.Equal(kept, []string{memberName, secondMember}) {
 		t.Fatalf("kept for orphans %v, want both members", kept)
 	}
+
+	// A policy selecting it again decides alone: what it kept as a
+	// follower is forgotten, so that it cannot come back should the
+	// object turn into a follower once more.
+	cfgPolicy = cfgPolicy.DeepCopy()
+	cfgPolicy.ResourceVersion = ""
+	cfgPolicy.Spec.Placement.ClusterNames = []string{secondMember}
+	if err := admin.Create(ctx, cfgPolicy); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, time.Minute, "the ConfigMap placed by its policy again, keeping nothing for orphans", func(ctx context.Context) error {
+		fo := &v1alpha1.FederatedObject{}
+		if err := admin.Get(ctx, cfgKey, fo); err != nil {
+			return err
+		}
+		if fo.Spec.Policy == nil || fo.Spec.Policy.Name != cfgPolicy.Name {
+			return fmt.Errorf("placed by %v", fo.Spec.Policy)
+		}
+		if kept := fedobj.KeptForOrphans(fo); len(kept) > 0 {
+			return fmt.Errorf("still keeps %v for orphans", kept)
+		}
+		return nil
+	})
 }

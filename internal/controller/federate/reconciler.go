@@ -132,7 +132,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, key templates.Key) (reconcil
 			r.Templates.ForgetOrphan(key) // nothing left to decide
 			return reconcile.Result{}, nil
 		}
-		mode := goneRelease(fo.Annotations[v1alpha1.AnnotationRelease], goneKeepsCopies(r.Templates, key, fo))
+		keep, err := goneKeepsCopies(ctx, r.Templates, key, fo)
+		if err != nil {
+			// Not known yet (the host could not be asked): never taken
+			// for "delete the copies".
+			return reconcile.Result{RequeueAfter: templates.RetryAfter(err, 5*time.Second)}, nil
+		}
+		mode := goneRelease(fo.Annotations[v1alpha1.AnnotationRelease], keep)
 		return r.result(r.deleteFederatedObject(ctx, fo, mode))
 	}
 	if !tmpl.GetDeletionTimestamp().IsZero() {
@@ -324,8 +330,8 @@ func keepsCopies(tmpl *unstructured.Unstructured) bool {
 
 // goneKeepsCopies is templates.Cache.GoneKeepsCopies for the template of
 // fo, which is gone.
-func goneKeepsCopies(c *templates.Cache, key templates.Key, fo *v1alpha1.FederatedObject) bool {
-	return c.GoneKeepsCopies(key, fo.Spec.Template.UID, fo.Annotations[v1alpha1.AnnotationTemplateProtected] == "true")
+func goneKeepsCopies(ctx context.Context, c *templates.Cache, key templates.Key, fo *v1alpha1.FederatedObject) (bool, error) {
+	return c.GoneKeepsCopies(ctx, key, fo.Spec.Template.UID, fo.Annotations[v1alpha1.AnnotationTemplateProtected] == "true")
 }
 
 // goneRelease decides what happens to the member copies of a template
@@ -398,13 +404,20 @@ func (r *Reconciler) ensure(ctx context.Context, key templates.Key, tmpl *unstru
 	}
 	policyChanged := !equality.Semantic.DeepEqual(fo.Spec.Policy, policyRef)
 	fo = fo.DeepCopy()
-	if fo.Spec.Policy != nil && policyRef == nil {
+	switch {
+	case fo.Spec.Policy != nil && policyRef == nil:
 		// No policy selects it any more, but a propagated workload
 		// references it: from now on it follows its workloads. Where its
 		// policy put it, its copies stay, as an unselected object's do
 		// (pods that Flotilla does not manage may use them); they go when
-		// it is deleted in the host.
-		keepIn(fo, heldClusters(fo))
+		// it is deleted in the host. (Copies being deleted had left the
+		// policy's placement already.)
+		setKept(fo, heldClusters(fo, false))
+	case fo.Spec.Policy == nil && policyRef != nil:
+		// A policy places it from now on; what it kept as a follower is
+		// the policy's to decide, and must not come back should it turn
+		// into a follower again.
+		setKept(fo, nil)
 	}
 	recordAnnotation(fo, v1alpha1.AnnotationRelease, v1alpha1.ReleaseOrphan, orphan)
 	recordAnnotation(fo, v1alpha1.AnnotationTemplateProtected, "true", protected)

@@ -56,7 +56,11 @@ func (r *Reconciler) unwatchedKind(ctx context.Context, key templates.Key) (reco
 	case live != nil:
 		return reconcile.Result{RequeueAfter: unwatchedRetry}, nil
 	}
-	mode := goneRelease(fo.Annotations[v1alpha1.AnnotationRelease], goneKeepsCopies(r.Templates, key, fo))
+	keep, err := goneKeepsCopies(ctx, r.Templates, key, fo)
+	if err != nil {
+		return reconcile.Result{RequeueAfter: templates.RetryAfter(err, unwatchedRetry)}, nil
+	}
+	mode := goneRelease(fo.Annotations[v1alpha1.AnnotationRelease], keep)
 	ctrl.LoggerFrom(ctx).Info("Host object removed with its kind's CRD", "object", key, "memberCopies", mode)
 	return r.result(r.deleteFederatedObject(ctx, fo, mode))
 }

@@ -41,7 +41,11 @@ func (r *Reconciler) cleanup(ctx context.Context, fo *v1alpha1.FederatedObject, 
 		// The template's events bring it back; the period is a backstop.
 		return reconcile.Result{RequeueAfter: time.Minute}, nil
 	}
-	keep, alive := r.orphans(fo, tmpl)
+	keep, alive, err := r.orphans(ctx, fo, tmpl)
+	if err != nil {
+		// Not known yet: the copies stay meanwhile.
+		return reconcile.Result{RequeueAfter: templates.RetryAfter(err, 5*time.Second)}, nil
+	}
 	if keep && alive {
 		// Only the cache says the template lives: make sure before keeping
 		// copies that the host may have deleted.
@@ -117,7 +121,8 @@ func (r *Reconciler) noteHeld(ctx context.Context, fo *v1alpha1.FederatedObject,
 }
 
 // orphans decides whether a deleted FederatedObject's member copies stay;
-// alive says it is only because the template lives on (in the cache). The
+// alive says it is only because the template lives on (in the cache). An
+// error says it cannot be told yet. The
 // federate controller records its reason (AnnotationRelease). A
 // FederatedObject deleted by someone else (the namespace controller, the
 // garbage collector, a user) keeps its copies unless the host object or
@@ -125,21 +130,22 @@ func (r *Reconciler) noteHeld(ctx context.Context, fo *v1alpha1.FederatedObject,
 // object that is gone keeps them if its final state asked to (the garbage
 // collector may delete the FederatedObject before federate has recorded an
 // orphan annotation set just before the delete).
-func (r *Reconciler) orphans(fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured) (keep, alive bool) {
+func (r *Reconciler) orphans(ctx context.Context, fo *v1alpha1.FederatedObject, tmpl *unstructured.Unstructured) (keep, alive bool, err error) {
 	switch fo.Annotations[v1alpha1.AnnotationRelease] {
 	case v1alpha1.ReleaseOrphan:
-		return true, false
+		return true, false, nil
 	case v1alpha1.ReleaseDelete:
-		return false, false
+		return false, false, nil
 	}
 	if tmpl == nil {
-		return r.Templates.GoneKeepsCopies(templates.KeyOfReference(fo.Spec.Template), fo.Spec.Template.UID,
-			fo.Annotations[v1alpha1.AnnotationTemplateProtected] == "true"), false
+		keep, err := r.Templates.GoneKeepsCopies(ctx, templates.KeyOfReference(fo.Spec.Template), fo.Spec.Template.UID,
+			fo.Annotations[v1alpha1.AnnotationTemplateProtected] == "true")
+		return keep, false, err
 	}
 	if !tmpl.GetDeletionTimestamp().IsZero() || r.namespaceDeleting(tmpl) {
-		return r.Templates.DeletingKeepsCopies(tmpl), false
+		return r.Templates.DeletingKeepsCopies(tmpl), false, nil
 	}
-	return true, true
+	return true, true, nil
 }
 
 // outlivedByProtected reports whether fo was deleted with its namespace

@@ -28,7 +28,7 @@ type flightKey struct {
 }
 
 type flight struct {
-	what string // the intent written (a hash of the rendered object), to spot stale results
+	what string // the intent written (the rendered object's hash, options, template generation), to spot stale results
 	done chan struct{}
 
 	mu       sync.Mutex
@@ -97,13 +97,17 @@ func (f *flights) run(k flightKey, what string, wait time.Duration, job func() r
 	return fl.res, true
 }
 
-// reusable reports whether a detached job's finished result still holds
-// when it is collected. A Pending result does not: it waits for news from
-// outside the write (a pull agent's report on the intent), and that news
-// may have come while the job ran. Its event then found the job in flight
-// and was spent on collecting this result; reused, the result would stand
-// until something else touched the object. Running the job again costs
-// one cache lookup when the write is done.
+// reusable reports whether a detached job's finished result may be
+// collected instead of running the job again. A Pending result may not: it
+// waits for news from outside the write (a pull agent's report on the
+// intent), and that news may have come while the job ran. Its event then
+// found the job in flight, or merged with the wake-up, and was spent on
+// collecting this result; reused, the result would stand until something
+// else touched the object (nothing requeues a Pending result). Running
+// the job again costs one cache lookup when the write is done. Other
+// results are requeued or final; an event merged with the wake-up of a
+// push member's write (drift in the copy just written) is met again by
+// the next event or resync of that copy.
 func reusable(res result) bool {
 	return res.status.Reason != v1alpha1.PropagationPending
 }
