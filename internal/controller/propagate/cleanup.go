@@ -58,11 +58,11 @@ func (r *Reconciler) cleanup(ctx context.Context, fo *v1alpha1.FederatedObject, 
 		}
 	}
 	if !keep {
-		if held := r.namespaceHeld(fo); held != "" {
+		if held, what := r.namespaceHeld(fo); held != "" {
 			// The protected object's events do not reach this
 			// FederatedObject: the period brings it back (a look at the
 			// template cache's indexes, no request).
-			r.noteHeld(ctx, fo, held)
+			r.noteHeld(ctx, fo, what, held)
 			return reconcile.Result{RequeueAfter: 10 * time.Second}, nil
 		}
 		if res, done := r.deleteCopies(ctx, fo, tmpl); !done {
@@ -77,20 +77,22 @@ func (r *Reconciler) cleanup(ctx context.Context, fo *v1alpha1.FederatedObject, 
 		return reconcile.Result{}, fmt.Errorf("remove finalizer of %s/%s: %w", fo.Namespace, fo.Name, err)
 	}
 	r.unknownFate.Delete(fo.UID)
+	r.heldNoted.Delete(fo.UID)
 	return reconcile.Result{}, nil
 }
 
 // namespaceHeld says why the member copies of a host Namespace that is
-// gone must stay, or "": an object in it is still stored and protected
+// gone must stay, or "", and what holds them (the protected object, or
+// "unknown" while the cache cannot tell): an object in it is still stored and protected
 // from deletion (the namespace's finalization was forced while the
 // protection held it Terminating), and deleting a member namespace
 // deletes that object's copies in it. A namespace of that name created
 // again counts only the objects from before it. While the template cache
 // cannot tell (a kind still listing, or stalled), the copies stay too.
-func (r *Reconciler) namespaceHeld(fo *v1alpha1.FederatedObject) string {
+func (r *Reconciler) namespaceHeld(fo *v1alpha1.FederatedObject) (why, what string) {
 	ref := fo.Spec.Template
 	if ref.APIVersion != "v1" || ref.Kind != "Namespace" {
-		return ""
+		return "", ""
 	}
 	var before time.Time
 	if n, err := r.Templates.Get(templates.Key{Kind: "Namespace", Name: ref.Name}); err == nil && n != nil && n.GetUID() != ref.UID {
@@ -100,18 +102,20 @@ func (r *Reconciler) namespaceHeld(fo *v1alpha1.FederatedObject) string {
 	switch {
 	case err != nil:
 		return fmt.Sprintf("the member namespaces %s stay until Flotilla can tell whether an object protected from deletion (%s) is still stored in that namespace on the host: %v",
-			ref.Name, v1alpha1.AnnotationDeletionProtection, err)
+			ref.Name, v1alpha1.AnnotationDeletionProtection, err), "unknown"
 	case !ok:
-		return ""
+		return "", ""
 	}
 	return fmt.Sprintf("the member namespaces %s stay while %s %s/%s, protected from deletion (%s), is still in it on the host (the namespace's finalization was forced?); they are deleted once it is gone",
-		ref.Name, key.Kind, key.Namespace, key.Name, v1alpha1.AnnotationDeletionProtection)
+		ref.Name, key.Kind, key.Namespace, key.Name, v1alpha1.AnnotationDeletionProtection), key.String()
 }
 
-// noteHeld logs and records, once per FederatedObject, why its cleanup
-// keeps the copies for now.
-func (r *Reconciler) noteHeld(ctx context.Context, fo *v1alpha1.FederatedObject, why string) {
-	if _, seen := r.unknownFate.LoadOrStore(fo.UID, true); seen {
+// noteHeld logs and records why the cleanup of a FederatedObject keeps
+// the copies for now: once for each thing (what) that holds them, so that
+// "cannot tell yet" is followed by the protected object once it is known,
+// not every pass.
+func (r *Reconciler) noteHeld(ctx context.Context, fo *v1alpha1.FederatedObject, what, why string) {
+	if prev, seen := r.heldNoted.Swap(fo.UID, what); seen && prev == what {
 		return
 	}
 	ctrl.LoggerFrom(ctx).Info("Cleanup waiting: " + why)

@@ -75,6 +75,9 @@ type Reconciler struct {
 	// was recorded (once each), unknownFateKinds the kinds it was logged
 	// for (once each).
 	unknownFate, unknownFateKinds sync.Map
+	// heldNoted: FederatedObject UID → what its CleanupWaiting event for
+	// a held namespace last named (noteHeld).
+	heldNoted sync.Map
 }
 
 // retryAfter is when a cluster whose copy failed is tried again (events
