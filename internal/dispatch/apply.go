@@ -327,7 +327,16 @@ func (a *Applier) write(ctx context.Context, in *Intent, opts Options) (Outcome,
 			outcome = Updated
 		}
 	}
-	written, err := res.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	// A copy the member did not hold is applied without force: should an
+	// object of that name appear between the read and the write (created
+	// by someone else meanwhile), its fields are not taken over, the
+	// member refuses (409) and the copy is in conflict, as it would be had
+	// the read seen it.
+	create := live == nil
+	written, err := res.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: FieldManager, Force: !create})
+	if create && apierrors.IsConflict(err) {
+		return Conflict, fmt.Errorf("%s, created in the member by someone else meanwhile (%v): %w", describe(obj), err, ErrConflict)
+	}
 	if err != nil {
 		return "", fmt.Errorf("apply %s: %w", describe(obj), err)
 	}
