@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/klog/v2"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/workload"
@@ -327,15 +328,18 @@ func (a *Applier) write(ctx context.Context, in *Intent, opts Options) (Outcome,
 			outcome = Updated
 		}
 	}
-	// A copy the member did not hold is applied without force: should an
-	// object of that name appear between the read and the write (created
-	// by someone else meanwhile), its fields are not taken over, the
-	// member refuses (409) and the copy is in conflict, as it would be had
-	// the read seen it.
-	create := live == nil
+	// A copy the member did not hold is applied without force (unless
+	// adopting): should an object of that name appear between the read
+	// and the write (created by someone else meanwhile), its fields that
+	// the copy sets otherwise are not taken over, the member refuses (409)
+	// and the copy is in conflict, as it would be had the read seen it.
+	// (An object that sets none of them differently cannot be told apart
+	// by the apply: it is merged with, as before.)
+	create := live == nil && !opts.Adopt
 	written, err := res.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: FieldManager, Force: !create})
-	if create && apierrors.IsConflict(err) {
-		return Conflict, fmt.Errorf("%s, created in the member by someone else meanwhile (%v): %w", describe(obj), err, ErrConflict)
+	if create && (apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)) {
+		klog.FromContext(ctx).V(2).Info("Copy created in the member by someone else meanwhile", "object", describe(obj), "refusal", err.Error())
+		return Conflict, fmt.Errorf("%s: %w", describe(obj), ErrConflict)
 	}
 	if err != nil {
 		return "", fmt.Errorf("apply %s: %w", describe(obj), err)

@@ -227,7 +227,7 @@ func TestScaleDownProtection(t *testing.T) {
 	// A change cannot lift its own limit: raising it (or removing it, as a
 	// manifest applied without the annotation does) while scaling down is
 	// judged by the limit in force before.
-	if _, err := deps.Patch(ctx, "web", "application/merge-patch+json", replicas(1, `"flotilla.io/scale-down-limit":"90","flotilla.io/scale-down-to":null`), metav1.PatchOptions{}); err == nil || !strings.Contains(err.Error(), "at most 50%") {
+	if _, err := deps.Patch(ctx, "web", "application/merge-patch+json", replicas(1, `"flotilla.io/scale-down-limit":"90","flotilla.io/scale-down-to":null`), metav1.PatchOptions{}); err == nil || !strings.Contains(err.Error(), "at most 50%") || !strings.Contains(err.Error(), "the limit in force before this change") {
 		t.Errorf("10 -> 1 while raising the workload's limit to 90%%: %v, want a refusal under the 50%% in force", err)
 	}
 	if _, err := deps.Patch(ctx, "web", "application/merge-patch+json", replicas(10, `"flotilla.io/scale-down-limit":"20"`), metav1.PatchOptions{}); err != nil {

@@ -165,35 +165,36 @@ func (c *Cache) RemovedWithCRDNow(ctx context.Context, gk schema.GroupKind) (boo
 	if err != nil {
 		return false, err
 	}
-	var names []string
+	var cached []*unstructured.Unstructured
 	for _, u := range crds {
 		if defined, ok := definedKind(u); ok && defined == gk {
-			names = append(names, u.GetName())
+			cached = append(cached, u)
 		}
 	}
 	res := c.client.Resource(schema.GroupVersionResource{Group: crdKind.Group, Version: "v1", Resource: "customresourcedefinitions"})
-	return crdsGone(gk, names, func(name string) (*unstructured.Unstructured, error) {
+	return crdsGone(gk, cached, func(name string) (*unstructured.Unstructured, error) {
 		return res.Get(ctx, name, metav1.GetOptions{})
 	})
 }
 
-// crdsGone reports whether none of the CRDs names (those the cache knows
+// crdsGone reports whether none of the CRDs cached (those the cache knows
 // to define gk) still defines gk on the host, as get reads them: each is
-// gone, being deleted, or defines another kind now. No names: gk is not
-// a CRD's kind, so not gone with one.
-func crdsGone(gk schema.GroupKind, names []string, get func(name string) (*unstructured.Unstructured, error)) (bool, error) {
-	if len(names) == 0 {
+// gone, being deleted, replaced by a CRD of the same name created since
+// (its objects went with the one deleted), or defines another kind now.
+// None cached: gk is not a CRD's kind, so not gone with one.
+func crdsGone(gk schema.GroupKind, cached []*unstructured.Unstructured, get func(name string) (*unstructured.Unstructured, error)) (bool, error) {
+	if len(cached) == 0 {
 		return false, nil
 	}
-	for _, name := range names {
-		live, err := get(name)
+	for _, crd := range cached {
+		live, err := get(crd.GetName())
 		switch {
 		case apierrors.IsNotFound(err):
 			continue
 		case err != nil:
-			return false, fmt.Errorf("read CRD %s: %w", name, err)
+			return false, fmt.Errorf("read CRD %s: %w", crd.GetName(), err)
 		}
-		if defined, _ := definedKind(live); defined == gk && live.GetDeletionTimestamp().IsZero() {
+		if defined, _ := definedKind(live); defined == gk && live.GetDeletionTimestamp().IsZero() && live.GetUID() == crd.GetUID() {
 			return false, nil // it still defines the kind
 		}
 	}

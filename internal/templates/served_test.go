@@ -159,11 +159,14 @@ func TestCRDsGone(t *testing.T) {
 		u := &unstructured.Unstructured{Object: map[string]any{
 			"spec": map[string]any{"group": "example.com", "names": map[string]any{"kind": kind}},
 		}}
+		u.SetUID("uid-1")
 		if deleting {
 			u.SetDeletionTimestamp(&metav1.Time{Time: time.Now()})
 		}
 		return u
 	}
+	recreated := crd("Gizmo", false)
+	recreated.SetUID("uid-2")
 	notFound := apierrors.NewNotFound(schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}, "x")
 	tests := []struct {
 		name    string
@@ -178,12 +181,19 @@ func TestCRDsGone(t *testing.T) {
 		{name: "the CRD is being deleted (the cache has not seen it yet)", names: []string{"gizmos.example.com"}, host: map[string]*unstructured.Unstructured{"gizmos.example.com": crd("Gizmo", true)}, gone: true},
 		{name: "the CRD is gone", names: []string{"gizmos.example.com"}, host: map[string]*unstructured.Unstructured{"gizmos.example.com": nil}, gone: true},
 		{name: "a CRD of that name defines another kind now", names: []string{"gizmos.example.com"}, host: map[string]*unstructured.Unstructured{"gizmos.example.com": crd("Widget", false)}, gone: true},
+		{name: "the CRD deleted and created again (the cache has seen neither)", names: []string{"gizmos.example.com"}, host: map[string]*unstructured.Unstructured{"gizmos.example.com": recreated}, gone: true},
 		{name: "one of two CRDs still defines it", names: []string{"a.example.com", "b.example.com"}, host: map[string]*unstructured.Unstructured{"a.example.com": nil, "b.example.com": crd("Gizmo", false)}},
 		{name: "the host cannot be asked", names: []string{"gizmos.example.com"}, err: errors.New("connection refused"), wantErr: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			gone, err := crdsGone(gizmo, tc.names, func(name string) (*unstructured.Unstructured, error) {
+			var cached []*unstructured.Unstructured
+			for _, n := range tc.names {
+				u := crd("Gizmo", false)
+				u.SetName(n)
+				cached = append(cached, u)
+			}
+			gone, err := crdsGone(gizmo, cached, func(name string) (*unstructured.Unstructured, error) {
 				if tc.err != nil {
 					return nil, tc.err
 				}

@@ -136,6 +136,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key templates.Key) (reconcil
 		if err != nil {
 			// Not known yet (the host could not be asked): never taken
 			// for "delete the copies".
+			ctrl.LoggerFrom(ctx).V(1).Info("Keeping the copies of a gone object until its kind's CRD can be read", "reason", err.Error())
 			return reconcile.Result{RequeueAfter: templates.RetryAfter(err, 5*time.Second)}, nil
 		}
 		mode := goneRelease(fo.Annotations[v1alpha1.AnnotationRelease], keep)

@@ -58,6 +58,7 @@ func (r *Reconciler) unwatchedKind(ctx context.Context, key templates.Key) (reco
 	}
 	keep, err := goneKeepsCopies(ctx, r.Templates, key, fo)
 	if err != nil {
+		ctrl.LoggerFrom(ctx).V(1).Info("Keeping the copies of a gone object until its kind's CRD can be read", "reason", err.Error())
 		return reconcile.Result{RequeueAfter: templates.RetryAfter(err, unwatchedRetry)}, nil
 	}
 	mode := goneRelease(fo.Annotations[v1alpha1.AnnotationRelease], keep)

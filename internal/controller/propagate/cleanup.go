@@ -44,6 +44,7 @@ func (r *Reconciler) cleanup(ctx context.Context, fo *v1alpha1.FederatedObject, 
 	keep, alive, err := r.orphans(ctx, fo, tmpl)
 	if err != nil {
 		// Not known yet: the copies stay meanwhile.
+		ctrl.LoggerFrom(ctx).V(1).Info("Keeping the copies until the host object's fate is known", "reason", err.Error())
 		return reconcile.Result{RequeueAfter: templates.RetryAfter(err, 5*time.Second)}, nil
 	}
 	if keep && alive {
