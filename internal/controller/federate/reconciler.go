@@ -412,7 +412,8 @@ func (r *Reconciler) ensure(ctx context.Context, key templates.Key, tmpl *unstru
 		// policy put it, its copies stay, as an unselected object's do
 		// (pods that Flotilla does not manage may use them); they go when
 		// it is deleted in the host. (Copies being deleted had left the
-		// policy's placement already.)
+		// policy's placement already; copies still waiting out a graceful
+		// eviction run, and stay like the others.)
 		setKept(fo, heldClusters(fo, false))
 	case fo.Spec.Policy == nil && policyRef != nil:
 		// A policy places it from now on; what it kept as a follower is
