@@ -61,11 +61,18 @@ func (c *writeCounter) take() []string {
 // applier returns an Applier for member-1 and the counter of its writes.
 func applier(t *testing.T) (*dispatch.Applier, *writeCounter) {
 	t.Helper()
+	counter := &writeCounter{}
+	return wrappedApplier(t, func(rt http.RoundTripper) http.RoundTripper { counter.rt = rt; return counter }), counter
+}
+
+// wrappedApplier returns an Applier for member-1 whose requests go through
+// the transport wrap returns.
+func wrappedApplier(t *testing.T, wrap func(http.RoundTripper) http.RoundTripper) *dispatch.Applier {
+	t.Helper()
 	testenv.Need(t, env)
 	m := env.Members[0]
-	counter := &writeCounter{}
 	cfg := rest.CopyConfig(m.Config)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { counter.rt = rt; return counter })
+	cfg.Wrap(wrap)
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +82,7 @@ func applier(t *testing.T) (*dispatch.Applier, *writeCounter) {
 		t.Fatal(err)
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
-	return &dispatch.Applier{Client: dyn, Mapper: mapper}, counter
+	return &dispatch.Applier{Client: dyn, Mapper: mapper}
 }
 
 var deploymentGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}

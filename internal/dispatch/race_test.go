@@ -10,11 +10,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
 
 	"github.com/flotilla-io/flotilla/internal/dispatch"
 	"github.com/flotilla-io/flotilla/internal/testenv"
@@ -48,8 +43,7 @@ func TestCopyCreatedMeanwhileIsNotTakenOver(t *testing.T) {
 	testenv.Need(t, env)
 	ns := env.Namespace(t)
 	ctx := context.Background()
-	m := env.Members[0]
-	res := m.Dynamic.Resource(deploymentGVR).Namespace(ns)
+	res := env.Members[0].Dynamic.Resource(deploymentGVR).Namespace(ns)
 	race := &createdMeanwhile{
 		path: "/apis/apps/v1/namespaces/" + ns + "/deployments/web",
 		create: func() error {
@@ -57,17 +51,7 @@ func TestCopyCreatedMeanwhileIsNotTakenOver(t *testing.T) {
 			return err
 		},
 	}
-	cfg := rest.CopyConfig(m.Config)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { race.rt = rt; return race })
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	disco, err := discovery.NewDiscoveryClientForConfig(m.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := &dispatch.Applier{Client: dyn, Mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))}
+	a := wrappedApplier(t, func(rt http.RoundTripper) http.RoundTripper { race.rt = rt; return race })
 
 	got, err := a.Apply(ctx, deployment(ns, "web", "nginx:1.27"), dispatch.Options{})
 	if race.err != nil {

@@ -36,22 +36,7 @@ func TestNamespaceDeletionSparesAProtectedWorkload(t *testing.T) {
 	startControlPlane(t)
 	ctx := context.Background()
 	host := env.Host.Client.CoreV1().Namespaces()
-	ns := fmt.Sprintf("protected-%d", time.Now().UnixNano()%1e6)
-	if _, err := host.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = host.Delete(context.Background(), ns, metav1.DeleteOptions{}) })
-	cpp := &v1alpha1.ClusterPropagationPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: ns},
-		Spec: v1alpha1.PropagationSpec{ResourceSelectors: []v1alpha1.ResourceSelector{{APIVersion: "v1", Kind: "Namespace", Name: ns}},
-			Placement: v1alpha1.Placement{ClusterNames: []string{memberName}}},
-	}
-	if err := admin.Create(ctx, cpp); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = admin.Delete(context.Background(), cpp) })
-	nsFO := types.NamespacedName{Namespace: v1alpha1.SystemNamespace, Name: ns + ".namespace"}
-	waitForCluster(t, nsFO, v1alpha1.PropagationOK)
+	ns, _ := propagatedNamespace(t, "protected")
 	dep, foKey := propagatedDeployment(t, ns)
 	annotate(t, *dep, v1alpha1.AnnotationDeletionProtection, "true")
 	op := &v1alpha1.OverridePolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "site"}, Spec: v1alpha1.OverrideSpec{
@@ -286,22 +271,7 @@ func TestForcedNamespaceFinalizationSparesAProtectedWorkload(t *testing.T) {
 	startControlPlane(t)
 	ctx := context.Background()
 	host := env.Host.Client.CoreV1().Namespaces()
-	ns := fmt.Sprintf("forced-%d", time.Now().UnixNano()%1e6)
-	if _, err := host.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = host.Delete(context.Background(), ns, metav1.DeleteOptions{}) })
-	cpp := &v1alpha1.ClusterPropagationPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: ns},
-		Spec: v1alpha1.PropagationSpec{ResourceSelectors: []v1alpha1.ResourceSelector{{APIVersion: "v1", Kind: "Namespace", Name: ns}},
-			Placement: v1alpha1.Placement{ClusterNames: []string{memberName}}},
-	}
-	if err := admin.Create(ctx, cpp); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = admin.Delete(context.Background(), cpp) })
-	nsKey := types.NamespacedName{Namespace: v1alpha1.SystemNamespace, Name: ns + ".namespace"}
-	waitForCluster(t, nsKey, v1alpha1.PropagationOK)
+	ns, nsKey := propagatedNamespace(t, "forced")
 	nsFO := &v1alpha1.FederatedObject{}
 	if err := admin.Get(ctx, nsKey, nsFO); err != nil {
 		t.Fatal(err)
@@ -361,4 +331,31 @@ func TestForcedNamespaceFinalizationSparesAProtectedWorkload(t *testing.T) {
 		}
 		return fmt.Errorf("still there (deleting since %v, finalizers %v)", fo.DeletionTimestamp, fo.Finalizers)
 	})
+}
+
+// propagatedNamespace creates a host namespace named prefix-<n>, places it
+// on the first member with a ClusterPropagationPolicy (both deleted when
+// the test ends), waits until its copy is OK there, and returns its name
+// and its FederatedObject's key.
+func propagatedNamespace(t *testing.T, prefix string) (string, types.NamespacedName) {
+	t.Helper()
+	ctx := context.Background()
+	host := env.Host.Client.CoreV1().Namespaces()
+	ns := fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano()%1e6)
+	if _, err := host.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = host.Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	cpp := &v1alpha1.ClusterPropagationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: ns},
+		Spec: v1alpha1.PropagationSpec{ResourceSelectors: []v1alpha1.ResourceSelector{{APIVersion: "v1", Kind: "Namespace", Name: ns}},
+			Placement: v1alpha1.Placement{ClusterNames: []string{memberName}}},
+	}
+	if err := admin.Create(ctx, cpp); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = admin.Delete(context.Background(), cpp) })
+	key := types.NamespacedName{Namespace: v1alpha1.SystemNamespace, Name: ns + ".namespace"}
+	waitForCluster(t, key, v1alpha1.PropagationOK)
+	return ns, key
 }
