@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/flotilla-io/flotilla/internal/scheduler/nodefit"
 )
@@ -204,7 +205,7 @@ func (c *Capacity) DeletePod(key string) {
 // a pod's usage (never 0 once anything was recorded).
 func (c *Capacity) Version() uint64 { return c.version }
 
-// Bound returns how many pods of a workload (namespace/name) are bound to
+// Bound returns how many pods of a workload (its WorkloadKey) are bound to
 // nodes, not terminated and not being deleted. A pod being deleted still
 // holds its node's resources, but it is no replica the workload will keep.
 func (c *Capacity) Bound(workload string) int32 { return c.bound[workload] }
@@ -385,20 +386,32 @@ func boundWorkload(pod *corev1.Pod) string {
 	return workloadOf(pod)
 }
 
-// workloadOf names the workload a pod belongs to, as namespace/name: its
-// controller, or for a ReplicaSet's pod the Deployment the ReplicaSet's
-// name carries (the name less "-" and the pod-template-hash label). "" when
-// the pod has no controller.
+// WorkloadKey names a workload in Capacity.Bound and in the scheduler's
+// ledger: API group, kind, namespace and name. A Deployment and a
+// StatefulSet (or a Job) of the same name in one namespace are different
+// workloads with pods of their own.
+func WorkloadKey(group, kind, namespace, name string) string {
+	return group + "/" + kind + "/" + namespace + "/" + name
+}
+
+// workloadOf names the workload a pod belongs to (WorkloadKey): its
+// controller, or for a pod of an apps ReplicaSet the Deployment the
+// ReplicaSet's name carries (the name less "-" and the pod-template-hash
+// label). "" when the pod has no controller.
 func workloadOf(pod *corev1.Pod) string {
 	for _, ref := range pod.OwnerReferences {
 		if ref.Controller == nil || !*ref.Controller {
 			continue
 		}
-		name := ref.Name
-		if h := pod.Labels["pod-template-hash"]; ref.Kind == "ReplicaSet" && h != "" {
-			name = strings.TrimSuffix(name, "-"+h)
+		group := ""
+		if gv, err := schema.ParseGroupVersion(ref.APIVersion); err == nil {
+			group = gv.Group
 		}
-		return pod.Namespace + "/" + name
+		kind, name := ref.Kind, ref.Name
+		if h := pod.Labels["pod-template-hash"]; group == "apps" && kind == "ReplicaSet" && h != "" {
+			kind, name = "Deployment", strings.TrimSuffix(name, "-"+h)
+		}
+		return WorkloadKey(group, kind, pod.Namespace, name)
 	}
 	return ""
 }

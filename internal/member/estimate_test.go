@@ -15,12 +15,19 @@ import (
 func controlledBy(kind, name, hash string) func(*corev1.Pod) {
 	return func(p *corev1.Pod) {
 		p.Namespace = "ns"
-		p.OwnerReferences = []metav1.OwnerReference{{Kind: kind, Name: name, Controller: ptr.To(true)}}
+		apiVersion := "apps/v1"
+		if kind == "CloneSet" {
+			apiVersion = "apps.kruise.io/v1alpha1"
+		}
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: name, Controller: ptr.To(true)}}
 		if hash != "" {
 			p.Labels = map[string]string{"pod-template-hash": hash}
 		}
 	}
 }
+
+// webKey is the WorkloadKey of Deployment ns/web, whose pods the tests make.
+var webKey = WorkloadKey("apps", "Deployment", "ns", "web")
 
 func TestWorkloadOf(t *testing.T) {
 	tests := []struct {
@@ -28,10 +35,17 @@ func TestWorkloadOf(t *testing.T) {
 		pod  *corev1.Pod
 		want string
 	}{
-		{"deployment pod", mkPod("n", nil, controlledBy("ReplicaSet", "web-5d8f7c", "5d8f7c")), "ns/web"},
-		{"bare replicaset", mkPod("n", nil, controlledBy("ReplicaSet", "rs", "")), "ns/rs"},
-		{"statefulset pod", mkPod("n", nil, controlledBy("StatefulSet", "db", "")), "ns/db"},
-		{"custom workload", mkPod("n", nil, controlledBy("CloneSet", "cs", "")), "ns/cs"},
+		{"deployment pod", mkPod("n", nil, controlledBy("ReplicaSet", "web-5d8f7c", "5d8f7c")), "apps/Deployment/ns/web"},
+		{"bare replicaset", mkPod("n", nil, controlledBy("ReplicaSet", "rs", "")), "apps/ReplicaSet/ns/rs"},
+		{"statefulset pod", mkPod("n", nil, controlledBy("StatefulSet", "db", "")), "apps/StatefulSet/ns/db"},
+		// A Deployment and a StatefulSet of one name count apart.
+		{"statefulset named like a deployment", mkPod("n", nil, controlledBy("StatefulSet", "web", "")), "apps/StatefulSet/ns/web"},
+		{"custom workload", mkPod("n", nil, controlledBy("CloneSet", "cs", "")), "apps.kruise.io/CloneSet/ns/cs"},
+		{"a replicaset of another group is not a deployment's", mkPod("n", nil, func(p *corev1.Pod) {
+			p.Namespace = "ns"
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "example.com/v1", Kind: "ReplicaSet", Name: "r-1", Controller: ptr.To(true)}}
+			p.Labels = map[string]string{"pod-template-hash": "1"}
+		}), "example.com/ReplicaSet/ns/r-1"},
 		{"no controller", mkPod("n", nil), ""},
 	}
 	for _, tt := range tests {
@@ -65,7 +79,7 @@ func TestCapacityFit(t *testing.T) {
 	web := controlledBy("ReplicaSet", "web-abc", "abc")
 	c.SetPod("ns/web-1", mkPod("big", rl("cpu", "3"), web))
 	want("3 cpus used on big", 2)
-	if got := c.Bound("ns/web"); got != 1 {
+	if got := c.Bound(webKey); got != 1 {
 		t.Errorf("Bound(ns/web) = %d, want 1", got)
 	}
 	c.SetPod("ns/web-1", mkPod("big", rl("cpu", "3"), web, phase(corev1.PodPending)))
@@ -76,7 +90,7 @@ func TestCapacityFit(t *testing.T) {
 	want("taint removed", 2)
 	c.SetPod("ns/web-1", mkPod("big", rl("cpu", "3"), web, phase(corev1.PodSucceeded)))
 	want("pod done", 4)
-	if got := c.Bound("ns/web"); got != 0 {
+	if got := c.Bound(webKey); got != 0 {
 		t.Errorf("Bound(ns/web) after the pod ended = %d, want 0", got)
 	}
 	c.SetPod("ns/other", mkPod("small", rl("cpu", "1")))
@@ -148,24 +162,25 @@ func TestCapacityFitIncremental(t *testing.T) {
 // from the pods bound to it is not counted as a node.
 func TestPodsBeingDeletedAndNodesNotSeen(t *testing.T) {
 	c := NewCapacity()
+	sts := WorkloadKey("apps", "StatefulSet", "ns", "web")
 	shape := nodefit.NewShape(&corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: rl("cpu", "2")}}}})
 	c.SetNode(mkNode("n1", rl("cpu", "8", "pods", "110")))
 	c.SetPod("ns/web-a", mkPod("n1", rl("cpu", "2"), controlledBy("StatefulSet", "web", "")))
 	c.SetPod("ns/web-b", mkPod("n1", rl("cpu", "2"), controlledBy("StatefulSet", "web", "")))
-	if got := c.Bound("ns/web"); got != 2 {
+	if got := c.Bound(sts); got != 2 {
 		t.Fatalf("Bound = %d, want 2", got)
 	}
 	deleting := mkPod("n1", rl("cpu", "2"), controlledBy("StatefulSet", "web", ""))
 	deleting.DeletionTimestamp = &metav1.Time{}
 	c.SetPod("ns/web-b", deleting)
-	if got := c.Bound("ns/web"); got != 1 {
+	if got := c.Bound(sts); got != 1 {
 		t.Errorf("with one pod being deleted Bound = %d, want 1", got)
 	}
 	if got := c.Fit(shape).Replicas; got != 2 {
 		t.Errorf("the pod being deleted should still hold its 2 cpus: Fit = %d, want 2", got)
 	}
 	c.DeletePod("ns/web-b")
-	if got, fit := c.Bound("ns/web"), c.Fit(shape).Replicas; got != 1 || fit != 3 {
+	if got, fit := c.Bound(sts), c.Fit(shape).Replicas; got != 1 || fit != 3 {
 		t.Errorf("after the deletion Bound = %d, Fit = %d; want 1, 3", got, fit)
 	}
 

@@ -49,9 +49,11 @@ type Estimator struct {
 	workloads map[string]string // unit key (the FederatedObject's) → Workload
 }
 
-// Workload is the member-side namespace/name of a unit's object, the key
-// of its bound pods and reservations.
-func Workload(u *framework.Unit) string { return u.Namespace + "/" + u.Name }
+// Workload is the member-side key of a unit's object (member.WorkloadKey),
+// the key of its bound pods and reservations.
+func Workload(u *framework.Unit) string {
+	return member.WorkloadKey(u.GVK.Group, u.GVK.Kind, u.Namespace, u.Name)
+}
 
 // Applies reports whether a unit is estimated: it has a pod template and
 // replicas.

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,7 +45,16 @@ func nodes(n int, cores int64) *member.Capacity {
 
 func unit(name string, replicas int32, cpu string) *framework.Unit {
 	spec := &corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}}
-	return &framework.Unit{Key: "ns/" + name, Namespace: "ns", Name: name, Replicas: ptr.To(replicas), Shape: nodefit.NewShape(spec)}
+	return &framework.Unit{Key: "ns/" + name, GVK: appsv1.SchemeGroupVersion.WithKind("StatefulSet"), Namespace: "ns", Name: name, Replicas: ptr.To(replicas), Shape: nodefit.NewShape(spec)}
+}
+
+// boundPod is a pod of StatefulSet ns/owner bound to node with cpu
+// requested.
+func boundPod(owner, name, node, cpu string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: owner, Controller: ptr.To(true)}}},
+		Spec:       corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}},
+	}
 }
 
 func clusters(names ...string) []*v1alpha1.MemberCluster {
@@ -96,10 +106,7 @@ func TestFillAndReserve(t *testing.T) {
 	// Its pods start: two bound in large count as its own and end that
 	// much of the reservation.
 	for i := range 2 {
-		m["large"].SetPod(fmt.Sprintf("ns/big-%d", i), &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("big-%d", i), OwnerReferences: []metav1.OwnerReference{{Kind: "StatefulSet", Name: "big", Controller: ptr.To(true)}}},
-			Spec:       corev1.PodSpec{NodeName: fmt.Sprintf("n%d", i), Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}}}}},
-		})
+		m["large"].SetPod(fmt.Sprintf("ns/big-%d", i), boundPod("big", fmt.Sprintf("big-%d", i), fmt.Sprintf("n%d", i), "4"))
 	}
 	e.Fill(big, cs)
 	if f := big.Fits["large"]; f.Replicas != 4 || f.Bound != 2 {
@@ -270,4 +277,44 @@ func decideWithoutAView(e *Estimator, m members, out string, u *framework.Unit, 
 	e.Fill(u, clusters(names...))
 	e.Reserve(u, placement, false)
 	m[out] = view
+}
+
+// A Deployment and a StatefulSet of one name in one namespace are two
+// workloads: the StatefulSet's bound pods are not the Deployment's, and
+// the end of one's object leaves the other's reservation.
+func TestOneNameTwoKinds(t *testing.T) {
+	m := members{"m": nodes(1, 8)}
+	e := &Estimator{Members: m, Ledger: &ledger.Ledger{}}
+	cs := clusters("m")
+	sts := unit("web", 2, "1")
+	deploy := unit("web", 2, "1")
+	deploy.Key, deploy.GVK = "ns/web.deployment.apps", appsv1.SchemeGroupVersion.WithKind("Deployment")
+	placed := []v1alpha1.ClusterPlacement{{Cluster: "m", Replicas: ptr.To[int32](2)}}
+	for _, u := range []*framework.Unit{sts, deploy} {
+		e.Fill(u, cs)
+		e.Reserve(u, placed, false)
+	}
+	other := unit("other", 8, "1")
+	if e.Fill(other, cs); other.Fits["m"].Reserved != 4 {
+		t.Errorf("both reserved 2: other sees %d reserved, want 4", other.Fits["m"].Reserved)
+	}
+	// The StatefulSet's two pods are bound: its reservation ends, the
+	// Deployment's does not.
+	for i := range 2 {
+		m["m"].SetPod(fmt.Sprintf("ns/web-%d", i), boundPod("web", fmt.Sprintf("web-%d", i), "n0", "1"))
+	}
+	if e.Fill(deploy, cs); deploy.Fits["m"].Bound != 0 {
+		t.Errorf("the StatefulSet's pods counted as the Deployment's: bound %d, want 0", deploy.Fits["m"].Bound)
+	}
+	if e.Fill(sts, cs); sts.Fits["m"].Bound != 2 {
+		t.Errorf("the StatefulSet's bound pods: %d, want 2", sts.Fits["m"].Bound)
+	}
+	if e.Fill(other, cs); other.Fits["m"].Reserved != 2 {
+		t.Errorf("with the StatefulSet's pods bound, other sees %d reserved, want the Deployment's 2", other.Fits["m"].Reserved)
+	}
+	// The StatefulSet is deleted: the Deployment's reservation stays.
+	e.Forget(sts.Key)
+	if e.Fill(other, cs); other.Fits["m"].Reserved != 2 {
+		t.Errorf("after the StatefulSet went, other sees %d reserved, want the Deployment's 2", other.Fits["m"].Reserved)
+	}
 }
