@@ -188,6 +188,17 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 		resp, err := t.exchange(ctx, c, r)
+		if err == nil && resp.StatusCode == http.StatusRequestTimeout && c.reused && attempt == 0 {
+			// A server, or a proxy in front of it, that drops an idle
+			// kept connection may first write a 408 on it
+			// (golang/go#32310): that is not the answer to r. r goes
+			// again on a fresh connection, as with net/http's Transport.
+			if b, ok := resp.Body.(*body); ok {
+				b.keep = false
+			}
+			_ = resp.Body.Close()
+			continue
+		}
 		if err == nil {
 			return resp, nil
 		}

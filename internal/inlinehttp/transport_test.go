@@ -185,6 +185,48 @@ func TestAConnectionTheServerClosedIsReplaced(t *testing.T) {
 	}
 }
 
+// A load balancer that drops an idle kept connection may write a 408 on
+// it first (golang/go#32310). The next GET on that connection reads the
+// 408: it is sent again on a fresh connection, not answered with it.
+func TestA408OnAKeptConnectionIsNotTheAnswer(t *testing.T) {
+	var calls atomic.Int32
+	go408, wrote408, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	t.Cleanup(func() { close(done) })
+	s := newServer(t, func(w http.ResponseWriter, _ *http.Request) {
+		if calls.Add(1) > 1 {
+			_, _ = io.WriteString(w, "ok")
+			return
+		}
+		c, rw, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer func() { _ = c.Close() }()
+		_, _ = rw.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		_ = rw.Flush()
+		<-go408
+		_, _ = rw.WriteString("HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\n\r\n")
+		_ = rw.Flush()
+		close(wrote408)
+		<-done
+	})
+	tr, _ := testTransport(t, s)
+	ctx := context.Background()
+	if _, got, err := do(t, tr, ctx, "GET", s.URL, nil); err != nil || got != "ok" {
+		t.Fatalf("first GET = %q, %v", got, err)
+	}
+	close(go408)
+	<-wrote408
+	code, got, err := do(t, tr, ctx, "GET", s.URL, nil)
+	if err != nil || code != http.StatusOK || got != "ok" {
+		t.Fatalf("GET on the connection the server wrote a 408 on = %d %q, %v; want 200 ok from a new connection", code, got, err)
+	}
+	if n := s.conns.Load(); n != 2 {
+		t.Errorf("server saw %d connections, want 2", n)
+	}
+}
+
 func TestAFreshConnectionsFailureIsReturned(t *testing.T) {
 	var calls atomic.Int32
 	s := newServer(t, func(w http.ResponseWriter, _ *http.Request) {
