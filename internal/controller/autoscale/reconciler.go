@@ -202,7 +202,10 @@ func (r *Reconciler) evaluate(ctx context.Context, hpa *autoscalingv2.Horizontal
 		return st, 0
 	}
 	fo := &v1alpha1.FederatedObject{}
-	if err := r.Client.Get(ctx, templates.KeyOf(tmpl).FederatedName(), fo); err != nil || !fedobj.Divided(fo) {
+	if err := r.Client.Get(ctx, templates.KeyOf(tmpl).FederatedName(), fo); err != nil || !fedobj.Divided(fo) ||
+		fo.Spec.Template.UID != tmpl.GetUID() || !fo.DeletionTimestamp.IsZero() {
+		// (A FederatedObject of an earlier object of the same name, not
+		// yet gone, is not this target's.)
 		return fail(autoscalingv2.AbleToScale, "NotFederated", fmt.Sprintf("the target %s %s is not divided over clusters by a propagation policy (no FederatedObject with a Divide placement): a federated HPA scales only such workloads; propagate the HPA itself to run one in each member", ref.Kind, ref.Name))
 	}
 	if b, err := r.takeOver(ctx, hpa, tmpl, fo); err != nil || b != nil {
@@ -261,6 +264,13 @@ func (r *Reconciler) evaluate(ctx context.Context, hpa *autoscalingv2.Horizontal
 		return st, 0
 	}
 	if err := r.scale(ctx, tmpl, d.Replicas); err != nil {
+		if apierrors.IsConflict(err) {
+			// The target changed since the cache read it (scaled by
+			// someone else, or deleted and created again): decide again
+			// from what it is now, not from the count it had.
+			undo()
+			return st, time.Second
+		}
 		if !applied.Maybe(err) {
 			// Refused (scale-down protection, a conflict): the change
 			// does not count against the scaling policies' periods. One
@@ -387,7 +397,10 @@ func rules(b *autoscalingv2.HPAScalingRules, def autoscale.Rules) *autoscale.Rul
 
 // scale sets the host object's replicas (a merge patch at the kind's
 // replicas path, spec.replicas or its WorkloadInterpreter's; scale-down
-// protection may refuse it).
+// protection may refuse it). The patch carries tmpl's resourceVersion: the
+// count was decided from tmpl, so a target changed since (a user's scale
+// the cache has not seen yet, or a new object of the same name) refuses
+// it with a Conflict instead of being set from a stale count.
 func (r *Reconciler) scale(ctx context.Context, tmpl *unstructured.Unstructured, replicas int32) error {
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(tmpl.GroupVersionKind())
@@ -398,6 +411,16 @@ func (r *Reconciler) scale(ctx context.Context, tmpl *unstructured.Unstructured,
 	for i := len(path) - 1; i >= 0; i-- {
 		body = map[string]any{path[i]: body}
 	}
+	m, _ := body.(map[string]any)
+	if m == nil {
+		return fmt.Errorf("scale %s %s: no replicas path", tmpl.GetKind(), tmpl.GetName())
+	}
+	meta, _ := m["metadata"].(map[string]any) // a replicas path under metadata
+	if meta == nil {
+		meta = map[string]any{}
+		m["metadata"] = meta
+	}
+	meta["resourceVersion"] = tmpl.GetResourceVersion()
 	patch, err := json.Marshal(body)
 	if err != nil {
 		return err

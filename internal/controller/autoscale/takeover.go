@@ -222,7 +222,9 @@ func (r *Reconciler) takeReplicas(ctx context.Context, tmpl *unstructured.Unstru
 	// between, for another reason, would start from the counts towards
 	// the old total).
 	if host, _ := workload.Replicas(tmpl); host != sum {
-		if err := r.scale(ctx, tmpl, sum); err != nil {
+		if err := r.scale(ctx, tmpl, sum); apierrors.IsConflict(err) {
+			return &blocker{reason: ReasonTakingOver, message: fmt.Sprintf("setting the host's replicas to %d, what the members run (%s): the target changed meanwhile; trying again", sum, describeCounts(counts))}, nil
+		} else if err != nil {
 			return nil, err
 		}
 		return &blocker{reason: ReasonTakingOver, message: fmt.Sprintf("setting the host's replicas to %d, what the members run (%s)", sum, describeCounts(counts))}, nil
@@ -259,7 +261,7 @@ func (r *Reconciler) consent(ctx context.Context, hpa *autoscalingv2.HorizontalP
 	}
 	own := policy.Chosen{Ref: *fo.Spec.Policy, Spec: spec}
 	a := policy.Adopt(&unstructured.Unstructured{Object: raw}, nil, []policy.Chosen{own})
-	if a.Adopt || (spec != nil && spec.ConflictResolution == v1alpha1.ConflictAdopt && !strings.EqualFold(hpa.Annotations[v1alpha1.AnnotationConflictResolution], "abort")) {
+	if a.Adopt || (spec != nil && spec.ConflictResolution == v1alpha1.ConflictAdopt && !strings.EqualFold(strings.TrimSpace(hpa.Annotations[v1alpha1.AnnotationConflictResolution]), "abort")) {
 		return true, "", nil
 	}
 	if policy.WantsAdopt(&unstructured.Unstructured{Object: raw}) {

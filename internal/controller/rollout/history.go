@@ -112,7 +112,11 @@ func (r *Reconciler) prune(ctx context.Context, dep *appsv1.Deployment, owned []
 	}
 	slices.SortFunc(old, func(a, b *appsv1.ReplicaSet) int { return int(revisionOf(a) - revisionOf(b)) })
 	for _, rs := range old[:len(old)-limit] {
-		if err := r.Client.Delete(ctx, rs); client.IgnoreNotFound(err) != nil {
+		// Preconditioned on the one read: a ReplicaSet of that name
+		// created since (deleted and made again by someone else) is not
+		// this revision's.
+		pre := client.Preconditions{UID: &rs.UID, ResourceVersion: &rs.ResourceVersion}
+		if err := r.Client.Delete(ctx, rs, pre); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
 			return fmt.Errorf("prune revision %s of %s/%s: %w", rs.Annotations[annotationRevision], dep.Namespace, dep.Name, err)
 		}
 	}
