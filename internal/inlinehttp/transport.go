@@ -174,6 +174,9 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 		return t.fallback.RoundTrip(r)
 	}
 	ctx := r.Context()
+	if err := ctx.Err(); err != nil {
+		return nil, err // before a kept connection is taken, and dropped
+	}
 	for attempt := 0; ; attempt++ {
 		c, err := t.get(ctx, attempt > 0)
 		var unverified *tls.CertificateVerificationError

@@ -295,6 +295,27 @@ func TestACancelledRequestReturnsAndItsConnectionIsDropped(t *testing.T) {
 	}
 }
 
+// A request cancelled before it is sent does not take (and so drop) a
+// kept connection.
+func TestARequestCancelledBeforeItIsSentKeepsTheConnection(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
+	tr, _ := testTransport(t, s)
+	if _, _, err := do(t, tr, context.Background(), "GET", s.URL, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, _, err := do(t, tr, ctx, "GET", s.URL, nil); !errors.Is(err, context.Canceled) {
+		t.Errorf("GET with a cancelled context returned %v, want context.Canceled", err)
+	}
+	if _, got, err := do(t, tr, context.Background(), "GET", s.URL, nil); err != nil || got != "ok" {
+		t.Fatalf("GET after the cancelled one = %q, %v", got, err)
+	}
+	if n := s.conns.Load(); n != 1 {
+		t.Errorf("server saw %d connections, want 1 (the kept one stays)", n)
+	}
+}
+
 func TestABodyClosedEarlyDropsItsConnection(t *testing.T) {
 	release := make(chan struct{})
 	var once sync.Once
