@@ -88,6 +88,14 @@ type Reconciler struct {
 
 	mu      sync.Mutex
 	history map[types.NamespacedName]history
+	since   map[types.NamespacedName]seen
+}
+
+// seen is when the take-over of the HPA of that UID first waited for pull
+// members' reports (awaited).
+type seen struct {
+	uid types.UID
+	at  time.Time
 }
 
 // history is one HPA's recent recommendations and changes (the
@@ -452,6 +460,26 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.history, key)
+	delete(r.since, key)
+}
+
+// awaited is how long the take-over of hpa has waited for pull members'
+// first reports: since it first did for the HPA of this UID (since a
+// restart, or since a policy last propagated the HPA, which forgets it).
+func (r *Reconciler) awaited(hpa *autoscalingv2.HorizontalPodAutoscaler) time.Duration {
+	key := types.NamespacedName{Namespace: hpa.Namespace, Name: hpa.Name}
+	now := r.now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, ok := r.since[key]
+	if !ok || s.uid != hpa.UID {
+		s = seen{uid: hpa.UID, at: now}
+		if r.since == nil {
+			r.since = map[types.NamespacedName]seen{}
+		}
+		r.since[key] = s
+	}
+	return now.Sub(s.at)
 }
 
 // hpaOfFederatedObject maps the FederatedObject of an HPA to the HPA.

@@ -43,8 +43,8 @@ const (
 // takeOverRetry is how soon a take-over in progress is looked at again.
 const takeOverRetry = 2 * time.Second
 
-// awaitReports is how long a new federated HPA waits for pull members'
-// first reports of their HPAs before it scales.
+// awaitReports is how long a federated HPA waits for pull members' first
+// reports of their HPAs before it scales.
 const awaitReports = time.Minute
 
 // blocker says why a federated HPA does not scale yet.
@@ -120,10 +120,13 @@ func (r *Reconciler) takeOver(ctx context.Context, hpa *autoscalingv2.Horizontal
 		return &blocker{reason: ReasonMemberAutoscalers, warn: true, message: fmt.Sprintf("HPA %s also scales %s %s: a policy propagates it to run in the members; take it out of the policy (a federated HPA and member HPAs would fight over the replicas)",
 			strings.Join(managed, ", "), tmpl.GetKind(), tmpl.GetName())}, nil
 	}
-	if len(awaiting) > 0 && len(record) == 0 && r.now().Sub(hpa.CreationTimestamp.Time) < awaitReports {
+	if len(awaiting) > 0 && len(record) == 0 && r.awaited(hpa) < awaitReports {
 		// A pull member's agent was just asked: its HPAs are known within
 		// its report period (an agent that never reports, an older
-		// version, holds a new HPA back no longer than awaitReports).
+		// version, holds a federated HPA back no longer than awaitReports).
+		// The wait counts from the first time it waited, not from the
+		// HPA's creation: an old HPA that a policy propagated until now
+		// (whose copies run in the members) waits as a new one does.
 		return &blocker{reason: ReasonTakingOver, message: "waiting for the agents of " + strings.Join(awaiting, ", ") + " to report their HPAs"}, nil
 	}
 	if len(record) > 0 {
