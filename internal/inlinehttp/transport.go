@@ -194,8 +194,12 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 		if err == nil && resp.StatusCode == http.StatusRequestTimeout && c.reused && attempt == 0 {
 			// A server, or a proxy in front of it, that drops an idle
 			// kept connection may first write a 408 on it
-			// (golang/go#32310): that is not the answer to r. r goes
-			// again on a fresh connection, as with net/http's Transport.
+			// (golang/go#32310): that is not the answer to r. r (a GET
+			// or HEAD, safe to repeat) goes again on a fresh connection.
+			// net/http's Transport drops such a 408 when it arrives on an
+			// idle connection; here nothing reads one until it is used,
+			// so a genuine 408 to r on a kept connection is repeated too,
+			// once.
 			if b, ok := resp.Body.(*body); ok {
 				b.keep = false
 			}

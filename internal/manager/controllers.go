@@ -134,6 +134,7 @@ var Controllers = []Controller{
 	{Name: autoscale.Name, Setup: func(mgr ctrl.Manager, opts Options, shared *Shared) error {
 		r := &autoscale.Reconciler{
 			Client:    mgr.GetClient(),
+			Reader:    mgr.GetAPIReader(),
 			Templates: shared.Templates,
 			Pool:      shared.Pool,
 			Recorder:  eventRecorder(mgr, autoscale.Name),

@@ -26,7 +26,7 @@ type Capacity struct {
 	// position in it and in fitNodes, which points at each one's fit.
 	order    []*nodeUsage
 	fitNodes []*nodefit.Node
-	// bound counts the bound pods of each workload, by namespace/name.
+	// bound counts the bound pods of each workload, by WorkloadKey.
 	bound map[string]int32
 	// version changes with every change; nodesVersion with every change
 	// of a node itself (not of its pods). They key the estimate caches.
@@ -148,7 +148,7 @@ func (c *Capacity) SetPod(key string, pod *corev1.Pod) {
 }
 
 // setUsage records a pod's requests in milli-units (bytes for memory-like
-// resources), the form the pod cache keeps, and the workload (namespace/name)
+// resources), the form the pod cache keeps, and the workload (WorkloadKey)
 // it counts for in Bound ("" for none). requests is not modified.
 func (c *Capacity) setUsage(key, node, workload string, phase corev1.PodPhase, requests map[corev1.ResourceName]int64) {
 	if p, ok := c.pods[key]; ok && p.node == node && p.workload == workload && maps.Equal(p.requests, requests) &&

@@ -21,12 +21,14 @@ import (
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -79,6 +81,9 @@ type Reconciler struct {
 	Templates *templates.Cache
 	// Pool holds the member sessions, which report usage.
 	Pool *member.Pool
+	// Reader reads a target again, past the cache, when a scale found it
+	// written since the cache's copy (Client when nil).
+	Reader client.Reader
 	// Recorder records events on the HPAs.
 	Recorder events.EventRecorder
 	// Interval overrides DefaultInterval.
@@ -214,7 +219,7 @@ func (r *Reconciler) evaluate(ctx context.Context, hpa *autoscalingv2.Horizontal
 		fo.Spec.Template.UID != tmpl.GetUID() || !fo.DeletionTimestamp.IsZero() {
 		// (A FederatedObject of an earlier object of the same name, not
 		// yet gone, is not this target's.)
-		return fail(autoscalingv2.AbleToScale, "NotFederated", fmt.Sprintf("the target %s %s is not divided over clusters by a propagation policy (no FederatedObject with a Divide placement): a federated HPA scales only such workloads; propagate the HPA itself to run one in each member", ref.Kind, ref.Name))
+		return fail(autoscalingv2.AbleToScale, "NotFederated", fmt.Sprintf("the target %s %s is not divided over clusters by a propagation policy (no FederatedObject of this object with a Divide placement; one of an earlier object of the same name does not count): a federated HPA scales only such workloads; propagate the HPA itself to run one in each member", ref.Kind, ref.Name))
 	}
 	if b, err := r.takeOver(ctx, hpa, tmpl, fo); err != nil || b != nil {
 		if err != nil {
@@ -273,9 +278,10 @@ func (r *Reconciler) evaluate(ctx context.Context, hpa *autoscalingv2.Horizontal
 	}
 	if err := r.scale(ctx, tmpl, d.Replicas); err != nil {
 		if apierrors.IsConflict(err) {
-			// The target changed since the cache read it (scaled by
-			// someone else, or deleted and created again): decide again
-			// from what it is now, not from the count it had.
+			// The target was scaled since the cache read it (by someone
+			// else), or deleted and created again: decide again from what
+			// it is now, not from the count it had.
+			klog.FromContext(ctx).V(1).Info("Target changed before it was scaled; deciding again", "hpa", klog.KObj(hpa), "error", err)
 			undo()
 			return st, time.Second
 		}
@@ -403,40 +409,78 @@ func rules(b *autoscalingv2.HPAScalingRules, def autoscale.Rules) *autoscale.Rul
 	return &out
 }
 
-// scale sets the host object's replicas (a merge patch at the kind's
-// replicas path, spec.replicas or its WorkloadInterpreter's; scale-down
-// protection may refuse it). The patch carries tmpl's resourceVersion: the
-// count was decided from tmpl, so a target changed since (a user's scale
-// the cache has not seen yet, or a new object of the same name) refuses
-// it with a Conflict instead of being set from a stale count.
+// scale sets the host object's replicas at the kind's replicas path
+// (spec.replicas or its WorkloadInterpreter's; scale-down protection may
+// refuse it). The count was decided from tmpl, so the merge patch carries
+// tmpl's resourceVersion. When the object was written since, it is read
+// again: if it is still tmpl's object (its UID) with tmpl's replicas (the
+// write was its status, a label), the patch goes again on top of it, a few
+// times at most; if it was scaled since (by a user, and the cache has not
+// seen it yet) or made anew under the same name, the Conflict is returned
+// instead of a count decided from the old one.
 func (r *Reconciler) scale(ctx context.Context, tmpl *unstructured.Unstructured, replicas int32) error {
-	obj := &unstructured.Unstructured{}
-	obj.SetGroupVersionKind(tmpl.GroupVersionKind())
-	obj.SetNamespace(tmpl.GetNamespace())
-	obj.SetName(tmpl.GetName())
-	var body any = replicas
 	path := workload.ReplicasPath(tmpl)
+	if len(path) == 0 {
+		return fmt.Errorf("scale %s %s: no replicas path", tmpl.GetKind(), tmpl.GetName())
+	}
+	want, _, _ := unstructured.NestedFieldNoCopy(tmpl.Object, path...)
+	base := tmpl
+	for try := 1; ; try++ {
+		err := r.patchReplicas(ctx, base, path, replicas)
+		if err == nil {
+			return nil
+		}
+		err = fmt.Errorf("scale %s %s to %d: %w", tmpl.GetKind(), tmpl.GetName(), replicas, err)
+		if !apierrors.IsConflict(err) || try == maxScaleTries {
+			return err
+		}
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(tmpl.GroupVersionKind())
+		if gerr := r.reader().Get(ctx, client.ObjectKeyFromObject(tmpl), live); gerr != nil {
+			return err
+		}
+		if got, _, _ := unstructured.NestedFieldNoCopy(live.Object, path...); live.GetUID() != tmpl.GetUID() || !equality.Semantic.DeepEqual(got, want) {
+			return err
+		}
+		base = live
+	}
+}
+
+// maxScaleTries bounds the patches of one scale whose target's other
+// fields keep changing.
+const maxScaleTries = 3
+
+// patchReplicas merge-patches the replicas at path, conditional on base's
+// resourceVersion.
+func (r *Reconciler) patchReplicas(ctx context.Context, base *unstructured.Unstructured, path []string, replicas int32) error {
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(base.GroupVersionKind())
+	obj.SetNamespace(base.GetNamespace())
+	obj.SetName(base.GetName())
+	var body any = replicas
 	for i := len(path) - 1; i >= 0; i-- {
 		body = map[string]any{path[i]: body}
 	}
-	m, _ := body.(map[string]any)
-	if m == nil {
-		return fmt.Errorf("scale %s %s: no replicas path", tmpl.GetKind(), tmpl.GetName())
-	}
+	m := body.(map[string]any)
 	meta, _ := m["metadata"].(map[string]any) // a replicas path under metadata
 	if meta == nil {
 		meta = map[string]any{}
 		m["metadata"] = meta
 	}
-	meta["resourceVersion"] = tmpl.GetResourceVersion()
+	meta["resourceVersion"] = base.GetResourceVersion()
 	patch, err := json.Marshal(body)
 	if err != nil {
 		return err
 	}
-	if err := r.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return fmt.Errorf("scale %s %s to %d: %w", tmpl.GetKind(), tmpl.GetName(), replicas, err)
+	return r.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch))
+}
+
+// reader reads targets past the cache (Reader, or Client).
+func (r *Reconciler) reader() client.Reader {
+	if r.Reader != nil {
+		return r.Reader
 	}
-	return nil
+	return r.Client
 }
 
 // writeStatus merge-patches the HPA's status when it changed.

@@ -68,4 +68,19 @@ func TestScaleFromAStaleTargetIsRefused(t *testing.T) {
 	if got, _, _ := unstructured.NestedInt64(read().Object, "spec", "replicas"); got != 32 {
 		t.Errorf("the target has %d replicas, want 32", got)
 	}
+
+	// Written since the read, but not scaled (its status, a label): the
+	// scale goes through on top of that write.
+	before := read()
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"touched":"yes"}}}`))
+	if err := c.Patch(ctx, before.DeepCopy(), patch); err != nil {
+		t.Fatal(err)
+	}
+	if err := autoscale.Scale(r, ctx, before, 34); err != nil {
+		t.Fatalf("scale after a write that left the replicas alone: %v", err)
+	}
+	after := read()
+	if got, _, _ := unstructured.NestedInt64(after.Object, "spec", "replicas"); got != 34 || after.GetLabels()["touched"] != "yes" {
+		t.Errorf("the target has %d replicas and labels %v, want 34 and the label kept", got, after.GetLabels())
+	}
 }

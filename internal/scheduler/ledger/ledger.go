@@ -147,7 +147,7 @@ type Count struct {
 	Observed Observed
 }
 
-// Reserve records a decision for workload (namespace/name): each cluster's
+// Reserve records a decision for workload (member.WorkloadKey): each cluster's
 // replicas are expected to start there. The workload's reservations in
 // clusters left out end. A cluster whose count and per-replica vector are
 // unchanged keeps its reservation and deadline; one whose count is not
