@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
@@ -385,5 +386,36 @@ func TestDeletionCarriesItsResourceVersion(t *testing.T) {
 		if e.Name == "q" && !strings.Contains(string(js), `"phase":"Running"`) {
 			t.Errorf("q: %s, want its last matching state", js)
 		}
+	}
+}
+
+// An object of the same name with another UID (deleted and created again
+// in the member while its feed did not watch, a StatefulSet's pod say) is
+// the old one's deletion and its own addition, as kube-apiserver sends
+// them, whether a relist or a watch event brings it; even at the same
+// member resourceVersion, another UID is another object.
+func TestRecreatedObjectIsDeletedAndAdded(t *testing.T) {
+	withUID := func(rv, uid string) *corev1.Pod {
+		p := pod("ns", "web-0", rv, "", nil)
+		p.UID = types.UID(uid)
+		return p
+	}
+	c := newPodCache(t, 100)
+	_ = c.Replace(podsGR, "a", []runtime.Object{withUID("1", "u1")})
+	w, err := c.Watch(podsGR, WatchOptions{RV: mustRV(t, c)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	_ = c.Replace(podsGR, "a", []runtime.Object{withUID("7", "u2")})
+	_ = c.Set(podsGR, "a", withUID("8", "u2"))
+	_ = c.Set(podsGR, "a", withUID("8", "u3"))
+	got := drain(w, 10)
+	want := []string{"DELETED a/ns/web-0", "ADDED a/ns/web-0", "MODIFIED a/ns/web-0", "DELETED a/ns/web-0", "ADDED a/ns/web-0"}
+	if !slices.Equal(got, want) {
+		t.Errorf("events %v, want %v", got, want)
+	}
+	if got := list(t, c, ListOptions{}); !slices.Equal(got, []string{"a/ns/web-0"}) {
+		t.Errorf("list %v, want the one pod", got)
 	}
 }

@@ -24,7 +24,7 @@ func (c *Cache) encode(k *Kind, cd *codec, cluster string, obj runtime.Object, r
 	if err != nil {
 		return nil, fmt.Errorf("%s from %s: %w", k.Kind, cluster, err)
 	}
-	memberRV := versionHash(m.GetResourceVersion())
+	memberRV, uid := versionHash(m.GetResourceVersion()), versionHash(string(m.GetUID()))
 	m.SetManagedFields(nil)
 	if a := m.GetAnnotations(); a[lastApplied] != "" {
 		delete(a, lastApplied)
@@ -65,6 +65,7 @@ func (c *Cache) encode(k *Kind, cd *codec, cluster string, obj runtime.Object, r
 		data:      compressed,
 		codec:     cd,
 		memberRV:  memberRV,
+		uid:       uid,
 		labels:    newPairs(m.GetLabels()),
 		fields:    cd.packFields(fields),
 	}, nil

@@ -24,6 +24,9 @@ type Entry struct {
 	// memberRV is a hash of the member's resourceVersion of the object: a
 	// relist that finds it unchanged changes nothing.
 	memberRV uint64
+	// uid is a hash of the object's UID: an object of the same name with
+	// another UID is another object (deleted, then added).
+	uid uint64
 	// data is the pruned object as served (with the cache's
 	// resourceVersion and the flotilla.io/cluster label), compressed.
 	data  []byte

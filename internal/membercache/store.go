@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/btree"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 )
@@ -122,14 +123,27 @@ func (s *store) set(cluster string, obj runtime.Object, alive live) error {
 		return nil
 	}
 	old := s.objects[key]
-	if old != nil && old.memberRV == versionHash(m.GetResourceVersion()) {
+	if old.same(m) {
 		return nil
 	}
 	return s.put(cluster, obj, old)
 }
 
-// put stores obj under the lock, as a change from old.
+// same reports whether e is the member's object m as it is (its UID and
+// resourceVersion); false for no entry.
+func (e *Entry) same(m metav1.Object) bool {
+	return e != nil && e.memberRV == versionHash(m.GetResourceVersion()) && e.uid == versionHash(string(m.GetUID()))
+}
+
+// put stores obj under the lock, as a change from old. An object that
+// replaced old under the same name (another UID: deleted and created
+// again while the feed did not watch) is old's deletion and its own
+// addition, as kube-apiserver sends them, not a modification.
 func (s *store) put(cluster string, obj runtime.Object, old *Entry) error {
+	if m, err := meta.Accessor(obj); err == nil && old != nil && old.uid != versionHash(string(m.GetUID())) {
+		s.remove(old)
+		old = nil
+	}
 	seq := s.cache.seq.Add(1)
 	e, err := s.cache.encode(s.kind, s.codec, cluster, obj, seq)
 	if err != nil {
@@ -193,7 +207,7 @@ func (s *store) replace(cluster string, objs []runtime.Object, alive live) error
 		key := id{cluster, m.GetNamespace(), m.GetName()}
 		seen[key] = true
 		old := s.objects[key]
-		if old != nil && old.memberRV == versionHash(m.GetResourceVersion()) {
+		if old.same(m) {
 			continue
 		}
 		if err := s.put(cluster, obj, old); err != nil && firstErr == nil {
