@@ -118,12 +118,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	obj, gvr, err := decode(ci)
+	if err != nil && !ci.DeletionTimestamp.IsZero() {
+		// Nothing this intent names can be found in the member: let it
+		// go, touching nothing, so that it does not hold the hub's delete.
+		return r.release(ctx, ci, "its object cannot be read")
+	}
 	if err != nil {
 		// A bad intent is reported, never retried: only a new spec helps.
 		return r.report(ctx, ci, v1alpha1.ClusterIntentStatus{ObservedGeneration: ci.Generation, Outcome: v1alpha1.IntentFailed, Message: err.Error()})
 	}
 	if !ci.DeletionTimestamp.IsZero() {
 		return r.remove(ctx, sess, ci, obj)
+	}
+	if err := matches(sess, ci, obj, gvr); err != nil {
+		return r.report(ctx, ci, v1alpha1.ClusterIntentStatus{ObservedGeneration: ci.Generation, Outcome: v1alpha1.IntentFailed, Message: err.Error()})
 	}
 	if ci.Spec.Suspended {
 		return r.suspended(ctx, sess, ci, obj, gvr)
@@ -154,7 +162,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		ctrl.LoggerFrom(ctx).Info("Applied intent", "outcome", outcome, "object", describe(obj))
 		return reconcile.Result{RequeueAfter: 5 * time.Second}, nil
 	}
-	if live, state := sess.ManagedObject(gvr, obj.GetNamespace(), obj.GetName()); state == member.CacheSynced && live != nil {
+	switch live, state := sess.ManagedObject(gvr, obj.GetNamespace(), obj.GetName()); {
+	case state != member.CacheSynced:
+		// Not known now (the member's list of the kind has not finished;
+		// Apply read the object itself): the last report stands, not
+		// "no copy", which the hub would act on.
+		st.Copy = ci.Status.Copy
+	case live != nil && dispatch.Written(live):
+		// Only Flotilla's copy: an object of that name that merely
+		// carries the managed label (the Conflict above) is not one.
 		st.Copy = reported(live)
 	}
 	res, werr := r.report(ctx, ci, st)
@@ -187,7 +203,7 @@ func (r *Reconciler) suspended(ctx context.Context, sess member.Member, ci *v1al
 		}
 		return res, err
 	}
-	if live != nil {
+	if live != nil && dispatch.Written(live) {
 		st.Copy = reported(live)
 	}
 	return r.report(ctx, ci, st)
@@ -230,6 +246,18 @@ func (r *Reconciler) remove(ctx context.Context, sess member.Member, ci *v1alpha
 		if outcome == dispatch.Deleted {
 			ctrl.LoggerFrom(ctx).Info("Deleted copy", "object", describe(obj))
 		}
+	}
+	return r.release(ctx, ci, "")
+}
+
+// release lets a deleted intent go: its finalizer is removed. why, when
+// set, says why its copy was not looked at.
+func (r *Reconciler) release(ctx context.Context, ci *v1alpha1.ClusterIntent, why string) (reconcile.Result, error) {
+	if !controllerutil.ContainsFinalizer(ci, v1alpha1.FinalizerAgent) {
+		return reconcile.Result{}, nil
+	}
+	if why != "" {
+		ctrl.LoggerFrom(ctx).Info("Releasing a deleted intent without touching the member", "intent", ci.Name, "reason", why)
 	}
 	controllerutil.RemoveFinalizer(ci, v1alpha1.FinalizerAgent)
 	if err := r.Hub.Update(ctx, ci); err != nil && !apierrors.IsNotFound(err) {
@@ -393,6 +421,25 @@ func decode(ci *v1alpha1.ClusterIntent) (*unstructured.Unstructured, schema.Grou
 		return nil, gvr, fmt.Errorf("the intent's object cannot be read: %w", err)
 	}
 	return obj, gvr, nil
+}
+
+// matches checks that an intent's object is of the resource the intent
+// names (spec.resource, which picks the member cache the copy is read
+// from) and has the intent's name. An intent edited by hand, or written
+// by a hub of another version, that disagrees would have one object's
+// copy judged by another's.
+func matches(sess member.Member, ci *v1alpha1.ClusterIntent, obj *unstructured.Unstructured, gvr schema.GroupVersionResource) error {
+	if want := pull.IntentName(gvr.GroupResource(), obj.GetNamespace(), obj.GetName()); ci.Name != want {
+		return fmt.Errorf("the intent's object %s is not this intent's (its intent would be named %s)", describe(obj), want)
+	}
+	got, _, err := sess.Resource(obj.GroupVersionKind())
+	if err != nil {
+		return nil // a kind the member does not serve: Apply says so
+	}
+	if got.GroupResource() != gvr.GroupResource() {
+		return fmt.Errorf("the intent's object %s is of resource %s, not of the intent's resource %s", describe(obj), got.GroupResource(), gvr.GroupResource())
+	}
+	return nil
 }
 
 func describe(obj *unstructured.Unstructured) string {

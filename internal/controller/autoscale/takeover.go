@@ -21,6 +21,7 @@ import (
 	v1alpha1 "github.com/flotilla-io/flotilla/api/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/controller/fedobj"
 	"github.com/flotilla-io/flotilla/internal/controller/schedule"
+	"github.com/flotilla-io/flotilla/internal/dispatch"
 	"github.com/flotilla-io/flotilla/internal/member"
 	"github.com/flotilla-io/flotilla/internal/policy"
 	"github.com/flotilla-io/flotilla/internal/render"
@@ -88,9 +89,10 @@ func (r *Reconciler) takeOver(ctx context.Context, hpa *autoscalingv2.Horizontal
 		w, err := workloadOf(sess, tmpl)
 		if err == nil {
 			works[p.Cluster] = w
-			if live, state := sess.ManagedObject(w.GVR, w.Namespace, w.Name); live == nil || state != member.CacheSynced {
-				// The member's object is not Flotilla's (a conflict), or
-				// not known yet: its HPAs are none of the federation's
+			if live, state := sess.ManagedObject(w.GVR, w.Namespace, w.Name); live == nil || state != member.CacheSynced || !dispatch.Written(live) {
+				// The member's object is not Flotilla's (a conflict: one
+				// that only carries the managed label is not), or not
+				// known yet: its HPAs are none of the federation's
 				// business.
 				unknown = append(unknown, p.Cluster+": no managed copy of the target")
 				continue
