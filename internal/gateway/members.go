@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -63,6 +64,52 @@ type members struct {
 	// or without verifying their serving certificate (tests only, as the
 	// controller-manager's --allow-insecure-members).
 	allowInsecure bool
+
+	// started is when the gateway started serving (Server.Run); listed
+	// is set once the MemberClusters were read and a feed started for
+	// each (see filling).
+	started time.Time
+	listed  bool
+}
+
+// warmUp bounds how long after the gateway starts a read of a member kind
+// is answered 429 while the cache fills (filling).
+const warmUp = 30 * time.Second
+
+// filling says why the cache of gr is still filling after the gateway
+// started ("" once it is not, and always from warmUp on): the
+// MemberClusters are not read yet, or a ready member that should feed gr
+// (with no known problem and no error of its feed) or the host's own feed
+// has not listed yet. A list served then would lack whole members, and an
+// informer that relists after the gateway's restart (the resourceVersions
+// of the last process are gone) would take their objects for deleted.
+func (m *members) filling(gr schema.GroupResource) string {
+	sources := m.cache.Sources(gr)
+	m.mu.Lock()
+	started, listed := m.started, m.listed
+	var names []string
+	for n, st := range m.status {
+		if st.problem == "" && st.ready {
+			names = append(names, n)
+		}
+	}
+	m.mu.Unlock()
+	if started.IsZero() || time.Since(started) >= warmUp {
+		return ""
+	}
+	if !listed {
+		return "the MemberClusters are not read yet"
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if src, fed := sources[n]; !fed || (!src.Synced && src.Err == "") {
+			return fmt.Sprintf("member %s's %s are not listed yet", n, gr.Resource)
+		}
+	}
+	if src, ok := sources[""]; ok && !src.Synced && src.Err == "" {
+		return fmt.Sprintf("the host's own %s are not listed yet", gr.Resource)
+	}
+	return ""
 }
 
 // feed is one member's running cache feed.
@@ -141,6 +188,9 @@ func (m *members) run(ctx context.Context) {
 			return
 		case <-m.kick:
 			m.sync(ctx)
+			m.mu.Lock()
+			m.listed = true
+			m.mu.Unlock()
 		}
 	}
 }

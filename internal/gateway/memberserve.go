@@ -97,6 +97,10 @@ func (h *memberHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if info.Verb != "get" {
+		if why := h.members.filling(gr); why != "" {
+			h.fail(w, r, errFilling(gr, why))
+			return
+		}
 		h.warnMissing(r, gr)
 	}
 	tw := tableWriter{kind: k, format: f, includeObject: includeObject(r)}
@@ -108,6 +112,14 @@ func (h *memberHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "watch":
 		h.watch(w, r, k, filter, opts, tw)
 	}
+}
+
+// errFilling is the answer to a read of gr while its cache fills after
+// the gateway's start (members.filling): 429 with a Retry-After, as a
+// kube-apiserver answers while its own cache initializes, which client-go
+// retries.
+func errFilling(gr schema.GroupResource, why string) error {
+	return apierrors.NewTooManyRequests(fmt.Sprintf("the gateway is still reading the members' %s after its start (%s)", gr.Resource, why), 1)
 }
 
 // inScope reports whether the request's path exists for k's scope, as it
@@ -238,6 +250,10 @@ func (h *memberHandler) get(w http.ResponseWriter, r *http.Request, k *membercac
 		entries = []*membercache.Entry{e}
 	}
 	if len(entries) == 0 {
+		if why := h.members.filling(k.GroupResource()); why != "" {
+			h.fail(w, r, errFilling(k.GroupResource(), why))
+			return
+		}
 		h.warnMissing(r, k.GroupResource())
 		h.fail(w, r, apierrors.NewNotFound(k.GroupResource(), name))
 		return

@@ -143,10 +143,7 @@ func (e *eventEncoder) encode(buf *bytes.Buffer, ev membercache.Event) error {
 		if ev.InitialEventsEnd {
 			m.Annotations = map[string]string{metav1.InitialEventsAnnotationKey: "true"}
 		}
-		b, err := json.Marshal(struct {
-			metav1.TypeMeta `json:",inline"`
-			Metadata        metav1.ObjectMeta `json:"metadata"`
-		}{metav1.TypeMeta{Kind: e.kind.Kind, APIVersion: e.kind.Resource.GroupVersion().String()}, m})
+		b, err := json.Marshal(e.tw.bookmark(m))
 		if err != nil {
 			return err
 		}

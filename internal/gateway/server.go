@@ -309,10 +309,14 @@ func New(o *Options) (*Server, error) {
 }
 
 // Run serves until ctx ends, then shuts down gracefully. The member cache
-// fills in the background: until a member is listed, reads of member
-// kinds say so in a warning.
+// fills in the background: for up to warmUp, reads of member kinds are
+// answered 429 until every ready member is listed (members.filling);
+// after that, a member not listed yet is named in a warning.
 func (s *Server) Run(ctx context.Context) error {
 	s.members.base = ctx
+	s.members.mu.Lock()
+	s.members.started = time.Now()
+	s.members.mu.Unlock()
 	go s.members.run(ctx)
 	return s.generic.PrepareRun().RunWithContext(ctx)
 }

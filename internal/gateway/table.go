@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -63,6 +64,48 @@ func (t tableWriter) row(e *membercache.Entry, now time.Time) (metav1.TableRow, 
 		}
 	}
 	return row, nil
+}
+
+// bookmark is a watch bookmark carrying m (its resourceVersion, and the
+// initial-events-end annotation) in the writer's format, as kube-apiserver
+// converts one: the kind's object with only metadata; as partial
+// metadata; or a Table of one row, without columns, whose object is the
+// partial metadata (the kind's object when the client asked for whole
+// objects). A client that asked for partial metadata cannot decode a
+// bookmark of the kind.
+func (t tableWriter) bookmark(m metav1.ObjectMeta) any {
+	whole := struct {
+		metav1.TypeMeta `json:",inline"`
+		Metadata        metav1.ObjectMeta `json:"metadata"`
+	}{metav1.TypeMeta{Kind: t.kind.Kind, APIVersion: t.kind.Resource.GroupVersion().String()}, m}
+	partial := &metav1.PartialObjectMetadata{TypeMeta: t.typeMeta("PartialObjectMetadata"), ObjectMeta: m}
+	switch t.format.as {
+	case "":
+		return whole
+	case "Table":
+		obj := t.kind.NewObject()
+		if a, err := meta.Accessor(obj); err == nil {
+			a.SetResourceVersion(m.ResourceVersion)
+			a.SetAnnotations(m.Annotations)
+		}
+		row := metav1.TableRow{Cells: t.kind.Cells(obj, "", time.Now())}
+		switch t.includeObject {
+		case metav1.IncludeNone:
+		case metav1.IncludeObject:
+			if m.Annotations[metav1.InitialEventsAnnotationKey] == "" {
+				raw, err := json.Marshal(whole)
+				if err == nil {
+					row.Object = runtime.RawExtension{Raw: raw}
+					break
+				}
+			}
+			row.Object = runtime.RawExtension{Object: partial}
+		default:
+			row.Object = runtime.RawExtension{Object: partial}
+		}
+		return &metav1.Table{TypeMeta: t.typeMeta("Table"), ListMeta: metav1.ListMeta{ResourceVersion: m.ResourceVersion}, Rows: []metav1.TableRow{row}}
+	}
+	return partial
 }
 
 // table renders entries as one Table (columns unless noHeaders).
