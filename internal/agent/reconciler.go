@@ -128,6 +128,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return r.report(ctx, ci, v1alpha1.ClusterIntentStatus{ObservedGeneration: ci.Generation, Outcome: v1alpha1.IntentFailed, Message: err.Error()})
 	}
 	if !ci.DeletionTimestamp.IsZero() {
+		if err := matches(sess, ci, obj, gvr); err != nil {
+			// The object it names may be another intent's copy.
+			return r.release(ctx, ci, err.Error())
+		}
 		return r.remove(ctx, sess, ci, obj)
 	}
 	if err := matches(sess, ci, obj, gvr); err != nil {
@@ -165,9 +169,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	switch live, state := sess.ManagedObject(gvr, obj.GetNamespace(), obj.GetName()); {
 	case state != member.CacheSynced:
 		// Not known now (the member's list of the kind has not finished;
-		// Apply read the object itself): the last report stands, not
-		// "no copy", which the hub would act on.
-		st.Copy = ci.Status.Copy
+		// Apply read the object itself): for a copy just applied, the
+		// last report stands, not "no copy", which the hub would act on.
+		// A Conflict or a failure reports none: an earlier copy may not
+		// be what the member holds now.
+		if st.Outcome == v1alpha1.IntentApplied {
+			st.Copy = ci.Status.Copy
+		}
 	case live != nil && dispatch.Written(live):
 		// Only Flotilla's copy: an object of that name that merely
 		// carries the managed label (the Conflict above) is not one.

@@ -73,8 +73,13 @@ type members struct {
 }
 
 // warmUp bounds how long after the gateway starts a read of a member kind
-// is answered 429 while the cache fills (filling).
-const warmUp = 30 * time.Second
+// is answered 429 while the cache fills (filling). client-go retries a 429
+// ten times, each after its Retry-After (fillingRetry): 20 s in all, past
+// warmUp, so that a client that asks early is answered, not failed.
+const (
+	warmUp       = 15 * time.Second
+	fillingRetry = 2
+)
 
 // filling says why the cache of gr is still filling after the gateway
 // started ("" once it is not, and always from warmUp on): the
@@ -89,7 +94,9 @@ func (m *members) filling(gr schema.GroupResource) string {
 	started, listed := m.started, m.listed
 	var names []string
 	for n, st := range m.status {
-		if st.problem == "" && st.ready {
+		// A Ready pull member's agent reopens its tunnel within seconds
+		// of a gateway restart: it is waited for too.
+		if st.ready && (st.problem == "" || st.noTunnel) {
 			names = append(names, n)
 		}
 	}
@@ -125,8 +132,10 @@ type memberStatus struct {
 	// pull is true for syncMode Pull: the gateway reaches the member
 	// through its agent's tunnel.
 	pull bool
-	// problem says why no feed runs ("" when one does).
-	problem string
+	// problem says why no feed runs ("" when one does); noTunnel: the
+	// problem is a pull member's agent that has no tunnel open (yet).
+	problem  string
+	noTunnel bool
 	// ready and readyReason are the MemberCluster's Ready condition.
 	ready       bool
 	readyReason string
@@ -265,7 +274,7 @@ func (m *members) syncOne(ctx context.Context, mc *v1alpha1.MemberCluster) {
 			delete(m.feeds, mc.Name)
 			m.cache.RemoveCluster(mc.Name)
 		}
-		st.problem = w.problem
+		st.problem, st.noTunnel = w.problem, w.noTunnel
 		m.status[mc.Name] = st
 		return
 	case old != nil && old.hash == w.hash:
@@ -310,8 +319,10 @@ func (m *members) syncOne(ctx context.Context, mc *v1alpha1.MemberCluster) {
 // its credentials Secret, or a pull member's agent tunnel.
 type way struct {
 	// problem says why there is none, in words for any reader of the
-	// gateway's warnings; detail adds what only the log may say.
+	// gateway's warnings; detail adds what only the log may say;
+	// noTunnel: the problem is a pull member's agent without a tunnel.
 	problem, detail string
+	noTunnel        bool
 	// hash changes when the way does (the feed then restarts).
 	hash string
 	// through names it in logs.
@@ -324,7 +335,7 @@ func (m *members) way(mc *v1alpha1.MemberCluster) way {
 	if mc.Spec.SyncMode == v1alpha1.SyncModePull {
 		s, ok := m.tunnels.Current(mc.Name)
 		if !ok {
-			return way{problem: "its agent has no tunnel open to this gateway (flotilla agent --gateway-url)"}
+			return way{problem: "its agent has no tunnel open to this gateway (flotilla agent --gateway-url)", noTunnel: true}
 		}
 		return way{hash: fmt.Sprintf("tunnel/%d", s.Seq), through: fmt.Sprintf("the agent's tunnel %d (%s)", s.Seq, s.Agent),
 			config: func() (*rest.Config, *member.Token, error) { return s.Config(), nil, nil }}

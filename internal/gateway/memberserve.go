@@ -117,9 +117,9 @@ func (h *memberHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // errFilling is the answer to a read of gr while its cache fills after
 // the gateway's start (members.filling): 429 with a Retry-After, as a
 // kube-apiserver answers while its own cache initializes, which client-go
-// retries.
+// (and so kubectl) retries.
 func errFilling(gr schema.GroupResource, why string) error {
-	return apierrors.NewTooManyRequests(fmt.Sprintf("the gateway is still reading the members' %s after its start (%s)", gr.Resource, why), 1)
+	return apierrors.NewTooManyRequests(fmt.Sprintf("the gateway is still reading the members' %s after its start (%s)", gr.Resource, why), fillingRetry)
 }
 
 // inScope reports whether the request's path exists for k's scope, as it

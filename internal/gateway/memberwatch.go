@@ -143,9 +143,12 @@ func (e *eventEncoder) encode(buf *bytes.Buffer, ev membercache.Event) error {
 		if ev.InitialEventsEnd {
 			m.Annotations = map[string]string{metav1.InitialEventsAnnotationKey: "true"}
 		}
-		b, err := json.Marshal(e.tw.bookmark(m))
+		b, err := json.Marshal(e.tw.bookmark(m, !e.headersSent))
 		if err != nil {
 			return err
+		}
+		if e.tw.format.as == "Table" {
+			e.headersSent = true
 		}
 		obj = b
 	case e.tw.format.as == "":

@@ -69,11 +69,10 @@ func (t tableWriter) row(e *membercache.Entry, now time.Time) (metav1.TableRow, 
 // bookmark is a watch bookmark carrying m (its resourceVersion, and the
 // initial-events-end annotation) in the writer's format, as kube-apiserver
 // converts one: the kind's object with only metadata; as partial
-// metadata; or a Table of one row, without columns, whose object is the
-// partial metadata (the kind's object when the client asked for whole
-// objects). A client that asked for partial metadata cannot decode a
-// bookmark of the kind.
-func (t tableWriter) bookmark(m metav1.ObjectMeta) any {
+// metadata; or a Table of one row (with the columns when headers) whose
+// object is as a row's. A client that asked for partial metadata cannot
+// decode a bookmark of the kind.
+func (t tableWriter) bookmark(m metav1.ObjectMeta, headers bool) any {
 	whole := struct {
 		metav1.TypeMeta `json:",inline"`
 		Metadata        metav1.ObjectMeta `json:"metadata"`
@@ -89,21 +88,22 @@ func (t tableWriter) bookmark(m metav1.ObjectMeta) any {
 			a.SetAnnotations(m.Annotations)
 		}
 		row := metav1.TableRow{Cells: t.kind.Cells(obj, "", time.Now())}
-		switch t.includeObject {
-		case metav1.IncludeNone:
-		case metav1.IncludeObject:
-			if m.Annotations[metav1.InitialEventsAnnotationKey] == "" {
-				raw, err := json.Marshal(whole)
-				if err == nil {
-					row.Object = runtime.RawExtension{Raw: raw}
-					break
-				}
+		// kube-apiserver's order (asTable): the whole object when asked
+		// for; partial metadata when asked for, by default, and for the
+		// bookmark that ends the initial objects; nothing otherwise.
+		switch {
+		case t.includeObject == metav1.IncludeObject:
+			if raw, err := json.Marshal(whole); err == nil {
+				row.Object = runtime.RawExtension{Raw: raw}
 			}
-			row.Object = runtime.RawExtension{Object: partial}
-		default:
+		case t.includeObject == metav1.IncludeMetadata, t.includeObject == "", m.Annotations[metav1.InitialEventsAnnotationKey] == "true":
 			row.Object = runtime.RawExtension{Object: partial}
 		}
-		return &metav1.Table{TypeMeta: t.typeMeta("Table"), ListMeta: metav1.ListMeta{ResourceVersion: m.ResourceVersion}, Rows: []metav1.TableRow{row}}
+		tbl := &metav1.Table{TypeMeta: t.typeMeta("Table"), ListMeta: metav1.ListMeta{ResourceVersion: m.ResourceVersion}, Rows: []metav1.TableRow{row}}
+		if headers {
+			tbl.ColumnDefinitions = t.kind.Columns()
+		}
+		return tbl
 	}
 	return partial
 }

@@ -33,8 +33,8 @@ func TestReadsWaitForTheCacheAfterStart(t *testing.T) {
 	err := admin.CoreV1().RESTClient().Get().Namespace(ns).Resource("pods").MaxRetries(0).Do(ctx).Error()
 	if !apierrors.IsTooManyRequests(err) {
 		t.Errorf("list of pods while beta's are not read: %v, want 429", err)
-	} else if s, ok := apierrors.SuggestsClientDelay(err); !ok || s != 1 {
-		t.Errorf("429 without a Retry-After of 1 s: %v", err)
+	} else if s, ok := apierrors.SuggestsClientDelay(err); !ok || s != 2 {
+		t.Errorf("429 without a Retry-After of 2 s: %v", err)
 	}
 	err = admin.CoreV1().RESTClient().Get().Namespace(ns).Resource("pods").Name("b").MaxRetries(0).Do(ctx).Error()
 	if !apierrors.IsTooManyRequests(err) {

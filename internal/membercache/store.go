@@ -140,14 +140,18 @@ func (e *Entry) same(m metav1.Object) bool {
 // again while the feed did not watch) is old's deletion and its own
 // addition, as kube-apiserver sends them, not a modification.
 func (s *store) put(cluster string, obj runtime.Object, old *Entry) error {
+	var replacedAt uint64 // the old object's deletion comes first
 	if m, err := meta.Accessor(obj); err == nil && old != nil && old.uid != versionHash(string(m.GetUID())) {
-		s.remove(old)
-		old = nil
+		replacedAt = s.cache.seq.Add(1)
 	}
 	seq := s.cache.seq.Add(1)
 	e, err := s.cache.encode(s.kind, s.codec, cluster, obj, seq)
 	if err != nil {
-		return err
+		return err // what was cached stays
+	}
+	if replacedAt != 0 {
+		s.removeAt(old, replacedAt)
+		old = nil
 	}
 	s.objects[e.id()] = e
 	s.order.ReplaceOrInsert(e)
@@ -178,8 +182,10 @@ func (s *store) delete(cluster string, obj runtime.Object, alive live) error {
 }
 
 // remove deletes old under the lock.
-func (s *store) remove(old *Entry) {
-	seq := s.cache.seq.Add(1)
+func (s *store) remove(old *Entry) { s.removeAt(old, s.cache.seq.Add(1)) }
+
+// removeAt deletes old under the lock as the change seq.
+func (s *store) removeAt(old *Entry, seq uint64) {
 	delete(s.objects, old.id())
 	s.order.Delete(old)
 	if s.clusters[old.Cluster]--; s.clusters[old.Cluster] <= 0 {
