@@ -89,9 +89,17 @@ const (
 // informer that relists after the gateway's restart (the resourceVersions
 // of the last process are gone) would take their objects for deleted.
 func (m *members) filling(gr schema.GroupResource) string {
-	sources := m.cache.Sources(gr)
 	m.mu.Lock()
 	started, listed := m.started, m.listed
+	m.mu.Unlock()
+	if started.IsZero() || time.Since(started) >= warmUp {
+		return "" // every read after the first seconds: nothing to look at
+	}
+	if !listed {
+		return "the MemberClusters are not read yet"
+	}
+	sources := m.cache.Sources(gr) // not under m.mu, as in warnings
+	m.mu.Lock()
 	var names []string
 	for n, st := range m.status {
 		// A Ready pull member's agent reopens its tunnel within seconds
@@ -101,12 +109,6 @@ func (m *members) filling(gr schema.GroupResource) string {
 		}
 	}
 	m.mu.Unlock()
-	if started.IsZero() || time.Since(started) >= warmUp {
-		return ""
-	}
-	if !listed {
-		return "the MemberClusters are not read yet"
-	}
 	sort.Strings(names)
 	for _, n := range names {
 		if src, fed := sources[n]; !fed || (!src.Synced && src.Err == "") {
